@@ -1,0 +1,426 @@
+//! Validation of an [`Instance`] against SPEC section 1.
+//!
+//! Every class of invalid instance has its own [`InstanceError`] variant, and every message
+//! names the job (or server) and the field, so a user knows what to fix. Nothing is clamped
+//! or dropped: an instance is either accepted as it is or rejected.
+
+use std::collections::HashMap;
+
+use crate::instance::{Instance, Time};
+
+/// Largest magnitude accepted for a time, a walltime or a resource amount (2^40, about
+/// 35,000 years in seconds). It keeps every sum the dispatcher forms inside `i64`.
+pub const MAX_MAGNITUDE: i64 = 1 << 40;
+
+/// Why an instance is invalid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InstanceError {
+    #[error("`resources` is empty: an instance needs at least one resource")]
+    NoResources,
+    #[error("`resources` lists \"{0}\" twice")]
+    DuplicateResource(String),
+    #[error("`servers` is empty: an instance needs at least one server")]
+    NoServers,
+    #[error("`queue` is empty: an instance needs at least one queued job to order")]
+    EmptyQueue,
+    #[error("id \"{id}\" is used twice (as {first} and as {second}); ids must be unique across servers, running and queue")]
+    DuplicateId {
+        id: String,
+        first: &'static str,
+        second: &'static str,
+    },
+    #[error(
+        "{kind} \"{id}\": `{field}` has {found} entries, expected {expected} (one per resource)"
+    )]
+    WrongLength {
+        kind: &'static str,
+        id: String,
+        field: &'static str,
+        expected: usize,
+        found: usize,
+    },
+    #[error("{kind} \"{id}\": `{field}[{index}]` is {value}; resource amounts must be non-negative integers")]
+    NegativeAmount {
+        kind: &'static str,
+        id: String,
+        field: &'static str,
+        index: usize,
+        value: i64,
+    },
+    #[error("{kind} \"{id}\": `{field}` is {value}, outside the accepted range [-2^40, 2^40]")]
+    OutOfRange {
+        kind: &'static str,
+        id: String,
+        field: &'static str,
+        value: i64,
+    },
+    #[error("job \"{job}\": `walltime` is {walltime}; it must be at least 1 second")]
+    WalltimeTooShort { job: String, walltime: Time },
+    #[error("job \"{job}\": `runtime` is {runtime}; it must be non-negative")]
+    NegativeRuntime { job: String, runtime: Time },
+    #[error("job \"{job}\": `submit` is {submit}, after `now` ({now}); queued jobs must have been submitted by now")]
+    SubmitAfterNow {
+        job: String,
+        submit: Time,
+        now: Time,
+    },
+    #[error("running job \"{job}\": `end` is {end}, not after `now` ({now}); a running job must end after the snapshot")]
+    EndNotAfterNow { job: String, end: Time, now: Time },
+    #[error("job \"{job}\": `weight` is {weight}; it must be a finite number greater than 0")]
+    BadWeight { job: String, weight: f64 },
+    #[error("running job \"{job}\": `server` \"{server}\" is not a server of this instance")]
+    UnknownServer { job: String, server: String },
+    #[error("job \"{job}\": `deps` names \"{dep}\", which is not a running or queued job")]
+    UnknownDependency { job: String, dep: String },
+    #[error("job \"{job}\": `deps` form a cycle: {}", cycle.join(" -> "))]
+    DependencyCycle { job: String, cycle: Vec<String> },
+    #[error(
+        "job \"{job}\": `demand` {demand:?} fits on no server (each server lacks some resource)"
+    )]
+    FitsNoServer { job: String, demand: Vec<i64> },
+    #[error("server \"{server}\": running jobs use {used} of resource `{resource}` but `capacity` is {capacity}")]
+    ServerOverloaded {
+        server: String,
+        resource: String,
+        used: i64,
+        capacity: i64,
+    },
+}
+
+/// Checks an instance and returns its first problem, if any.
+pub fn validate(instance: &Instance) -> Result<(), InstanceError> {
+    match problems(instance).into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Every problem of an instance, in a stable order (structure, then values, then references).
+pub fn problems(instance: &Instance) -> Vec<InstanceError> {
+    let mut out = Vec::new();
+    check_resources(instance, &mut out);
+    if instance.servers.is_empty() {
+        out.push(InstanceError::NoServers);
+    }
+    if instance.queue.is_empty() {
+        out.push(InstanceError::EmptyQueue);
+    }
+    let ids = check_ids(instance, &mut out);
+    let shapes_ok = check_shapes(instance, &mut out);
+    check_times(instance, &mut out);
+    check_references(instance, &ids, &mut out);
+    if shapes_ok {
+        check_capacity(instance, &mut out);
+    }
+    if out.is_empty() {
+        check_cycles(instance, &mut out);
+    }
+    out
+}
+
+fn check_resources(instance: &Instance, out: &mut Vec<InstanceError>) {
+    if instance.resources.is_empty() {
+        out.push(InstanceError::NoResources);
+    }
+    for (i, name) in instance.resources.iter().enumerate() {
+        if instance.resources[..i].contains(name) {
+            out.push(InstanceError::DuplicateResource(name.clone()));
+        }
+    }
+}
+
+/// Where an id lives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Server,
+    Running,
+    Queued,
+}
+
+impl Owner {
+    fn name(self) -> &'static str {
+        match self {
+            Owner::Server => "a server",
+            Owner::Running => "a running job",
+            Owner::Queued => "a queued job",
+        }
+    }
+}
+
+fn check_ids<'a>(instance: &'a Instance, out: &mut Vec<InstanceError>) -> HashMap<&'a str, Owner> {
+    let mut ids: HashMap<&str, Owner> = HashMap::new();
+    let all = instance
+        .servers
+        .iter()
+        .map(|s| (s.id.as_str(), Owner::Server))
+        .chain(
+            instance
+                .running
+                .iter()
+                .map(|r| (r.id.as_str(), Owner::Running)),
+        )
+        .chain(
+            instance
+                .queue
+                .iter()
+                .map(|q| (q.id.as_str(), Owner::Queued)),
+        );
+    for (id, owner) in all {
+        if let Some(first) = ids.get(id) {
+            out.push(InstanceError::DuplicateId {
+                id: id.to_string(),
+                first: first.name(),
+                second: owner.name(),
+            });
+        } else {
+            ids.insert(id, owner);
+        }
+    }
+    ids
+}
+
+/// Checks vector lengths and signs; returns whether every vector has length R.
+fn check_shapes(instance: &Instance, out: &mut Vec<InstanceError>) -> bool {
+    let r = instance.resources.len();
+    let mut ok = true;
+    let vectors = instance
+        .servers
+        .iter()
+        .map(|s| ("server", &s.id, "capacity", &s.capacity))
+        .chain(
+            instance
+                .running
+                .iter()
+                .map(|j| ("running job", &j.id, "demand", &j.demand)),
+        )
+        .chain(
+            instance
+                .queue
+                .iter()
+                .map(|j| ("job", &j.id, "demand", &j.demand)),
+        );
+    for (kind, id, field, v) in vectors {
+        if v.len() != r {
+            ok = false;
+            out.push(InstanceError::WrongLength {
+                kind,
+                id: id.clone(),
+                field,
+                expected: r,
+                found: v.len(),
+            });
+        }
+        for (index, &value) in v.iter().enumerate() {
+            if value < 0 {
+                out.push(InstanceError::NegativeAmount {
+                    kind,
+                    id: id.clone(),
+                    field,
+                    index,
+                    value,
+                });
+            } else if value > MAX_MAGNITUDE {
+                out.push(InstanceError::OutOfRange {
+                    kind,
+                    id: id.clone(),
+                    field,
+                    value,
+                });
+            }
+        }
+    }
+    ok
+}
+
+fn in_range(value: i64) -> bool {
+    (-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&value)
+}
+
+fn check_times(instance: &Instance, out: &mut Vec<InstanceError>) {
+    let now = instance.now;
+    if !in_range(now) {
+        out.push(InstanceError::OutOfRange {
+            kind: "instance",
+            id: String::new(),
+            field: "now",
+            value: now,
+        });
+    }
+    for j in &instance.running {
+        if !in_range(j.end) {
+            out.push(out_of_range("running job", &j.id, "end", j.end));
+        } else if j.end <= now {
+            out.push(InstanceError::EndNotAfterNow {
+                job: j.id.clone(),
+                end: j.end,
+                now,
+            });
+        }
+    }
+    for j in &instance.queue {
+        if !in_range(j.submit) {
+            out.push(out_of_range("job", &j.id, "submit", j.submit));
+        } else if j.submit > now {
+            out.push(InstanceError::SubmitAfterNow {
+                job: j.id.clone(),
+                submit: j.submit,
+                now,
+            });
+        }
+        if j.walltime < 1 {
+            out.push(InstanceError::WalltimeTooShort {
+                job: j.id.clone(),
+                walltime: j.walltime,
+            });
+        } else if j.walltime > MAX_MAGNITUDE {
+            out.push(out_of_range("job", &j.id, "walltime", j.walltime));
+        }
+        match j.runtime {
+            Some(rt) if rt < 0 => out.push(InstanceError::NegativeRuntime {
+                job: j.id.clone(),
+                runtime: rt,
+            }),
+            Some(rt) if rt > MAX_MAGNITUDE => {
+                out.push(out_of_range("job", &j.id, "runtime", rt));
+            }
+            _ => {}
+        }
+        if !(j.weight.is_finite() && j.weight > 0.0) {
+            out.push(InstanceError::BadWeight {
+                job: j.id.clone(),
+                weight: j.weight,
+            });
+        }
+    }
+}
+
+fn out_of_range(kind: &'static str, id: &str, field: &'static str, value: i64) -> InstanceError {
+    InstanceError::OutOfRange {
+        kind,
+        id: id.to_string(),
+        field,
+        value,
+    }
+}
+
+fn check_references(instance: &Instance, ids: &HashMap<&str, Owner>, out: &mut Vec<InstanceError>) {
+    for j in &instance.running {
+        if ids.get(j.server.as_str()) != Some(&Owner::Server) {
+            out.push(InstanceError::UnknownServer {
+                job: j.id.clone(),
+                server: j.server.clone(),
+            });
+        }
+    }
+    for j in &instance.queue {
+        for dep in &j.deps {
+            match ids.get(dep.as_str()) {
+                Some(Owner::Running) | Some(Owner::Queued) => {}
+                _ => out.push(InstanceError::UnknownDependency {
+                    job: j.id.clone(),
+                    dep: dep.clone(),
+                }),
+            }
+        }
+    }
+}
+
+fn fits(demand: &[i64], capacity: &[i64]) -> bool {
+    demand.iter().zip(capacity).all(|(d, c)| d <= c)
+}
+
+fn check_capacity(instance: &Instance, out: &mut Vec<InstanceError>) {
+    for j in &instance.queue {
+        if !instance.servers.is_empty()
+            && !instance
+                .servers
+                .iter()
+                .any(|s| fits(&j.demand, &s.capacity))
+        {
+            out.push(InstanceError::FitsNoServer {
+                job: j.id.clone(),
+                demand: j.demand.clone(),
+            });
+        }
+    }
+    for s in &instance.servers {
+        for (k, &capacity) in s.capacity.iter().enumerate() {
+            let used: i64 = instance
+                .running
+                .iter()
+                .filter(|j| j.server == s.id)
+                .map(|j| j.demand[k])
+                .sum();
+            if used > capacity {
+                out.push(InstanceError::ServerOverloaded {
+                    server: s.id.clone(),
+                    resource: instance.resources[k].clone(),
+                    used,
+                    capacity,
+                });
+            }
+        }
+    }
+}
+
+/// Finds a dependency cycle among queued jobs (running jobs have no deps, so a cycle can only
+/// pass through the queue). Iterative (Kahn's algorithm), so a long chain cannot overflow the
+/// stack. Reports one cycle, starting from the first job in queue order that lies on or behind one.
+fn check_cycles(instance: &Instance, out: &mut Vec<InstanceError>) {
+    let index: HashMap<&str, usize> = instance
+        .queue
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.id.as_str(), i))
+        .collect();
+    let n = instance.queue.len();
+    let deps: Vec<Vec<usize>> = instance
+        .queue
+        .iter()
+        .map(|j| {
+            j.deps
+                .iter()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut waiting: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (j, ds) in deps.iter().enumerate() {
+        for &d in ds {
+            dependents[d].push(j);
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&j| waiting[j] == 0).collect();
+    let mut done = vec![false; n];
+    while let Some(v) = ready.pop() {
+        done[v] = true;
+        for &u in &dependents[v] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    let Some(start) = (0..n).find(|&j| !done[j]) else {
+        return;
+    };
+    // Every job left has a dependency left: follow them until one repeats.
+    let mut seen_at = vec![usize::MAX; n];
+    let mut walk = Vec::new();
+    let mut v = start;
+    while seen_at[v] == usize::MAX {
+        seen_at[v] = walk.len();
+        walk.push(v);
+        v = deps[v].iter().copied().find(|&d| !done[d]).unwrap_or(v);
+    }
+    let mut cycle: Vec<String> = walk[seen_at[v]..]
+        .iter()
+        .map(|&i| instance.queue[i].id.clone())
+        .collect();
+    cycle.push(instance.queue[v].id.clone());
+    out.push(InstanceError::DependencyCycle {
+        job: cycle[0].clone(),
+        cycle,
+    });
+}
