@@ -1,1 +1,17 @@
-fn main() {}
+//! `schedlm`: the command-line front end. It only parses arguments and calls the library
+//! crates (`schedlm-model`, `schedlm-generator`, `schedlm-solver`), so every command is also
+//! a library call.
+
+mod args;
+mod cmd;
+mod io;
+
+use clap::Parser;
+
+fn main() {
+    let cli = args::Cli::parse();
+    if let Err(e) = cmd::run(cli) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,160 @@
+//! Command-line arguments. Each option is defined once here, with the long help that
+//! `schedlm <command> --help` prints.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use schedlm_generator::Family;
+use schedlm_solver::rules::Rule;
+
+/// Teach language models to schedule jobs on compute clusters, and measure how well they do.
+///
+/// schedlm samples cluster snapshots (a data center's servers, running jobs and queue),
+/// orders their queues with priority rules and solvers, and turns solved snapshots into
+/// fine-tuning data. Instances are JSON Lines, one snapshot per line, in the format of
+/// SPEC section 1 (see docs/design.md). All times are integer seconds.
+#[derive(Debug, Parser)]
+#[command(name = "schedlm", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the main job end to end on embedded defaults: generate snapshots of every family,
+    /// schedule them with every priority rule and print a comparison table.
+    Pipeline(PipelineArgs),
+    /// Sample seeded cluster snapshots and write them as JSON Lines.
+    Generate(GenerateArgs),
+    /// Check every instance of a JSON Lines file and report each invalid one with its line.
+    Validate(ValidateArgs),
+    /// Order each instance's queue with a priority rule and dispatch it into a schedule.
+    Schedule(ScheduleArgs),
+}
+
+/// A queue-length range such as `8..12` (inclusive) or a single length such as `10`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueRange {
+    pub min: usize,
+    pub max: usize,
+}
+
+impl std::str::FromStr for QueueRange {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a queue range: write MIN..MAX (inclusive, e.g. 8..12) or one length (e.g. 10)");
+        let (min, max) = match s.split_once("..") {
+            Some((a, b)) => (a, b.strip_prefix('=').unwrap_or(b)),
+            None => (s, s),
+        };
+        let min: usize = min.trim().parse().map_err(|_| bad())?;
+        let max: usize = max.trim().parse().map_err(|_| bad())?;
+        if min == 0 || min > max {
+            return Err(format!("queue range `{s}` must satisfy 1 <= MIN <= MAX"));
+        }
+        Ok(QueueRange { min, max })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Snapshot family. `uniform`: small heterogeneous clusters with 3 resources (cores,
+    /// mem_gib, gpus) and uniform demands. `hpc`: Lublin-Feitelson-like rigid HPC jobs on
+    /// identical multi-core nodes. `dl`: deep-learning training jobs on GPU servers, with model,
+    /// batch size, GPU count and epochs in `meta`. docs/generator.md lists every distribution.
+    #[arg(long, value_enum, default_value = "hpc")]
+    pub family: Family,
+
+    /// Number of snapshots to write.
+    #[arg(long, short = 'n', default_value_t = 100)]
+    pub count: usize,
+
+    /// Queue length of each snapshot: MIN..MAX, inclusive, drawn uniformly; or one length.
+    #[arg(long, default_value = "8..12")]
+    pub queue: QueueRange,
+
+    /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4].
+    #[arg(long)]
+    pub servers: Option<usize>,
+
+    /// Number of running jobs at `now` [default: the family's]. Conflicts with --load.
+    #[arg(long, conflicts_with = "load")]
+    pub running: Option<usize>,
+
+    /// Fraction of the first resource (hpc: cores, dl: GPUs) kept busy by running jobs at
+    /// `now`, in [0, 1) [default: the family's]. Conflicts with --running.
+    #[arg(long)]
+    pub load: Option<f64>,
+
+    /// Probability in [0, 1] that a queued job depends on an earlier queued or a running job.
+    #[arg(long, default_value_t = 0.0)]
+    pub deps: f64,
+
+    /// Seed of every random choice: the same seed gives the same bytes, whatever the number of
+    /// threads.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Output file (JSON Lines); standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// JSON Lines file of instances (`-` for standard input).
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// Priority rule that orders each queue (SPEC section 6). `fcfs`: earliest submit first;
+    /// `sjf`: shortest walltime; `saf`: smallest walltime x cores; `ljf`: longest walltime;
+    /// `wfp3`, `unicep`, `f1`: published scoring rules; `random`: seeded shuffle. Ties go to the
+    /// earlier submit, then the earlier queue position.
+    #[arg(long, value_enum, default_value = "fcfs")]
+    pub policy: Rule,
+
+    /// Use the `strict` dispatcher (no overtaking: a job never starts before the job placed
+    /// just before it) instead of the serial one (backfilling allowed).
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Seed of the `random` policy; instance k of the file uses stream k of this seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// F1's t_origin in seconds: the first submit of the trace the snapshots come from.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub origin: i64,
+
+    /// JSON Lines file of instances (`-` for standard input).
+    pub file: PathBuf,
+
+    /// Output file: one JSON object per valid instance with `line`, `policy`, `variant`,
+    /// `order` (queued ids in dispatch order), `starts`, `ends` and `servers` (id -> value) and
+    /// `objectives` (`bsld`, `wait`, `flow`, `makespan`). Standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PipelineArgs {
+    /// Snapshots per family.
+    #[arg(long, short = 'n', default_value_t = 200)]
+    pub count: usize,
+
+    /// Queue length range of the snapshots (inclusive).
+    #[arg(long, default_value = "8..12")]
+    pub queue: QueueRange,
+
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Directory that receives the generated snapshots and every rule's schedules; nothing is
+    /// written when absent.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+}

@@ -1,0 +1,89 @@
+//! `schedlm schedule`: order each queue with a priority rule and dispatch it.
+
+use anyhow::{bail, Result};
+use rayon::prelude::*;
+use schedlm_model::{dispatch, Objectives, Problem, Schedule, Variant};
+use schedlm_solver::rules::{order, Rule, RuleContext};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::args::ScheduleArgs;
+use crate::io::{create_output, parse_instance, read_lines, write_jsonl};
+
+/// One line of `schedule` output.
+#[derive(Debug, Serialize)]
+pub struct ScheduleRecord {
+    pub line: usize,
+    pub policy: &'static str,
+    pub variant: &'static str,
+    pub order: Vec<String>,
+    pub starts: Map<String, Value>,
+    pub ends: Map<String, Value>,
+    pub servers: Map<String, Value>,
+    pub objectives: Objectives,
+}
+
+pub fn run(args: &ScheduleArgs) -> Result<()> {
+    let variant = if args.strict { Variant::Strict } else { Variant::Serial };
+    let lines = read_lines(&args.file)?;
+    let results: Vec<Result<ScheduleRecord, String>> = lines
+        .par_iter()
+        .enumerate()
+        .map(|(k, line)| {
+            let (_, problem) = parse_instance(&line.text)?;
+            let ctx = RuleContext {
+                origin: args.origin,
+                seed: args.seed,
+                stream: k as u64,
+            };
+            let schedule = schedule_with(args.policy, &problem, variant, &ctx);
+            Ok(record(line.number, args.policy, variant, &problem, &schedule))
+        })
+        .collect();
+    let mut records = Vec::with_capacity(results.len());
+    let mut invalid = 0;
+    for (line, result) in lines.iter().zip(results) {
+        match result {
+            Ok(r) => records.push(r),
+            Err(reason) => {
+                invalid += 1;
+                eprintln!("{}:{}: skipped: {}", args.file.display(), line.number, reason);
+            }
+        }
+    }
+    let mut out = create_output(args.output.as_deref())?;
+    write_jsonl(&mut out, &records)?;
+    if invalid > 0 {
+        bail!(
+            "{invalid} of {} instance(s) in {} are invalid and were not scheduled",
+            lines.len(),
+            args.file.display()
+        );
+    }
+    Ok(())
+}
+
+/// The schedule a rule gives under a dispatcher variant.
+pub fn schedule_with(rule: Rule, problem: &Problem, variant: Variant, ctx: &RuleContext) -> Schedule {
+    let jobs = order(rule, problem, ctx);
+    // A rule returns a permutation of the queue, which is all `dispatch` checks.
+    match dispatch(problem, &jobs, variant) {
+        Ok(schedule) => schedule,
+        Err(e) => unreachable!("a rule returned a non-permutation: {e}"),
+    }
+}
+
+fn record(line: usize, rule: Rule, variant: Variant, problem: &Problem, schedule: &Schedule) -> ScheduleRecord {
+    let id = |j: usize| problem.job_id(j).to_string();
+    let per_job = |f: &dyn Fn(usize) -> Value| -> Map<String, Value> { (0..problem.jobs()).map(|j| (id(j), f(j))).collect() };
+    ScheduleRecord {
+        line,
+        policy: rule.name(),
+        variant: variant.name(),
+        order: schedule.order.iter().map(|&j| id(j)).collect(),
+        starts: per_job(&|j| schedule.start[j].into()),
+        ends: per_job(&|j| schedule.end(problem, j).into()),
+        servers: per_job(&|j| problem.server_id(schedule.server[j]).into()),
+        objectives: Objectives::of(problem, &schedule.start),
+    }
+}

@@ -1,0 +1,28 @@
+//! `schedlm validate`: report every invalid instance with its line number.
+
+use anyhow::{bail, Result};
+
+use crate::args::ValidateArgs;
+use crate::io::{parse_instance, read_lines};
+
+pub fn run(args: &ValidateArgs) -> Result<()> {
+    let lines = read_lines(&args.file)?;
+    let mut invalid = 0;
+    for line in &lines {
+        if let Err(reason) = parse_instance(&line.text) {
+            invalid += 1;
+            eprintln!("{}:{}: {}", args.file.display(), line.number, reason);
+        }
+    }
+    println!(
+        "{}: {} instances, {} valid, {} invalid",
+        args.file.display(),
+        lines.len(),
+        lines.len() - invalid,
+        invalid
+    );
+    if invalid > 0 {
+        bail!("{invalid} invalid instance(s) in {}", args.file.display());
+    }
+    Ok(())
+}
