@@ -335,6 +335,42 @@ impl<'p> Dispatcher<'p> {
         best
     }
 
+    /// Earliest start >= `lower` of job `j` on server `s` alone, given the jobs placed so far;
+    /// `None` if `j` does not fit `s`. Ignores dependencies and the strict rule: the caller's
+    /// `lower` carries them. Placing more jobs never makes this earlier.
+    pub fn earliest_on(&self, j: usize, s: usize, lower: Time) -> Option<Time> {
+        let p = self.problem;
+        if !p.fits(j, s) {
+            return None;
+        }
+        self.profiles[s].earliest(p.demand(j), p.capacity(s), p.walltime(j), lower, Time::MAX)
+    }
+
+    /// Total usage over all servers, as a step function: fills `times` with every breakpoint
+    /// of every server (sorted, distinct) and `usage` with `resources` entries per segment.
+    pub fn pooled_usage(&self, times: &mut Vec<Time>, usage: &mut Vec<i64>) {
+        let r = self.problem.resources();
+        times.clear();
+        for profile in &self.profiles {
+            times.extend_from_slice(&profile.times);
+        }
+        times.sort_unstable();
+        times.dedup();
+        usage.clear();
+        usage.resize(times.len() * r, 0);
+        for profile in &self.profiles {
+            let mut k = 0;
+            for (i, &t) in times.iter().enumerate() {
+                while k + 1 < profile.times.len() && profile.times[k + 1] <= t {
+                    k += 1;
+                }
+                for q in 0..r {
+                    usage[i * r + q] += profile.usage[k * r + q];
+                }
+            }
+        }
+    }
+
     /// Places job `j` next. Requires `j` unplaced and ready (see [`Dispatcher::is_ready`]).
     pub fn place(&mut self, j: usize) -> Placement {
         debug_assert!(!self.placed[j] && self.is_ready(j));

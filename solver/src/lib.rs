@@ -21,5 +21,8 @@
 
 pub mod rules;
 
+pub mod bnb;
+pub mod brute;
+pub mod cost;
 #[cfg(feature = "milp")]
 pub mod milp;

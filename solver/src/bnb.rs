@@ -1,0 +1,596 @@
+//! Exact branch and bound over queue orders (SPEC sections 2-4).
+//!
+//! The search places one job per level, exactly as the dispatcher would, so every leaf is the
+//! schedule of an order and the best leaf is the optimum over orders. It branches only on jobs
+//! whose queued dependencies are placed, so it never builds an order that needs repair.
+//!
+//! Bounds (both stay valid with several servers):
+//! - **earliest start**: placing more jobs never lets an unplaced job start earlier, so each
+//!   unplaced job costs at least its cost at its earliest start on the current partial
+//!   schedule. The earliest starts per (job, server) are cached per level and updated
+//!   incrementally: after a placement only the server that changed, and jobs whose lower
+//!   bound rose, are rescanned.
+//! - **pooled energy**: per resource, pool the free capacity of all servers; the m-th job to
+//!   finish cannot finish before the pooled free energy covers the m smallest energies
+//!   (demand x walltime) of the unplaced jobs, nor before the m-th smallest earliest
+//!   completion. Costs are bounded below by a line in C (bsld: (C - s) / max(p, 10)), and
+//!   pairing the largest slopes with the smallest completion bounds gives a bound on their sum.
+//!
+//! Dominance:
+//! - **interchangeable jobs** (same demand, walltime, release, queued deps and dependents, and
+//!   for `flow` the same weight) are placed in submit order: swapping two of them in an order
+//!   swaps their starts and nothing else, and giving the earlier start to the earlier submit
+//!   never costs more (bsld is convex in the wait; wait, flow and makespan do not change).
+//! - **identical partial states**: two prefixes that place the same jobs at the same starts on
+//!   the same servers (and, for `strict`, end with the same start) have identical futures; a
+//!   table keyed by the placed set and a 128-bit hash of the placements explores such a state
+//!   once, unless it is reached again with a lower cost.
+//!
+//! Node and time limits stop the search; the result then carries the best order, the lowest
+//! bound of the parts left unexplored and the gap, and is never called optimal. Values within
+//! a relative 1e-9 count as equal.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use schedlm_model::{dispatch, Dispatcher, Objective, Placement, Problem, Time, Variant};
+
+use crate::cost::Cost;
+use crate::rules::{order, Rule, RuleContext};
+
+/// Limits and starting point of a branch and bound run.
+#[derive(Debug, Clone)]
+pub struct BnbOptions {
+    /// Stop after this much time.
+    pub time_limit: Option<Duration>,
+    /// Stop after this many nodes.
+    pub node_limit: Option<u64>,
+    /// A first order to beat (queue indices); the best classic rule when absent.
+    pub incumbent: Option<Vec<usize>>,
+    /// Most states kept in the identical-state table (about 48 bytes each).
+    pub table_limit: usize,
+}
+
+impl Default for BnbOptions {
+    fn default() -> Self {
+        BnbOptions {
+            time_limit: None,
+            node_limit: None,
+            incumbent: None,
+            table_limit: 1 << 20,
+        }
+    }
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The search finished: the order is optimal.
+    Optimal,
+    /// The time limit stopped the search.
+    TimeLimit,
+    /// The node limit stopped the search.
+    NodeLimit,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Optimal => "optimal",
+            Status::TimeLimit => "time_limit",
+            Status::NodeLimit => "node_limit",
+        }
+    }
+}
+
+/// The result of a branch and bound run.
+#[derive(Debug, Clone)]
+pub struct BnbOutcome {
+    /// Best order found (queue indices, dependency-feasible).
+    pub order: Vec<usize>,
+    /// Its objective value, recomputed from its schedule.
+    pub value: f64,
+    /// A proven lower bound on the optimum (equals `value` when optimal).
+    pub lower_bound: f64,
+    pub status: Status,
+    pub nodes: u64,
+    pub elapsed: Duration,
+}
+
+impl BnbOutcome {
+    pub fn proven_optimal(&self) -> bool {
+        self.status == Status::Optimal
+    }
+}
+
+/// Best order among the classic rules, as (order after the dependency repair, objective
+/// value). Ties go to the earlier rule.
+pub fn best_rule(problem: &Problem, objective: Objective, variant: Variant) -> (Vec<usize>, f64) {
+    let mut best: Option<(Vec<usize>, f64)> = None;
+    for rule in Rule::CLASSIC {
+        let (placed, v) = evaluate(
+            problem,
+            objective,
+            variant,
+            &order(rule, problem, &RuleContext::default()),
+        );
+        if best.as_ref().is_none_or(|(_, b)| v < *b) {
+            best = Some((placed, v));
+        }
+    }
+    best.unwrap_or_default()
+}
+
+/// Repairs and dispatches `order` and returns (placement order, objective value).
+pub fn evaluate(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+    order: &[usize],
+) -> (Vec<usize>, f64) {
+    match dispatch(problem, order, variant) {
+        Ok(s) => {
+            let v = objective.value(problem, &s.start);
+            (s.order, v)
+        }
+        Err(_) => (order.to_vec(), f64::INFINITY),
+    }
+}
+
+/// Runs branch and bound on `problem`.
+pub fn solve(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+    options: &BnbOptions,
+) -> BnbOutcome {
+    let started = Instant::now();
+    let (incumbent, _) = match &options.incumbent {
+        Some(o) => evaluate(problem, objective, variant, o),
+        None => best_rule(problem, objective, variant),
+    };
+    let mut search = Search::new(problem, objective, variant, options, started);
+    search.set_incumbent(&incumbent);
+    search.run();
+    let (order, value) = evaluate(problem, objective, variant, &search.best_order);
+    let status = search.stopped.unwrap_or(Status::Optimal);
+    let lower_bound = if status == Status::Optimal {
+        value
+    } else {
+        search
+            .cost
+            .value(search.open_bound.min(search.best_total))
+            .min(value)
+    };
+    BnbOutcome {
+        order,
+        value,
+        lower_bound,
+        status,
+        nodes: search.nodes,
+        elapsed: started.elapsed(),
+    }
+}
+
+const NO_FIT: Time = Time::MAX;
+
+struct Search<'p> {
+    problem: &'p Problem,
+    cost: Cost<'p>,
+    variant: Variant,
+    d: Dispatcher<'p>,
+    n: usize,
+    servers: usize,
+    /// est[level][job][server]: earliest start of an unplaced job on a server (exact for jobs
+    /// whose dependencies are placed, a lower bound otherwise); `NO_FIT` if it never fits.
+    est: Vec<Time>,
+    /// emin[level][job]: minimum of est over servers.
+    emin: Vec<Time>,
+    topo: Vec<usize>,
+    class_prev: Vec<usize>,
+    children: Vec<Vec<(Time, usize, usize)>>,
+    best_total: f64,
+    best_order: Vec<usize>,
+    nodes: u64,
+    node_limit: u64,
+    deadline: Option<Instant>,
+    stopped: Option<Status>,
+    open_bound: f64,
+    // Energy-bound scratch.
+    pooled_times: Vec<Time>,
+    pooled_usage: Vec<i64>,
+    total_capacity: Vec<i64>,
+    energies: Vec<f64>,
+    completion: Vec<f64>,
+    slopes: Vec<f64>,
+    // Identical-state table.
+    table: HashMap<(u128, u64, u64), f64>,
+    table_limit: usize,
+    use_table: bool,
+    mask: u128,
+    h1: u64,
+    h2: u64,
+}
+
+impl<'p> Search<'p> {
+    fn new(
+        problem: &'p Problem,
+        objective: Objective,
+        variant: Variant,
+        options: &BnbOptions,
+        started: Instant,
+    ) -> Self {
+        let n = problem.jobs();
+        let servers = problem.servers();
+        let r = problem.resources();
+        let total_capacity = (0..r)
+            .map(|q| (0..servers).map(|s| problem.capacity(s)[q]).sum())
+            .collect();
+        Search {
+            problem,
+            cost: Cost::new(problem, objective),
+            variant,
+            d: Dispatcher::new(problem, variant),
+            n,
+            servers,
+            est: vec![NO_FIT; (n + 1) * n * servers],
+            emin: vec![NO_FIT; (n + 1) * n],
+            topo: topological(problem),
+            class_prev: class_predecessors(problem, objective),
+            children: (0..=n).map(|_| Vec::with_capacity(n)).collect(),
+            best_total: f64::INFINITY,
+            best_order: Vec::new(),
+            nodes: 0,
+            node_limit: options.node_limit.unwrap_or(u64::MAX),
+            deadline: options.time_limit.map(|t| started + t),
+            stopped: None,
+            open_bound: f64::INFINITY,
+            pooled_times: Vec::new(),
+            pooled_usage: Vec::new(),
+            total_capacity,
+            energies: Vec::with_capacity(n),
+            completion: vec![0.0; n],
+            slopes: Vec::with_capacity(n),
+            table: HashMap::new(),
+            table_limit: options.table_limit,
+            use_table: n <= 128 && options.table_limit > 0,
+            mask: 0,
+            h1: 0,
+            h2: 0,
+        }
+    }
+
+    fn set_incumbent(&mut self, order: &[usize]) {
+        let mut d = Dispatcher::new(self.problem, self.variant);
+        let mut total = if self.cost.is_max() {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
+        for &j in order {
+            let at = d.place(j);
+            total = self.cost.add(total, self.cost.job(j, at.start));
+        }
+        self.best_total = total;
+        self.best_order = order.to_vec();
+    }
+
+    fn eps(&self) -> f64 {
+        1e-9 * self.best_total.abs().max(1.0)
+    }
+
+    fn run(&mut self) {
+        if self.n == 0 {
+            return;
+        }
+        self.update_estimates(0, None);
+        let start = if self.cost.is_max() {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
+        self.dfs(0, start);
+    }
+
+    /// Fills est/emin of `level` from `level - 1` after `placed` (job, placement), or from
+    /// scratch at the root.
+    fn update_estimates(&mut self, level: usize, placed: Option<(usize, Placement)>) {
+        let (n, ns) = (self.n, self.n * self.servers);
+        if placed.is_some() {
+            self.est
+                .copy_within((level - 1) * ns..level * ns, level * ns);
+        }
+        let p = self.problem;
+        let strict_floor = match (self.variant, placed) {
+            (Variant::Strict, Some((_, at))) => at.start,
+            _ => Time::MIN,
+        };
+        for t in 0..n {
+            let j = self.topo[t];
+            if self.d.is_placed(j) {
+                continue;
+            }
+            let mut lower = p.released(j).max(strict_floor);
+            for &dep in p.deps(j) {
+                let end = if self.d.is_placed(dep) {
+                    self.d.start(dep) + p.walltime(dep)
+                } else {
+                    self.emin[level * n + dep].saturating_add(p.walltime(dep))
+                };
+                lower = lower.max(end);
+            }
+            let row = level * ns + j * self.servers;
+            let mut best = NO_FIT;
+            for s in 0..self.servers {
+                let old = self.est[row + s];
+                let fresh = placed.is_none();
+                let stale = fresh || old < lower || placed.is_some_and(|(_, at)| at.server == s);
+                let e = if !stale {
+                    old
+                } else if !fresh && old == NO_FIT {
+                    NO_FIT
+                } else {
+                    let from = if fresh { lower } else { lower.max(old) };
+                    self.d.earliest_on(j, s, from).unwrap_or(NO_FIT)
+                };
+                self.est[row + s] = e;
+                best = best.min(e);
+            }
+            self.emin[level * n + j] = best;
+        }
+    }
+
+    fn check_limits(&mut self) -> bool {
+        if self.nodes >= self.node_limit {
+            self.stopped = Some(Status::NodeLimit);
+        } else if self.nodes % 256 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stopped = Some(Status::TimeLimit);
+        }
+        self.stopped.is_some()
+    }
+
+    /// Lower bound on the total of the unplaced jobs at `level` (earliest-start bound).
+    fn start_bound(&self, level: usize) -> f64 {
+        let mut h = if self.cost.is_max() {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        };
+        for j in 0..self.n {
+            if !self.d.is_placed(j) {
+                h = self
+                    .cost
+                    .add(h, self.cost.job(j, self.emin[level * self.n + j]));
+            }
+        }
+        h
+    }
+
+    /// Lower bound on the total of the unplaced jobs from pooled resource energy.
+    fn energy_bound(&mut self, level: usize) -> f64 {
+        let p = self.problem;
+        let n = self.n;
+        let r = p.resources();
+        self.d
+            .pooled_usage(&mut self.pooled_times, &mut self.pooled_usage);
+        // completion[m]: lower bound on the (m+1)-th smallest completion of the unplaced jobs.
+        self.energies.clear();
+        for j in 0..n {
+            if !self.d.is_placed(j) {
+                self.energies
+                    .push((self.emin[level * n + j] + p.walltime(j)) as f64);
+            }
+        }
+        let m = self.energies.len();
+        self.energies.sort_unstable_by(f64::total_cmp);
+        self.completion[..m].copy_from_slice(&self.energies);
+        for q in 0..r {
+            self.energies.clear();
+            for j in 0..n {
+                if !self.d.is_placed(j) {
+                    self.energies.push((p.demand(j)[q] * p.walltime(j)) as f64);
+                }
+            }
+            self.energies.sort_unstable_by(f64::total_cmp);
+            let mut need = 0.0;
+            let mut seg = 0;
+            let mut done = 0.0; // free energy before pooled_times[seg]
+            let times = &self.pooled_times;
+            for (k, e) in self.energies.iter().enumerate() {
+                need += e;
+                if need <= 0.0 {
+                    continue;
+                }
+                // Advance to the segment where the cumulative free energy reaches `need`.
+                loop {
+                    let free = (self.total_capacity[q] - self.pooled_usage[seg * r + q]) as f64;
+                    if seg + 1 == times.len() {
+                        let t = times[seg] as f64 + (need - done) / free;
+                        self.completion[k] = self.completion[k].max(t);
+                        break;
+                    }
+                    let len = (times[seg + 1] - times[seg]) as f64;
+                    if done + free * len >= need {
+                        let t = times[seg] as f64 + (need - done) / free;
+                        self.completion[k] = self.completion[k].max(t);
+                        break;
+                    }
+                    done += free * len;
+                    seg += 1;
+                }
+            }
+        }
+        if self.cost.is_max() {
+            return self.completion[m - 1] - p.now() as f64;
+        }
+        // Pair the largest slopes with the smallest completion bounds.
+        self.slopes.clear();
+        let mut offset = 0.0;
+        for j in 0..n {
+            if !self.d.is_placed(j) {
+                let (a, b) = self.cost.linear(j);
+                self.slopes.push(a);
+                offset += b;
+            }
+        }
+        self.slopes.sort_unstable_by(|a, b| b.total_cmp(a));
+        offset
+            + self
+                .slopes
+                .iter()
+                .zip(&self.completion[..m])
+                .map(|(a, c)| a * c)
+                .sum::<f64>()
+    }
+
+    fn table_key(&self, level: usize) -> (u128, u64, u64) {
+        let last = match (self.variant, level) {
+            (Variant::Strict, l) if l > 0 => {
+                self.d.placed_order().last().map_or(0, |j| self.d.start(j))
+            }
+            _ => 0,
+        };
+        (self.mask, self.h1 ^ mix(last as u64, 0x9e37), self.h2)
+    }
+
+    fn dfs(&mut self, level: usize, g: f64) {
+        self.nodes += 1;
+        if self.check_limits() {
+            self.open_bound = self.open_bound.min(g);
+            return;
+        }
+        if level == self.n {
+            if g < self.best_total - self.eps() {
+                self.best_total = g;
+                self.best_order = self.d.placed_order().collect();
+            }
+            return;
+        }
+        let mut bound = self.cost.add(g, self.start_bound(level));
+        if bound >= self.best_total - self.eps() {
+            return;
+        }
+        let energy = self.energy_bound(level);
+        bound = bound.max(self.cost.add(g, energy));
+        if bound >= self.best_total - self.eps() {
+            return;
+        }
+        if self.use_table && level >= 2 && level + 1 < self.n {
+            let key = self.table_key(level);
+            let eps = self.eps();
+            let full = self.table.len() >= self.table_limit;
+            match self.table.get_mut(&key) {
+                Some(seen) if *seen <= g + eps => return,
+                Some(seen) => *seen = g,
+                None if !full => {
+                    self.table.insert(key, g);
+                }
+                None => {}
+            }
+        }
+        let mut kids = std::mem::take(&mut self.children[level]);
+        kids.clear();
+        self.collect_children(level, &mut kids);
+        for &(start, server, job) in &kids {
+            let at = Placement { start, server };
+            self.d.place_at(job, at);
+            self.toggle(job, at);
+            self.update_estimates(level + 1, Some((job, at)));
+            let child_g = self.cost.add(g, self.cost.job(job, start));
+            self.dfs(level + 1, child_g);
+            self.toggle(job, at);
+            self.d.undo();
+            if self.stopped.is_some() {
+                self.open_bound = self.open_bound.min(bound);
+                break;
+            }
+        }
+        self.children[level] = kids;
+    }
+
+    fn collect_children(&self, level: usize, kids: &mut Vec<(Time, usize, usize)>) {
+        let (n, ns) = (self.n, self.n * self.servers);
+        for j in 0..n {
+            if self.d.is_placed(j) || !self.d.is_ready(j) {
+                continue;
+            }
+            let prev = self.class_prev[j];
+            if prev != usize::MAX && !self.d.is_placed(prev) {
+                continue;
+            }
+            let start = self.emin[level * n + j];
+            let row = level * ns + j * self.servers;
+            let server = (0..self.servers)
+                .find(|&s| self.est[row + s] == start)
+                .unwrap_or(0);
+            kids.push((start, server, j));
+        }
+        let p = self.problem;
+        kids.sort_unstable_by_key(|&(start, _, j)| (start, p.walltime(j), j));
+    }
+
+    /// Adds or removes a placement from the identical-state key.
+    fn toggle(&mut self, job: usize, at: Placement) {
+        if !self.use_table {
+            return;
+        }
+        self.mask ^= 1u128 << job;
+        let x =
+            (at.start as u64) ^ (job as u64).rotate_left(41) ^ (at.server as u64).rotate_left(23);
+        self.h1 ^= mix(x, 0x51_7cc1_b727_220a);
+        self.h2 ^= mix(x, 0x2545_f491_4f6c_dd1d);
+    }
+}
+
+/// SplitMix64 finaliser of `x` with a seed.
+fn mix(x: u64, seed: u64) -> u64 {
+    let mut z = x.wrapping_add(seed).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Queued jobs in an order where every job comes after its queued dependencies.
+fn topological(problem: &Problem) -> Vec<usize> {
+    let all: Vec<usize> = (0..problem.jobs()).collect();
+    schedlm_model::repair(problem, &all)
+}
+
+/// For each job, the job just before it in its class of interchangeable jobs (by submit, then
+/// queue position), or `usize::MAX`.
+fn class_predecessors(problem: &Problem, objective: Objective) -> Vec<usize> {
+    let n = problem.jobs();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for j in 0..n {
+        for &d in problem.deps(j) {
+            dependents[d].push(j);
+        }
+    }
+    let key = |j: usize| {
+        let mut deps = problem.deps(j).to_vec();
+        deps.sort_unstable();
+        let weight = if objective == Objective::Flow {
+            problem.weight(j).to_bits()
+        } else {
+            0
+        };
+        (
+            problem.demand(j).to_vec(),
+            problem.walltime(j),
+            problem.released(j),
+            deps,
+            dependents[j].clone(),
+            weight,
+        )
+    };
+    let mut by_key: Vec<usize> = (0..n).collect();
+    by_key.sort_by_cached_key(|&j| (key(j), problem.submit(j), j));
+    let mut prev = vec![usize::MAX; n];
+    for w in by_key.windows(2) {
+        if key(w[0]) == key(w[1]) {
+            prev[w[1]] = w[0];
+        }
+    }
+    prev
+}

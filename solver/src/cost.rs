@@ -1,0 +1,92 @@
+//! Objectives as sums (or a maximum) of per-job costs, the form search methods work with.
+//!
+//! SPEC's objectives are means; a search compares totals instead: `bsld` and `wait` are
+//! `total / n`, `flow` is `total / sum of weights`, `makespan` is the maximum of `C_j - now`.
+//! Final values are always recomputed from the starts with [`Objective::value`].
+
+use schedlm_model::{bounded_slowdown, Objective, Problem, Time, TAU};
+
+/// Per-job cost and aggregation of one objective on one problem.
+#[derive(Debug, Clone, Copy)]
+pub struct Cost<'p> {
+    problem: &'p Problem,
+    objective: Objective,
+    scale: f64,
+}
+
+impl<'p> Cost<'p> {
+    pub fn new(problem: &'p Problem, objective: Objective) -> Cost<'p> {
+        let scale = match objective {
+            Objective::Bsld | Objective::Wait => problem.jobs() as f64,
+            Objective::Flow => (0..problem.jobs()).map(|j| problem.weight(j)).sum(),
+            Objective::Makespan => 1.0,
+        };
+        Cost {
+            problem,
+            objective,
+            scale,
+        }
+    }
+
+    pub fn objective(&self) -> Objective {
+        self.objective
+    }
+
+    /// Whether totals combine by maximum (makespan) rather than by sum.
+    #[inline]
+    pub fn is_max(&self) -> bool {
+        self.objective == Objective::Makespan
+    }
+
+    /// Cost of job `j` started at `start`.
+    #[inline]
+    pub fn job(&self, j: usize, start: Time) -> f64 {
+        let p = self.problem;
+        match self.objective {
+            Objective::Bsld => bounded_slowdown(p, j, start),
+            Objective::Wait => (start - p.submit(j)) as f64,
+            Objective::Flow => p.weight(j) * (start + p.walltime(j) - p.submit(j)) as f64,
+            Objective::Makespan => (start + p.walltime(j) - p.now()) as f64,
+        }
+    }
+
+    /// Adds a job cost to a total.
+    #[inline]
+    pub fn add(&self, total: f64, cost: f64) -> f64 {
+        if self.is_max() {
+            total.max(cost)
+        } else {
+            total + cost
+        }
+    }
+
+    /// The objective value of a total.
+    #[inline]
+    pub fn value(&self, total: f64) -> f64 {
+        total / self.scale
+    }
+
+    /// The total of an objective value.
+    #[inline]
+    pub fn total(&self, value: f64) -> f64 {
+        value * self.scale
+    }
+
+    /// Linear lower bound of job `j`'s cost in its completion time C: cost >= slope * C + offset.
+    /// Used by the energy bound.
+    #[inline]
+    pub fn linear(&self, j: usize) -> (f64, f64) {
+        let p = self.problem;
+        let (pj, sub) = (p.walltime(j) as f64, p.submit(j) as f64);
+        match self.objective {
+            // max((C - s) / max(p, tau), 1) >= (C - s) / max(p, tau)
+            Objective::Bsld => {
+                let m = p.walltime(j).max(TAU) as f64;
+                (1.0 / m, -sub / m)
+            }
+            Objective::Wait => (1.0, -pj - sub),
+            Objective::Flow => (p.weight(j), -p.weight(j) * sub),
+            Objective::Makespan => (0.0, 0.0),
+        }
+    }
+}
