@@ -4,7 +4,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use std::time::Duration;
+
 use schedlm_generator::Family;
+use schedlm_model::Objective;
+use schedlm_solver::portfolio::Method;
 use schedlm_solver::rules::Rule;
 
 /// Teach language models to schedule jobs on compute clusters, and measure how well they do.
@@ -14,7 +18,12 @@ use schedlm_solver::rules::Rule;
 /// fine-tuning data. Instances are JSON Lines, one snapshot per line, in the format of
 /// SPEC section 1 (see docs/design.md). All times are integer seconds.
 #[derive(Debug, Parser)]
-#[command(name = "schedlm", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "schedlm",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -31,6 +40,10 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Order each instance's queue with a priority rule and dispatch it into a schedule.
     Schedule(ScheduleArgs),
+    /// Find the best queue order of each instance, with a proof of optimality or a bound.
+    Solve(SolveArgs),
+    /// Measure solver speed on generated instances and print a table (see docs/benchmarks.md).
+    Bench(crate::cmd::bench::BenchArgs),
 }
 
 /// A queue-length range such as `8..12` (inclusive) or a single length such as `10`.
@@ -43,7 +56,9 @@ pub struct QueueRange {
 impl std::str::FromStr for QueueRange {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a queue range: write MIN..MAX (inclusive, e.g. 8..12) or one length (e.g. 10)");
+        let bad = || {
+            format!("`{s}` is not a queue range: write MIN..MAX (inclusive, e.g. 8..12) or one length (e.g. 10)")
+        };
         let (min, max) = match s.split_once("..") {
             Some((a, b)) => (a, b.strip_prefix('=').unwrap_or(b)),
             None => (s, s),
@@ -157,4 +172,58 @@ pub struct PipelineArgs {
     /// written when absent.
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
+}
+
+/// Parses a duration such as `10s`, `500ms`, `2m` or `1h 30m`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 10s, 500ms or 2m"))
+}
+
+#[derive(Debug, Args)]
+pub struct SolveArgs {
+    /// Solver. `auto`: priority rules, then local search, then branch and bound, then (serial
+    /// dispatcher) the HiGHS MILP for a lower bound when branch and bound does not finish.
+    /// `bnb`: branch and bound over orders, exact. `milp`: time-indexed MILP (exact on one
+    /// server with times on its grid, a lower bound otherwise; serial only). `ls`: local search,
+    /// a good order without proof.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub solver: Method,
+
+    /// Objective to minimise (SPEC section 4). `bsld`: mean bounded slowdown (tau = 10 s);
+    /// `wait`: mean wait [s]; `flow`: weighted mean flow time [s]; `makespan`: latest completion
+    /// minus now [s].
+    #[arg(long, value_enum, default_value = "bsld")]
+    pub objective: Objective,
+
+    /// Use the `strict` dispatcher (no overtaking) instead of the serial one.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Wall-clock budget per instance, e.g. 10s, 500ms, 2m. A run stopped by it reports its
+    /// best order, a lower bound and the gap, and is never called optimal.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+
+    /// Most branch-and-bound nodes per instance [default: no limit]. A node limit makes a
+    /// stopped run deterministic, unlike a time limit.
+    #[arg(long)]
+    pub node_limit: Option<u64>,
+
+    /// Seed of local search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Worker threads (instances are solved in parallel, one per task) [default: all cores].
+    #[arg(long, short = 'j')]
+    pub threads: Option<usize>,
+
+    /// JSON Lines file of instances (`-` for standard input).
+    pub file: PathBuf,
+
+    /// Output file: one JSON object per valid instance with `line`, `solver`, `objective`,
+    /// `variant`, `order` (queued ids), `value`, `lower_bound`, `gap` ((value - bound) / bound),
+    /// `proven_optimal`, `status` (optimal, time_limit, node_limit, bounded, heuristic), `nodes`,
+    /// `time_ms` and `baselines` (each priority rule's value). Standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
 }

@@ -23,9 +23,13 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
     };
     let mut lines = Vec::new();
     for (i, text) in reader.lines().enumerate() {
-        let text = text.with_context(|| format!("{}: cannot read line {}", path.display(), i + 1))?;
+        let text =
+            text.with_context(|| format!("{}: cannot read line {}", path.display(), i + 1))?;
         if !text.trim().is_empty() {
-            lines.push(Line { number: i + 1, text });
+            lines.push(Line {
+                number: i + 1,
+                text,
+            });
         }
     }
     Ok(lines)
@@ -33,7 +37,8 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
 
 /// Parses and validates one line as an instance; the error lists every problem found.
 pub fn parse_instance(text: &str) -> std::result::Result<(Instance, Problem), String> {
-    let instance: Instance = serde_json::from_str(text).map_err(|e| format!("not an instance: {e}"))?;
+    let instance: Instance =
+        serde_json::from_str(text).map_err(|e| format!("not an instance: {e}"))?;
     let found = problems(&instance);
     if !found.is_empty() {
         let reasons: Vec<String> = found.iter().map(|e| e.to_string()).collect();
@@ -48,7 +53,8 @@ pub fn create_output(path: Option<&Path>) -> Result<Box<dyn Write>> {
     match path {
         Some(p) if p != Path::new("-") => {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
             }
             let file = File::create(p).with_context(|| format!("cannot create {}", p.display()))?;
             Ok(Box::new(BufWriter::new(file)))
@@ -60,7 +66,9 @@ pub fn create_output(path: Option<&Path>) -> Result<Box<dyn Write>> {
 /// Writes values as JSON Lines, one per line.
 pub fn write_jsonl<T: serde::Serialize>(out: &mut dyn Write, values: &[T]) -> Result<()> {
     let mut writer = serde_jsonlines::JsonLinesWriter::new(out);
-    writer.write_all(values.iter()).context("cannot write output")?;
+    writer
+        .write_all(values.iter())
+        .context("cannot write output")?;
     writer.flush().context("cannot write output")?;
     Ok(())
 }

@@ -350,7 +350,8 @@ fn check_capacity(instance: &Instance, out: &mut Vec<InstanceError>) {
                 .iter()
                 .filter(|j| j.server == s.id)
                 .map(|j| j.demand[k])
-                .sum();
+                // Saturating: out-of-range amounts (reported above) must not overflow here.
+                .fold(0i64, i64::saturating_add);
             if used > capacity {
                 out.push(InstanceError::ServerOverloaded {
                     server: s.id.clone(),

@@ -21,6 +21,9 @@
 //!   for `flow` the same weight) are placed in submit order: swapping two of them in an order
 //!   swaps their starts and nothing else, and giving the earlier start to the earlier submit
 //!   never costs more (bsld is convex in the wait; wait, flow and makespan do not change).
+//! - **commuting placements**: when placing `b` right after `a` leaves `b` where it would
+//!   have gone before `a`, the prefixes `.., a, b` and `.., b, a` reach the same state; only
+//!   the one with the smaller index first is explored.
 //! - **identical partial states**: two prefixes that place the same jobs at the same starts on
 //!   the same servers (and, for `strict`, end with the same start) have identical futures; a
 //!   table keyed by the placed set and a 128-bit hash of the placements explores such a state
@@ -456,10 +459,6 @@ impl<'p> Search<'p> {
 
     fn dfs(&mut self, level: usize, g: f64) {
         self.nodes += 1;
-        if self.check_limits() {
-            self.open_bound = self.open_bound.min(g);
-            return;
-        }
         if level == self.n {
             if g < self.best_total - self.eps() {
                 self.best_total = g;
@@ -474,6 +473,10 @@ impl<'p> Search<'p> {
         let energy = self.energy_bound(level);
         bound = bound.max(self.cost.add(g, energy));
         if bound >= self.best_total - self.eps() {
+            return;
+        }
+        if self.check_limits() {
+            self.open_bound = self.open_bound.min(bound);
             return;
         }
         if self.use_table && level >= 2 && level + 1 < self.n {
@@ -509,9 +512,19 @@ impl<'p> Search<'p> {
         self.children[level] = kids;
     }
 
+    /// Where job `j` would go at `level`: (start, first server reaching it).
+    fn placement_at(&self, level: usize, j: usize) -> (Time, usize) {
+        let start = self.emin[level * self.n + j];
+        let row = level * self.n * self.servers + j * self.servers;
+        let server = (0..self.servers)
+            .find(|&s| self.est[row + s] == start)
+            .unwrap_or(0);
+        (start, server)
+    }
+
     fn collect_children(&self, level: usize, kids: &mut Vec<(Time, usize, usize)>) {
-        let (n, ns) = (self.n, self.n * self.servers);
-        for j in 0..n {
+        let last = self.d.placed_order().last();
+        for j in 0..self.n {
             if self.d.is_placed(j) || !self.d.is_ready(j) {
                 continue;
             }
@@ -519,15 +532,34 @@ impl<'p> Search<'p> {
             if prev != usize::MAX && !self.d.is_placed(prev) {
                 continue;
             }
-            let start = self.emin[level * n + j];
-            let row = level * ns + j * self.servers;
-            let server = (0..self.servers)
-                .find(|&s| self.est[row + s] == start)
-                .unwrap_or(0);
+            let (start, server) = self.placement_at(level, j);
+            if let Some(a) = last {
+                if j < a && self.commutes(level, a, j, start, server) {
+                    continue;
+                }
+            }
             kids.push((start, server, j));
         }
         let p = self.problem;
         kids.sort_unstable_by_key(|&(start, _, j)| (start, p.walltime(j), j));
+    }
+
+    /// Whether placing `b` right after `a` gives the same state as placing `b` before `a`, so
+    /// that only the prefix ending `b, a` needs exploring (for `b < a`).
+    ///
+    /// If `b` could go at the parent level (ready and first of its class without `a`) and
+    /// `a`'s placement did not move it, then with `b` placed first `a` still fits where it is
+    /// (the state with both is feasible) and cannot start earlier (placing more never helps),
+    /// and servers before `a`'s only got fuller: both placements and the cost are unchanged.
+    /// Under `strict`, `a` must also not be pushed later by `b`'s start.
+    fn commutes(&self, level: usize, a: usize, b: usize, start: Time, server: usize) -> bool {
+        if self.problem.deps(b).contains(&a) || self.class_prev[b] == a {
+            return false;
+        }
+        if self.variant == Variant::Strict && start != self.d.start(a) {
+            return false;
+        }
+        self.placement_at(level - 1, b) == (start, server)
     }
 
     /// Adds or removes a placement from the identical-state key.

@@ -24,5 +24,7 @@ pub mod rules;
 pub mod bnb;
 pub mod brute;
 pub mod cost;
+pub mod local;
 #[cfg(feature = "milp")]
 pub mod milp;
+pub mod portfolio;

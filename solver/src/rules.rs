@@ -159,7 +159,8 @@ mod tests {
     /// c: submit 900, 16 cores, 50 s   (w = 100)
     /// d: submit 100, 2 cores, 3600 s  (w = 900)
     fn problem() -> Problem {
-        let job = |id: &str, submit, cores, walltime| QueuedJob::new(id, submit, vec![cores], walltime);
+        let job =
+            |id: &str, submit, cores, walltime| QueuedJob::new(id, submit, vec![cores], walltime);
         let instance = Instance {
             now: 1000,
             resources: vec!["cores".into()],

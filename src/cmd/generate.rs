@@ -40,6 +40,11 @@ pub fn config(family: Family, queue: QueueRange, seed: u64) -> Config {
 }
 
 /// Generates `count` snapshots of `family` with defaults.
-pub fn snapshots(family: Family, count: usize, queue: QueueRange, seed: u64) -> Result<Vec<Instance>> {
+pub fn snapshots(
+    family: Family,
+    count: usize,
+    queue: QueueRange,
+    seed: u64,
+) -> Result<Vec<Instance>> {
     generate(&config(family, queue, seed), count).context("cannot generate snapshots")
 }

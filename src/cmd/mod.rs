@@ -1,8 +1,10 @@
 //! One module per subcommand; each turns parsed arguments into library calls.
 
+pub mod bench;
 mod generate;
 mod pipeline;
 mod schedule;
+mod solve;
 mod validate;
 
 use anyhow::Result;
@@ -16,5 +18,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Generate(a) => generate::run(&a),
         Command::Validate(a) => validate::run(&a),
         Command::Schedule(a) => schedule::run(&a),
+        Command::Solve(a) => solve::run(&a),
+        Command::Bench(a) => bench::run(&a),
     }
 }

@@ -23,7 +23,10 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
     );
     for family in FAMILIES {
         let instances = snapshots(family, args.count, args.queue, args.seed)?;
-        let problems: Vec<Problem> = instances.iter().map(Problem::new).collect::<Result<_, _>>()?;
+        let problems: Vec<Problem> = instances
+            .iter()
+            .map(Problem::new)
+            .collect::<Result<_, _>>()?;
         // results[i][r]: objectives of instance i under rule r.
         let results: Vec<Vec<Objectives>> = problems
             .par_iter()
@@ -36,7 +39,9 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
                 };
                 Rule::ALL
                     .iter()
-                    .map(|&rule| Objectives::of(p, &schedule_with(rule, p, Variant::Serial, &ctx).start))
+                    .map(|&rule| {
+                        Objectives::of(p, &schedule_with(rule, p, Variant::Serial, &ctx).start)
+                    })
                     .collect()
             })
             .collect();
@@ -54,7 +59,11 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
 fn print_table(family: Family, results: &[Vec<Objectives>]) {
     let n = results.len() as f64;
     println!();
-    println!("family {} ({} snapshots): mean of each objective, lower is better", family.name(), results.len());
+    println!(
+        "family {} ({} snapshots): mean of each objective, lower is better",
+        family.name(),
+        results.len()
+    );
     println!(
         "{:<8} {:>10} {:>10} {:>10} {:>10} {:>12}",
         "rule", "bsld", "wait [s]", "flow [s]", "makespan", "best bsld"

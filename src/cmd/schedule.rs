@@ -24,7 +24,11 @@ pub struct ScheduleRecord {
 }
 
 pub fn run(args: &ScheduleArgs) -> Result<()> {
-    let variant = if args.strict { Variant::Strict } else { Variant::Serial };
+    let variant = if args.strict {
+        Variant::Strict
+    } else {
+        Variant::Serial
+    };
     let lines = read_lines(&args.file)?;
     let results: Vec<Result<ScheduleRecord, String>> = lines
         .par_iter()
@@ -37,7 +41,13 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
                 stream: k as u64,
             };
             let schedule = schedule_with(args.policy, &problem, variant, &ctx);
-            Ok(record(line.number, args.policy, variant, &problem, &schedule))
+            Ok(record(
+                line.number,
+                args.policy,
+                variant,
+                &problem,
+                &schedule,
+            ))
         })
         .collect();
     let mut records = Vec::with_capacity(results.len());
@@ -47,7 +57,12 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
             Ok(r) => records.push(r),
             Err(reason) => {
                 invalid += 1;
-                eprintln!("{}:{}: skipped: {}", args.file.display(), line.number, reason);
+                eprintln!(
+                    "{}:{}: skipped: {}",
+                    args.file.display(),
+                    line.number,
+                    reason
+                );
             }
         }
     }
@@ -64,7 +79,12 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
 }
 
 /// The schedule a rule gives under a dispatcher variant.
-pub fn schedule_with(rule: Rule, problem: &Problem, variant: Variant, ctx: &RuleContext) -> Schedule {
+pub fn schedule_with(
+    rule: Rule,
+    problem: &Problem,
+    variant: Variant,
+    ctx: &RuleContext,
+) -> Schedule {
     let jobs = order(rule, problem, ctx);
     // A rule returns a permutation of the queue, which is all `dispatch` checks.
     match dispatch(problem, &jobs, variant) {
@@ -73,9 +93,17 @@ pub fn schedule_with(rule: Rule, problem: &Problem, variant: Variant, ctx: &Rule
     }
 }
 
-fn record(line: usize, rule: Rule, variant: Variant, problem: &Problem, schedule: &Schedule) -> ScheduleRecord {
+fn record(
+    line: usize,
+    rule: Rule,
+    variant: Variant,
+    problem: &Problem,
+    schedule: &Schedule,
+) -> ScheduleRecord {
     let id = |j: usize| problem.job_id(j).to_string();
-    let per_job = |f: &dyn Fn(usize) -> Value| -> Map<String, Value> { (0..problem.jobs()).map(|j| (id(j), f(j))).collect() };
+    let per_job = |f: &dyn Fn(usize) -> Value| -> Map<String, Value> {
+        (0..problem.jobs()).map(|j| (id(j), f(j))).collect()
+    };
     ScheduleRecord {
         line,
         policy: rule.name(),

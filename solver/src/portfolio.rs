@@ -1,0 +1,383 @@
+//! One entry point for every solver, and the `auto` portfolio.
+//!
+//! `auto` runs the classic rules, then a quick branch and bound (2,000 nodes) from the best of
+//! them, which proves most instances at once. Only if that fails: local search (a tenth of the
+//! budget), branch and bound from its order with most of the rest, and, when branch and bound
+//! does not finish, the time-indexed MILP (feature `milp`, serial dispatcher) with what is left,
+//! for a lower bound and perhaps a better order. An order is called optimal only when branch
+//! and bound finished, or when a proven bound matches its value.
+
+use std::time::{Duration, Instant};
+
+use schedlm_model::{Objective, Problem, Variant};
+
+use crate::bnb::{self, evaluate, BnbOptions};
+use crate::local::{self, LsOptions};
+use crate::rules::{order, Rule, RuleContext};
+
+/// Which solver to run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Rules, then local search, then branch and bound, then the MILP bound.
+    #[default]
+    Auto,
+    /// Branch and bound alone (from the best rule).
+    Bnb,
+    /// The time-indexed MILP alone (serial dispatcher only).
+    Milp,
+    /// Local search alone (from the best rule).
+    Ls,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Auto => "auto",
+            Method::Bnb => "bnb",
+            Method::Milp => "milp",
+            Method::Ls => "ls",
+        }
+    }
+}
+
+/// What to solve and within which limits.
+#[derive(Debug, Clone)]
+pub struct SolveOptions {
+    pub method: Method,
+    pub objective: Objective,
+    pub variant: Variant,
+    /// Wall-clock budget of the whole call.
+    pub time_limit: Duration,
+    /// Node limit of branch and bound.
+    pub node_limit: Option<u64>,
+    /// Seed of local search.
+    pub seed: u64,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            method: Method::Auto,
+            objective: Objective::Bsld,
+            variant: Variant::Serial,
+            time_limit: Duration::from_secs(10),
+            node_limit: None,
+            seed: 1,
+        }
+    }
+}
+
+/// How a solve ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SolveStatus {
+    /// The order is proven optimal.
+    Optimal,
+    /// A limit stopped the proof; `lower_bound` and the gap say how far it may be.
+    TimeLimit,
+    NodeLimit,
+    /// The MILP finished but its bound is below the best order (several servers or times off
+    /// the grid make it a relaxation).
+    Bounded,
+    /// A heuristic order with a bound but no proof attempt (local search).
+    Heuristic,
+}
+
+impl SolveStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            SolveStatus::Optimal => "optimal",
+            SolveStatus::TimeLimit => "time_limit",
+            SolveStatus::NodeLimit => "node_limit",
+            SolveStatus::Bounded => "bounded",
+            SolveStatus::Heuristic => "heuristic",
+        }
+    }
+
+    /// Which status a merged result reports: a proof wins, then the limit that stopped a proof.
+    fn rank(self) -> u8 {
+        match self {
+            SolveStatus::Optimal => 4,
+            SolveStatus::TimeLimit => 3,
+            SolveStatus::NodeLimit => 2,
+            SolveStatus::Bounded => 1,
+            SolveStatus::Heuristic => 0,
+        }
+    }
+}
+
+/// The answer of a solver for one instance.
+#[derive(Debug, Clone)]
+pub struct Solution {
+    /// Best order found (queue indices, dependency-feasible).
+    pub order: Vec<usize>,
+    /// Its objective value under the dispatcher.
+    pub value: f64,
+    /// A proven lower bound on the optimum over orders.
+    pub lower_bound: f64,
+    pub proven_optimal: bool,
+    pub status: SolveStatus,
+    /// Branch-and-bound nodes explored.
+    pub nodes: u64,
+    pub elapsed: Duration,
+    /// Each classic rule's objective value.
+    pub baselines: Vec<(Rule, f64)>,
+}
+
+impl Solution {
+    /// (value - lower_bound) / lower_bound, 0 when proven; infinite when the bound is 0 and
+    /// the value is not.
+    pub fn gap(&self) -> f64 {
+        relative_gap(self.value, self.lower_bound)
+    }
+}
+
+/// (value - bound) / bound, as SPEC section 4 defines the gap.
+pub fn relative_gap(value: f64, bound: f64) -> f64 {
+    if value <= bound {
+        0.0
+    } else if bound > 0.0 {
+        (value - bound) / bound
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Every classic rule's value.
+pub fn baselines(problem: &Problem, objective: Objective, variant: Variant) -> Vec<(Rule, f64)> {
+    Rule::CLASSIC
+        .iter()
+        .map(|&rule| {
+            let o = order(rule, problem, &RuleContext::default());
+            (rule, evaluate(problem, objective, variant, &o).1)
+        })
+        .collect()
+}
+
+/// Solves one problem.
+pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, SolveError> {
+    let started = Instant::now();
+    let (obj, variant) = (options.objective, options.variant);
+    let baselines = baselines(problem, obj, variant);
+    let (rule_order, _) = bnb::best_rule(problem, obj, variant);
+    let deadline = started + options.time_limit;
+    let mut best = match options.method {
+        Method::Auto => auto(problem, options, rule_order, deadline),
+        Method::Ls => {
+            let ls = run_ls(problem, options, rule_order, options.time_limit);
+            let bound = root_bound(problem, obj, variant);
+            Candidate::new(ls.0, ls.1, bound, SolveStatus::Heuristic, 0)
+        }
+        Method::Bnb => run_bnb(problem, options, rule_order, options.time_limit, options.node_limit),
+        Method::Milp => run_milp(problem, options, Some(rule_order), options.time_limit)?,
+    };
+    if best.value.is_nan() {
+        best.value = f64::INFINITY;
+    }
+    let proven = best.status == SolveStatus::Optimal
+        || best.lower_bound >= best.value - 1e-9 * best.value.abs().max(1.0);
+    Ok(Solution {
+        order: best.order,
+        value: best.value,
+        lower_bound: if proven { best.value } else { best.lower_bound },
+        proven_optimal: proven,
+        status: if proven {
+            SolveStatus::Optimal
+        } else {
+            best.status
+        },
+        nodes: best.nodes,
+        elapsed: started.elapsed(),
+        baselines,
+    })
+}
+
+/// Nodes of the first, quick branch-and-bound attempt of `auto`: most instances are proven at
+/// the root, and this keeps their cost to a fraction of a millisecond.
+const QUICK_NODES: u64 = 2_000;
+
+/// The `auto` portfolio: quick branch and bound; if unproven, local search, then branch and
+/// bound from its order with most of the budget, then the MILP bound with the rest.
+fn auto(problem: &Problem, options: &SolveOptions, rule_order: Vec<usize>, deadline: Instant) -> Candidate {
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let quick_nodes = options.node_limit.map_or(QUICK_NODES, |n| n.min(QUICK_NODES));
+    let mut best = run_bnb(problem, options, rule_order, left(), Some(quick_nodes));
+    if best.status == SolveStatus::Optimal {
+        return best;
+    }
+    let (order, value) = run_ls(problem, options, best.order.clone(), options.time_limit / 10);
+    best = best.merge(Candidate::new(order, value, f64::NEG_INFINITY, SolveStatus::Heuristic, 0));
+    let milp_after = cfg!(feature = "milp") && options.variant == Variant::Serial;
+    let share = if milp_after { left().mul_f64(0.7) } else { left() };
+    let start = best.order.clone();
+    best = best.merge(run_bnb(problem, options, start, share, options.node_limit));
+    if best.status != SolveStatus::Optimal && milp_after {
+        let start = best.order.clone();
+        if let Ok(milp) = run_milp(problem, options, Some(start), left()) {
+            best = best.merge(milp);
+        }
+    }
+    best
+}
+
+/// Local search from `start`; returns (order, value).
+fn run_ls(problem: &Problem, options: &SolveOptions, start: Vec<usize>, time: Duration) -> (Vec<usize>, f64) {
+    let ls = local::solve(
+        problem,
+        options.objective,
+        options.variant,
+        &LsOptions {
+            time_limit: Some(time),
+            start: Some(start),
+            seed: options.seed,
+            ..LsOptions::default()
+        },
+    );
+    (ls.order, ls.value)
+}
+
+/// Why a solve could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SolveError {
+    #[cfg(feature = "milp")]
+    #[error(transparent)]
+    Milp(#[from] crate::milp::MilpError),
+    #[error("the `milp` solver is not built in: rebuild schedlm-solver with the `milp` feature")]
+    MilpUnavailable,
+}
+
+/// The best known order and bound while a portfolio runs.
+struct Candidate {
+    order: Vec<usize>,
+    value: f64,
+    lower_bound: f64,
+    status: SolveStatus,
+    nodes: u64,
+}
+
+impl Candidate {
+    fn new(
+        order: Vec<usize>,
+        value: f64,
+        lower_bound: f64,
+        status: SolveStatus,
+        nodes: u64,
+    ) -> Self {
+        Candidate {
+            order,
+            value,
+            lower_bound,
+            status,
+            nodes,
+        }
+    }
+
+    /// Keeps the better order, the higher bound, and a proof from either side.
+    fn merge(self, other: Candidate) -> Candidate {
+        let nodes = self.nodes + other.nodes;
+        let lower_bound = self.lower_bound.max(other.lower_bound);
+        let status = if self.status.rank() >= other.status.rank() {
+            self.status
+        } else {
+            other.status
+        };
+        let (order, value) = if other.value < self.value {
+            (other.order, other.value)
+        } else {
+            (self.order, self.value)
+        };
+        Candidate {
+            order,
+            value,
+            lower_bound,
+            status,
+            nodes,
+        }
+    }
+}
+
+fn run_bnb(
+    problem: &Problem,
+    options: &SolveOptions,
+    incumbent: Vec<usize>,
+    time: Duration,
+    node_limit: Option<u64>,
+) -> Candidate {
+    let out = bnb::solve(
+        problem,
+        options.objective,
+        options.variant,
+        &BnbOptions {
+            time_limit: Some(time),
+            node_limit,
+            incumbent: Some(incumbent),
+            ..BnbOptions::default()
+        },
+    );
+    let status = match out.status {
+        bnb::Status::Optimal => SolveStatus::Optimal,
+        bnb::Status::TimeLimit => SolveStatus::TimeLimit,
+        bnb::Status::NodeLimit => SolveStatus::NodeLimit,
+    };
+    Candidate::new(out.order, out.value, out.lower_bound, status, out.nodes)
+}
+
+/// The bound of the branch-and-bound root node (earliest starts and pooled energy).
+pub fn root_bound(problem: &Problem, objective: Objective, variant: Variant) -> f64 {
+    let out = bnb::solve(
+        problem,
+        objective,
+        variant,
+        &BnbOptions {
+            node_limit: Some(1),
+            ..BnbOptions::default()
+        },
+    );
+    out.lower_bound
+}
+
+#[cfg(feature = "milp")]
+fn run_milp(
+    problem: &Problem,
+    options: &SolveOptions,
+    incumbent: Option<Vec<usize>>,
+    time: Duration,
+) -> Result<Candidate, SolveError> {
+    use crate::milp::{self, MilpOptions};
+    let out = milp::solve(
+        problem,
+        options.objective,
+        &MilpOptions {
+            time_limit: time,
+            incumbent,
+            variant: options.variant,
+            ..MilpOptions::default()
+        },
+    )?;
+    let status = match (out.proven, out.exact) {
+        (true, true) => SolveStatus::Optimal,
+        (true, false) => SolveStatus::Bounded,
+        (false, _) => SolveStatus::TimeLimit,
+    };
+    Ok(Candidate::new(
+        out.order,
+        out.value,
+        out.lower_bound,
+        status,
+        0,
+    ))
+}
+
+#[cfg(not(feature = "milp"))]
+fn run_milp(
+    _problem: &Problem,
+    _options: &SolveOptions,
+    _incumbent: Option<Vec<usize>>,
+    _time: Duration,
+) -> Result<Candidate, SolveError> {
+    Err(SolveError::MilpUnavailable)
+}

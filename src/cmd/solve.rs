@@ -1,0 +1,108 @@
+//! `schedlm solve`: best order per instance, with a proof or a bound.
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ParallelProgressIterator, ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use schedlm_model::{Objective, Problem, Variant};
+use schedlm_solver::portfolio::{self, Method, Solution, SolveOptions};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::args::SolveArgs;
+use crate::io::{create_output, parse_instance, read_lines, write_jsonl};
+
+/// One line of `solve` output.
+#[derive(Debug, Serialize)]
+pub struct SolveRecord {
+    pub line: usize,
+    pub solver: &'static str,
+    pub objective: Objective,
+    pub variant: Variant,
+    pub order: Vec<String>,
+    pub value: f64,
+    pub lower_bound: f64,
+    pub gap: f64,
+    pub proven_optimal: bool,
+    pub status: &'static str,
+    pub nodes: u64,
+    pub time_ms: u64,
+    pub baselines: Map<String, Value>,
+}
+
+impl SolveRecord {
+    pub fn new(line: usize, method: Method, options: &SolveOptions, problem: &Problem, s: &Solution) -> Self {
+        SolveRecord {
+            line,
+            solver: method.name(),
+            objective: options.objective,
+            variant: options.variant,
+            order: s.order.iter().map(|&j| problem.job_id(j).to_string()).collect(),
+            value: s.value,
+            lower_bound: s.lower_bound,
+            gap: s.gap(),
+            proven_optimal: s.proven_optimal,
+            status: s.status.name(),
+            nodes: s.nodes,
+            time_ms: s.elapsed.as_millis() as u64,
+            baselines: s.baselines.iter().map(|(r, v)| (r.name().to_string(), (*v).into())).collect(),
+        }
+    }
+}
+
+pub fn run(args: &SolveArgs) -> Result<()> {
+    let options = SolveOptions {
+        method: args.solver,
+        objective: args.objective,
+        variant: if args.strict { Variant::Strict } else { Variant::Serial },
+        time_limit: args.time_limit,
+        node_limit: args.node_limit,
+        seed: args.seed,
+    };
+    if args.solver == Method::Milp && options.variant == Variant::Strict {
+        bail!("--solver milp models only the serial dispatcher: drop --strict or use --solver bnb");
+    }
+    let lines = read_lines(&args.file)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    let bar = ProgressBar::new(lines.len() as u64).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} instances, {per_sec}, ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let results: Vec<Result<SolveRecord, String>> = pool.install(|| {
+        lines
+            .par_iter()
+            .progress_with(bar)
+            .map(|line| {
+                let (_, problem) = parse_instance(&line.text)?;
+                let solution = portfolio::solve(&problem, &options).map_err(|e| e.to_string())?;
+                Ok(SolveRecord::new(line.number, args.solver, &options, &problem, &solution))
+            })
+            .collect()
+    });
+    let mut records = Vec::with_capacity(results.len());
+    let mut failed = 0;
+    for (line, result) in lines.iter().zip(results) {
+        match result {
+            Ok(r) => records.push(r),
+            Err(reason) => {
+                failed += 1;
+                eprintln!("{}:{}: skipped: {}", args.file.display(), line.number, reason);
+            }
+        }
+    }
+    let mut out = create_output(args.output.as_deref())?;
+    write_jsonl(&mut out, &records)?;
+    let proven = records.iter().filter(|r| r.proven_optimal).count();
+    eprintln!(
+        "solved {} instance(s): {} proven optimal, {} with a gap",
+        records.len(),
+        proven,
+        records.len() - proven
+    );
+    if failed > 0 {
+        bail!("{failed} of {} instance(s) in {} could not be solved", lines.len(), args.file.display());
+    }
+    Ok(())
+}
