@@ -42,6 +42,9 @@ pub enum Command {
     Schedule(ScheduleArgs),
     /// Find the best queue order of each instance, with a proof of optimality or a bound.
     Solve(SolveArgs),
+    /// Convert instances from other formats (PSPLIB) into schedlm instances.
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Measure solver speed on generated instances and print a table (see docs/benchmarks.md).
     Bench(crate::cmd::bench::BenchArgs),
 }
@@ -176,7 +179,8 @@ pub struct PipelineArgs {
 
 /// Parses a duration such as `10s`, `500ms`, `2m` or `1h 30m`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 10s, 500ms or 2m"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 10s, 500ms or 2m"))
 }
 
 #[derive(Debug, Args)]
@@ -224,6 +228,28 @@ pub struct SolveArgs {
     /// `variant`, `order` (queued ids), `value`, `lower_bound`, `gap` ((value - bound) / bound),
     /// `proven_optimal`, `status` (optimal, time_limit, node_limit, bounded, heuristic), `nodes`,
     /// `time_ms` and `baselines` (each priority rule's value). Standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// PSPLIB single-mode RCPSP files (`.sm`, e.g. the j30 set) as one-server instances: one
+    /// server "pool" with the renewable capacities R1..R4, every non-dummy activity queued at
+    /// now = 0 with submit 0, walltime = duration, demand = requests and deps = predecessors.
+    /// The dummy source and sink (duration 0) are dropped, their precedences passed through.
+    /// Solve with `--objective makespan` to compare with published optima.
+    Psplib(ImportPsplibArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportPsplibArgs {
+    /// `.sm` files, or directories whose `.sm` files are read in name order.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// Output file (JSON Lines, one instance per input file, in input order); standard output
+    /// when absent or `-`.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
 }

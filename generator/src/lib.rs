@@ -38,6 +38,7 @@
 pub mod common;
 pub mod dl;
 pub mod hpc;
+pub mod psplib;
 pub mod uniform;
 
 use std::fmt;

@@ -99,6 +99,46 @@ const PRESOLVE_NONZEROS: usize = 50_000;
 /// Serialises every HiGHS model's life (see the module docs).
 static HIGHS_LOCK: Mutex<()> = Mutex::new(());
 
+/// Below this budget HiGHS's presolve is switched off (it cannot be interrupted).
+const PRESOLVE_MIN_TIME: Duration = Duration::from_secs(2);
+
+/// HiGHS callback kinds (`kHighsCallback*Interrupt` in HiGHS's C API).
+const CALLBACK_SIMPLEX_INTERRUPT: highs_sys::HighsInt = 1;
+const CALLBACK_IPM_INTERRUPT: highs_sys::HighsInt = 2;
+const CALLBACK_MIP_INTERRUPT: highs_sys::HighsInt = 6;
+
+/// Asks HiGHS to stop once the deadline behind `user` has passed.
+unsafe extern "C" fn interrupt(
+    _kind: std::ffi::c_int,
+    _message: *const std::ffi::c_char,
+    _out: *const highs_sys::HighsCallbackDataOut,
+    data_in: *mut highs_sys::HighsCallbackDataIn,
+    user: *mut std::ffi::c_void,
+) {
+    // SAFETY: `user` is the `Instant` registered in `Model::run`, alive during the solve;
+    // `data_in` is HiGHS's, valid for this call (it may be null for some kinds).
+    unsafe {
+        let deadline = &*(user as *const Instant);
+        if !data_in.is_null() && Instant::now() >= *deadline {
+            (*data_in).user_interrupt = 1;
+        }
+    }
+}
+
+/// Takes the HiGHS lock, waiting at most until `deadline`.
+fn lock_until(deadline: Instant) -> Result<std::sync::MutexGuard<'static, ()>, MilpError> {
+    loop {
+        match HIGHS_LOCK.try_lock() {
+            Ok(guard) => return Ok(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Ok(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return Err(MilpError::Busy),
+        }
+    }
+}
+
 /// Options of [`solve`].
 #[derive(Debug, Clone)]
 pub struct MilpOptions {
@@ -176,6 +216,8 @@ pub enum MilpError {
     },
     #[error("HiGHS failed: {0}")]
     Solver(String),
+    #[error("another thread held HiGHS until the time limit (HiGHS runs one model at a time)")]
+    Busy,
 }
 
 /// Builds and solves the time-indexed MILP of the module docs.
@@ -249,8 +291,7 @@ pub fn solve(
     let model = Model::build(problem, objective, &costs, &est, &grid);
     let warm = model.warm_start(problem, &best.start, &best.server);
 
-    let remaining = opts.time_limit.saturating_sub(clock.elapsed());
-    let run = model.run(warm.as_deref(), remaining.as_secs_f64().max(1e-3))?;
+    let run = model.run(warm.as_deref(), clock + opts.time_limit)?;
 
     // The MILP's schedule, sorted by start, through the dispatcher.
     let mut chosen = best;
@@ -783,24 +824,46 @@ impl Model {
         Some(values)
     }
 
-    fn run(self, warm: Option<&[f64]>, time_limit: f64) -> Result<Run, MilpError> {
+    fn run(self, warm: Option<&[f64]>, deadline: Instant) -> Result<Run, MilpError> {
         let solver =
             |what: &str, e: &dyn std::fmt::Debug| MilpError::Solver(format!("{what}: {e:?}"));
         let n_x = self.columns.len();
         let jobs = self.first.len() - 1;
         // HiGHS's presolve checks the time limit rarely and can take seconds on large
         // time-indexed models; the root LP bound is what a large model is solved for.
-        let presolve = if self.nonzeros > PRESOLVE_NONZEROS {
+        // Presolve does not poll the interrupt either: skip it when the budget is short.
+        let short = deadline.saturating_duration_since(Instant::now()) < PRESOLVE_MIN_TIME;
+        let presolve = if self.nonzeros > PRESOLVE_NONZEROS || short {
             "off"
         } else {
             "choose"
         };
-        let _guard = HIGHS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = lock_until(deadline)?;
         let mut model = self
             .problem
             .try_optimise(Sense::Minimise)
             .map_err(|e| solver("loading the model", &e))?;
         model.make_quiet();
+        let time_limit = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+            .max(1e-3);
+        // HiGHS checks its own time limit rarely inside a long LP; the interrupt callback,
+        // called from simplex, IPM and MIP loops, stops it at the deadline.
+        // SAFETY: `deadline` outlives the solve below, which is the only time HiGHS calls
+        // `interrupt`, and `interrupt` only reads it.
+        unsafe {
+            let ptr = model.as_mut_ptr();
+            let data = &deadline as *const Instant as *mut std::ffi::c_void;
+            highs_sys::Highs_setCallback(ptr, Some(interrupt), data);
+            for kind in [
+                CALLBACK_SIMPLEX_INTERRUPT,
+                CALLBACK_IPM_INTERRUPT,
+                CALLBACK_MIP_INTERRUPT,
+            ] {
+                highs_sys::Highs_startCallback(ptr, kind);
+            }
+        }
         model
             .try_set_option("threads", 1)
             .and_then(|()| model.try_set_option("mip_rel_gap", 0.0))
@@ -817,7 +880,9 @@ impl Model {
         let model_status = solved.status();
         let status = match model_status {
             HighsModelStatus::Optimal => "optimal".to_string(),
-            HighsModelStatus::ReachedTimeLimit => "time limit".to_string(),
+            HighsModelStatus::ReachedTimeLimit | HighsModelStatus::ReachedInterrupt => {
+                "time limit".to_string()
+            }
             HighsModelStatus::Infeasible => {
                 return Err(MilpError::Solver(
                     "HiGHS reports the model infeasible, but the incumbent is feasible".into(),

@@ -2,6 +2,7 @@
 
 pub mod bench;
 mod generate;
+mod import;
 mod pipeline;
 mod schedule;
 mod solve;
@@ -9,7 +10,7 @@ mod validate;
 
 use anyhow::Result;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, ImportCommand};
 
 /// Runs the subcommand.
 pub fn run(cli: Cli) -> Result<()> {
@@ -20,5 +21,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Schedule(a) => schedule::run(&a),
         Command::Solve(a) => solve::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Import(ImportCommand::Psplib(a)) => import::psplib(&a),
     }
 }

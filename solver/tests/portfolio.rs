@@ -1,0 +1,184 @@
+//! Cross-checks between independent methods, and the portfolio's limits.
+
+use std::time::{Duration, Instant};
+
+use schedlm_generator::{generate_one, Config, Family};
+use schedlm_model::{Instance, Objective, Problem, Variant};
+use schedlm_solver::bnb::{self, BnbOptions};
+use schedlm_solver::portfolio::{self, Method, SolveOptions, SolveStatus};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// A generated instance with every time rounded up onto a grid of `step` seconds from `now`.
+fn on_grid(mut instance: Instance, step: i64) -> Instance {
+    let up = |t: i64| (t + step - 1).div_euclid(step) * step;
+    instance.now = up(instance.now);
+    for r in &mut instance.running {
+        r.end = up(r.end.max(instance.now + 1));
+    }
+    for j in &mut instance.queue {
+        j.walltime = up(j.walltime);
+    }
+    instance
+}
+
+fn generated(family: Family, servers: usize, jobs: usize, index: u64) -> Instance {
+    let mut config = Config::new(family, 77);
+    config.queue_min = jobs;
+    config.queue_max = jobs;
+    config.servers = Some(servers);
+    generate_one(&config, index).expect("valid config")
+}
+
+#[cfg(feature = "milp")]
+mod milp_vs_bnb {
+    use super::*;
+    use schedlm_solver::milp::{self, MilpOptions};
+    use std::sync::Mutex;
+
+    /// HiGHS runs one model per process at a time (see milp.rs): a MILP test that waited for
+    /// another's model would see its own time limit expire. Run them one after the other.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn milp_equals_bnb_on_one_server_with_grid_times() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut checked = 0;
+        for index in 0..6u64 {
+            let instance = on_grid(generated(Family::Uniform, 1, 8, index), 600);
+            let p = Problem::new(&instance).unwrap();
+            for objective in [Objective::Bsld, Objective::Wait, Objective::Makespan] {
+                let exact = bnb::solve(&p, objective, Variant::Serial, &BnbOptions::default());
+                assert!(exact.proven_optimal());
+                let options = MilpOptions {
+                    step: Some(600),
+                    time_limit: Duration::from_secs(30),
+                    max_columns: 200_000,
+                    ..MilpOptions::default()
+                };
+                let m = milp::solve(&p, objective, &options).unwrap();
+                assert!(m.exact, "one server on the grid must be exact");
+                if m.proven {
+                    assert!(
+                        close(m.lower_bound, exact.value) && close(m.value, exact.value),
+                        "instance {index} {objective}: milp {} (lb {}) vs bnb {}",
+                        m.value,
+                        m.lower_bound,
+                        exact.value
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 15, "only {checked} MILPs proven");
+    }
+
+    #[test]
+    fn milp_bound_is_below_bnb_with_several_servers() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        for index in 0..8u64 {
+            let p = Problem::new(&generated(Family::Dl, 3, 9, index)).unwrap();
+            for objective in [Objective::Bsld, Objective::Flow] {
+                let exact = bnb::solve(&p, objective, Variant::Serial, &BnbOptions::default());
+                assert!(exact.proven_optimal());
+                let options = MilpOptions {
+                    time_limit: Duration::from_secs(2),
+                    ..MilpOptions::default()
+                };
+                let m = milp::solve(&p, objective, &options).unwrap();
+                assert!(
+                    m.lower_bound <= exact.value * (1.0 + 1e-9),
+                    "instance {index} {objective}: milp bound {} above optimum {}",
+                    m.lower_bound,
+                    exact.value
+                );
+                assert!(m.value >= exact.value * (1.0 - 1e-9));
+            }
+        }
+    }
+}
+
+/// An instance branch and bound cannot finish quickly: 40 uniform jobs on 2 servers.
+fn hard() -> Problem {
+    Problem::new(&generated(Family::Uniform, 2, 40, 3)).unwrap()
+}
+
+#[test]
+fn time_limits_are_honoured_and_reported() {
+    let p = hard();
+    for (method, limit_ms) in [
+        (Method::Bnb, 300),
+        (Method::Auto, 300),
+        (Method::Auto, 1000),
+        (Method::Ls, 200),
+    ] {
+        let limit = Duration::from_millis(limit_ms);
+        let options = SolveOptions {
+            method,
+            time_limit: limit,
+            ..SolveOptions::default()
+        };
+        let started = Instant::now();
+        let s = portfolio::solve(&p, &options).unwrap();
+        let took = started.elapsed();
+        // The tolerance: within 10% plus 50 ms.
+        assert!(
+            took <= limit.mul_f64(1.1) + Duration::from_millis(50),
+            "{method:?} with {limit:?} took {took:?}"
+        );
+        assert!(
+            !s.proven_optimal,
+            "{method:?} cannot prove this instance in {limit:?}"
+        );
+        assert!(s.lower_bound > 0.0 && s.lower_bound <= s.value);
+        assert!(s.gap() > 0.0 && s.gap().is_finite());
+        let expected = if method == Method::Ls {
+            SolveStatus::Heuristic
+        } else {
+            SolveStatus::TimeLimit
+        };
+        assert_eq!(s.status, expected, "{method:?}");
+    }
+}
+
+#[test]
+fn node_limited_runs_are_deterministic() {
+    let p = hard();
+    // Branch and bound stopped by nodes, not time, gives the same answer every time. (`auto`
+    // adds time-limited stages, whose answers can depend on timing unless proven.)
+    let options = SolveOptions {
+        method: Method::Bnb,
+        node_limit: Some(20_000),
+        time_limit: Duration::from_secs(600),
+        ..SolveOptions::default()
+    };
+    let a = portfolio::solve(&p, &options).unwrap();
+    let b = portfolio::solve(&p, &options).unwrap();
+    assert_eq!(a.order, b.order);
+    assert_eq!(a.value, b.value);
+}
+
+#[test]
+fn auto_proves_what_bnb_proves_and_never_claims_more() {
+    for index in 0..20u64 {
+        let p = Problem::new(&generated(Family::Hpc, 8, 10, index)).unwrap();
+        for objective in Objective::ALL {
+            let exact = bnb::solve(&p, objective, Variant::Serial, &BnbOptions::default());
+            let s = portfolio::solve(
+                &p,
+                &SolveOptions {
+                    objective,
+                    ..SolveOptions::default()
+                },
+            )
+            .unwrap();
+            assert!(s.proven_optimal && exact.proven_optimal());
+            assert!(close(s.value, exact.value), "{index} {objective}");
+            for (rule, v) in &s.baselines {
+                assert!(*v >= s.value * (1.0 - 1e-9), "{rule} beats the optimum");
+            }
+        }
+    }
+}

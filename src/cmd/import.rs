@@ -1,0 +1,69 @@
+//! `schedlm import`: instances from other formats.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use schedlm_generator::psplib::parse_sm;
+
+use crate::args::ImportPsplibArgs;
+use crate::io::{create_output, write_jsonl};
+
+pub fn psplib(args: &ImportPsplibArgs) -> Result<()> {
+    let files = expand(&args.inputs, "sm")?;
+    let mut instances = Vec::with_capacity(files.len());
+    for file in &files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let instance = parse_sm(&text).with_context(|| format!("{}", file.display()))?;
+        instances.push(instance);
+    }
+    let mut out = create_output(args.output.as_deref())?;
+    write_jsonl(&mut out, &instances)?;
+    eprintln!("imported {} PSPLIB instance(s)", instances.len());
+    Ok(())
+}
+
+/// The files named, with each directory replaced by its files of this extension, by name.
+fn expand(inputs: &[PathBuf], extension: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(input)
+                .with_context(|| format!("cannot list {}", input.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == extension))
+                .collect();
+            found.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+            files.extend(found);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// Sorts `j301_2` before `j301_10`: digit runs compare as numbers.
+fn natural_key(path: &Path) -> Vec<(u64, String)> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut key = Vec::new();
+    let mut rest = name.as_str();
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits > 0 {
+            key.push((rest[..digits].parse().unwrap_or(u64::MAX), String::new()));
+            rest = &rest[digits..];
+        } else {
+            let text = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            key.push((0, rest[..text].to_string()));
+            rest = &rest[text..];
+        }
+    }
+    key
+}
