@@ -160,6 +160,32 @@ pub(crate) struct Placed<J> {
     pub job: J,
 }
 
+/// Running jobs from [`fill`] whose data is (walltime, seconds elapsed at `now`).
+pub(crate) fn running_drafts(placed: Vec<Placed<(i64, i64)>>) -> Vec<DraftRunning> {
+    placed
+        .into_iter()
+        .map(|p| DraftRunning {
+            server: p.server,
+            demand: p.demand,
+            elapsed: p.job.1,
+            remaining: p.job.0 - p.job.1,
+        })
+        .collect()
+}
+
+/// One of `candidates` drawn with probability proportional to its run time (running jobs at a
+/// random instant are long ones: length-biased sampling).
+pub(crate) fn pick_by_runtime<R: Rng, T>(
+    rng: &mut R,
+    candidates: Vec<T>,
+    runtime: impl Fn(&T) -> i64,
+) -> T {
+    let weights: Vec<f64> = candidates.iter().map(|j| runtime(j) as f64).collect();
+    let k = weighted_index(rng, &weights);
+    let mut candidates = candidates;
+    candidates.swap_remove(k.min(candidates.len() - 1))
+}
+
 /// How often [`fill`] draws again before it shrinks a job that exceeds the busy target.
 const REDRAWS: usize = 4;
 /// How many jobs [`fill`] draws in a row that fit nowhere, even shrunk, before it stops.

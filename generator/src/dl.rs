@@ -50,8 +50,8 @@ use rand_distr::{Distribution, Exp, StandardNormal};
 use serde_json::{json, Map, Value};
 
 use crate::common::{
-    draw_now_base, fill, log_uniform, round_up_walltime, shrink_proportional, weighted_index,
-    zipf_user, Draft, DraftJob, DraftRunning, Target,
+    draw_now_base, fill, log_uniform, pick_by_runtime, round_up_walltime, running_drafts,
+    shrink_proportional, weighted_index, zipf_user, Draft, DraftJob, Target,
 };
 use crate::{Config, Load};
 
@@ -383,23 +383,13 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
                     complete(r, dl)
                 })
                 .collect();
-            let weights: Vec<f64> = jobs.iter().map(|j| j.runtime as f64).collect();
-            let k = weighted_index(r, &weights);
-            let job = jobs.into_iter().nth(k).expect("k < RUNNING_CANDIDATES");
+            let job = pick_by_runtime(r, jobs, |j| j.runtime);
             let elapsed = r.random_range(0..job.runtime);
             (job.demand, (job.walltime, elapsed))
         },
         |d, l| shrink_proportional(d, l, true),
     );
-    let running = placed
-        .into_iter()
-        .map(|p| DraftRunning {
-            server: p.server,
-            demand: p.demand,
-            elapsed: p.job.1,
-            remaining: p.job.0 - p.job.1,
-        })
-        .collect();
+    let running = running_drafts(placed);
 
     // Queue in submit order: arrival times from 0, then shifted so the last arrival lies an
     // exponential gap before `now`.

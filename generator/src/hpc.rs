@@ -50,8 +50,8 @@ use rand::Rng;
 use rand_distr::{Distribution, Gamma};
 
 use crate::common::{
-    draw_now_base, fill, log_uniform, round_up_walltime, shrink_proportional, weighted_index,
-    zipf_user, Draft, DraftJob, DraftRunning, Target, WALLTIME_STEPS,
+    draw_now_base, fill, log_uniform, pick_by_runtime, round_up_walltime, running_drafts,
+    shrink_proportional, weighted_index, zipf_user, Draft, DraftJob, Target, WALLTIME_STEPS,
 };
 use crate::{Config, Load};
 
@@ -244,23 +244,13 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
             let jobs: Vec<Job> = (0..RUNNING_CANDIDATES)
                 .map(|_| draw_job(&model, r))
                 .collect();
-            let weights: Vec<f64> = jobs.iter().map(|j| j.runtime as f64).collect();
-            let k = weighted_index(r, &weights);
-            let job = jobs.into_iter().nth(k).expect("k < RUNNING_CANDIDATES");
+            let job = pick_by_runtime(r, jobs, |j| j.runtime);
             let elapsed = r.random_range(0..job.runtime);
             (job.demand, (job.walltime, elapsed))
         },
         |d, l| shrink_proportional(d, l, false),
     );
-    let running = placed
-        .into_iter()
-        .map(|p| DraftRunning {
-            server: p.server,
-            demand: p.demand,
-            elapsed: p.job.1,
-            remaining: p.job.0 - p.job.1,
-        })
-        .collect();
+    let running = running_drafts(placed);
 
     let n_queue = rng.random_range(config.queue_min..=config.queue_max);
     let mut ago = 0i64;

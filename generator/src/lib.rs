@@ -37,8 +37,10 @@
 
 pub mod common;
 pub mod dl;
+pub mod estimate;
 pub mod hpc;
 pub mod psplib;
+pub mod swf;
 pub mod uniform;
 
 use std::fmt;

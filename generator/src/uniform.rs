@@ -19,7 +19,7 @@
 use rand::Rng;
 
 use crate::common::{
-    draw_now_base, fill, shrink_proportional, Draft, DraftJob, DraftRunning, Target,
+    draw_now_base, fill, running_drafts, shrink_proportional, Draft, DraftJob, Target,
 };
 use crate::{Config, Load};
 
@@ -97,15 +97,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
         },
         |d, l| shrink_proportional(d, l, false),
     );
-    let running = placed
-        .into_iter()
-        .map(|p| DraftRunning {
-            server: p.server,
-            demand: p.demand,
-            elapsed: p.job.1,
-            remaining: p.job.0 - p.job.1,
-        })
-        .collect();
+    let running = running_drafts(placed);
 
     let n_queue = rng.random_range(config.queue_min..=config.queue_max);
     let queue = (0..n_queue)

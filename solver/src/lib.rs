@@ -27,4 +27,5 @@ pub mod cost;
 pub mod local;
 #[cfg(feature = "milp")]
 pub mod milp;
+pub mod policy;
 pub mod portfolio;

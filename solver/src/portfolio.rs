@@ -172,7 +172,13 @@ pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, Solv
             let bound = root_bound(problem, obj, variant);
             Candidate::new(ls.0, ls.1, bound, SolveStatus::Heuristic, 0)
         }
-        Method::Bnb => run_bnb(problem, options, rule_order, options.time_limit, options.node_limit),
+        Method::Bnb => run_bnb(
+            problem,
+            options,
+            rule_order,
+            options.time_limit,
+            options.node_limit,
+        ),
         Method::Milp => run_milp(problem, options, Some(rule_order), options.time_limit)?,
     };
     if best.value.is_nan() {
@@ -202,17 +208,39 @@ const QUICK_NODES: u64 = 2_000;
 
 /// The `auto` portfolio: quick branch and bound; if unproven, local search, then branch and
 /// bound from its order with most of the budget, then the MILP bound with the rest.
-fn auto(problem: &Problem, options: &SolveOptions, rule_order: Vec<usize>, deadline: Instant) -> Candidate {
+fn auto(
+    problem: &Problem,
+    options: &SolveOptions,
+    rule_order: Vec<usize>,
+    deadline: Instant,
+) -> Candidate {
     let left = || deadline.saturating_duration_since(Instant::now());
-    let quick_nodes = options.node_limit.map_or(QUICK_NODES, |n| n.min(QUICK_NODES));
+    let quick_nodes = options
+        .node_limit
+        .map_or(QUICK_NODES, |n| n.min(QUICK_NODES));
     let mut best = run_bnb(problem, options, rule_order, left(), Some(quick_nodes));
     if best.status == SolveStatus::Optimal {
         return best;
     }
-    let (order, value) = run_ls(problem, options, best.order.clone(), options.time_limit / 10);
-    best = best.merge(Candidate::new(order, value, f64::NEG_INFINITY, SolveStatus::Heuristic, 0));
+    let (order, value) = run_ls(
+        problem,
+        options,
+        best.order.clone(),
+        options.time_limit / 10,
+    );
+    best = best.merge(Candidate::new(
+        order,
+        value,
+        f64::NEG_INFINITY,
+        SolveStatus::Heuristic,
+        0,
+    ));
     let milp_after = cfg!(feature = "milp") && options.variant == Variant::Serial;
-    let share = if milp_after { left().mul_f64(0.7) } else { left() };
+    let share = if milp_after {
+        left().mul_f64(0.7)
+    } else {
+        left()
+    };
     let start = best.order.clone();
     best = best.merge(run_bnb(problem, options, start, share, options.node_limit));
     if best.status != SolveStatus::Optimal && milp_after {
@@ -225,7 +253,12 @@ fn auto(problem: &Problem, options: &SolveOptions, rule_order: Vec<usize>, deadl
 }
 
 /// Local search from `start`; returns (order, value).
-fn run_ls(problem: &Problem, options: &SolveOptions, start: Vec<usize>, time: Duration) -> (Vec<usize>, f64) {
+fn run_ls(
+    problem: &Problem,
+    options: &SolveOptions,
+    start: Vec<usize>,
+    time: Duration,
+) -> (Vec<usize>, f64) {
     let ls = local::solve(
         problem,
         options.objective,

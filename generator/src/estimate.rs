@@ -1,0 +1,513 @@
+//! Run-time estimators for trace jobs, used online and scored on a trace.
+//!
+//! A scheduler plans with the user's requested walltime, which overestimates the true run
+//! time several times over on real logs. An [`Estimator`] predicts the run time of a newly
+//! submitted job from what has been seen so far:
+//!
+//! - [`Estimator::User`]: the requested walltime itself (the baseline).
+//! - [`Estimator::Last2`]: the mean of the run times of the same user's last two completed
+//!   jobs (Tsafrir, Etsion & Feitelson, "Backfilling using system-generated predictions rather
+//!   than user runtime estimates", IEEE TPDS 18(6), 2007); the walltime while the user has
+//!   fewer than two completed jobs.
+//! - [`Estimator::Model`]: an online least-squares regression of log run time on the job's
+//!   request and its user's history (see [`Estimator::Model`] for the features).
+//!
+//! Every prediction is an integer in [1, walltime]. Users with a negative id (unknown, as
+//! throughout `lublin_256.swf`) have no history.
+//!
+//! # Causality
+//!
+//! A [`Predictor`] only knows the jobs passed to [`Predictor::observe`]. The replay in
+//! [`predict_online`] observes each job at its completion time and asks for a prediction at
+//! each submit time, completions first at equal times (as SPEC section 5 processes events),
+//! so a prediction never uses a job that completes after the query. What a predictor learns
+//! from a job is its *effective* run time, min(run time, walltime): the length the job would
+//! have in a replay after SPEC section 5, which kills a job at its walltime. That is also the
+//! target the scores compare with.
+//!
+//! The completion time of a job is `submit + wait + run time` on the trace's own timeline
+//! (the wait of field 3, from [`crate::swf::read_swf_with_waits`]; 0 where missing), or
+//! `submit + run time` with [`completions`]`(trace, None)` (as if no job waited, which
+//! reveals completions earlier than they happened).
+//!
+//! ```
+//! use schedlm_generator::estimate::{Estimator, Predictor};
+//! use schedlm_generator::swf::TraceJob;
+//!
+//! let job = |number, runtime, walltime| TraceJob {
+//!     number, submit: 0, runtime, walltime, procs: 1, user: 7, status: 1, line: 0,
+//! };
+//! let mut last2 = Predictor::new(Estimator::Last2);
+//! assert_eq!(last2.predict(&job(3, 0, 1000)), 1000); // no history: the walltime
+//! last2.observe(&job(1, 100, 1000));
+//! last2.observe(&job(2, 300, 1000));
+//! assert_eq!(last2.predict(&job(3, 0, 1000)), 200); // (100 + 300) / 2
+//! assert_eq!(last2.predict(&job(3, 0, 150)), 150); // capped at the walltime
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::swf::{Trace, TraceJob};
+
+/// A way to predict a job's run time at its submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Estimator {
+    /// The user's requested walltime (the baseline).
+    User,
+    /// The mean of the user's last two effective run times, rounded half up; the walltime
+    /// while the user has fewer than two completed jobs; capped at the walltime.
+    Last2,
+    /// Online ridge regression (lambda = [`RIDGE`]) of ln(effective run time) on the
+    /// features [`MODEL_FEATURES`]: intercept, ln walltime, ln processors, and from the user's
+    /// completed jobs the last and the second-last ln run time, the mean ln run time, and the
+    /// ln run time of the last job with the same walltime and processors, each with a
+    /// 0/1 indicator of being present (and 0 when absent). The prediction is
+    /// exp(w . x) rounded and clamped to [1, walltime]; the walltime until [`MODEL_WARMUP`]
+    /// jobs have been observed. The weights are refitted (exactly, a 10 x 10 solve) after every
+    /// observation, with the features the job had when it was submitted (when
+    /// [`Predictor::submit`] was called) so training and prediction agree. Deterministic.
+    Model,
+}
+
+impl Estimator {
+    /// Every estimator, in declaration order.
+    pub const ALL: [Estimator; 3] = [Estimator::User, Estimator::Last2, Estimator::Model];
+
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Estimator::User => "user",
+            Estimator::Last2 => "last2",
+            Estimator::Model => "model",
+        }
+    }
+}
+
+impl fmt::Display for Estimator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Estimator {
+    type Err = EstimateError;
+
+    fn from_str(s: &str) -> Result<Estimator, EstimateError> {
+        Estimator::ALL
+            .into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| EstimateError::UnknownEstimator(s.to_string()))
+    }
+}
+
+/// Why an evaluation could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EstimateError {
+    #[error("unknown estimator \"{0}\"; expected one of: user, last2, model")]
+    UnknownEstimator(String),
+    #[error("split fraction {0} must lie in [0, 1)")]
+    Fraction(f64),
+    #[error("the split leaves no test job ({jobs} jobs, split at job {at}); lower the split")]
+    NoTestJobs { jobs: usize, at: usize },
+    #[error("{completions} completion times given for {jobs} jobs")]
+    Completions { jobs: usize, completions: usize },
+}
+
+/// Number of features of [`Estimator::Model`].
+pub const FEATURES: usize = 10;
+/// Names of the model's features, in order.
+pub const MODEL_FEATURES: [&str; FEATURES] = [
+    "1",
+    "ln walltime",
+    "ln procs",
+    "has last",
+    "ln last run",
+    "has second-last",
+    "ln second-last run",
+    "mean ln run of the user",
+    "has same request",
+    "ln run of the last same request",
+];
+/// Ridge penalty of the model (added to the diagonal of X'X, intercept included).
+pub const RIDGE: f64 = 1e-3;
+/// Observations the model needs before it predicts (the walltime until then).
+pub const MODEL_WARMUP: usize = 2 * FEATURES;
+
+/// The effective run time a predictor learns from and is scored against:
+/// min(run time, walltime), at least 1.
+pub fn effective_runtime(job: &TraceJob) -> i64 {
+    job.runtime.min(job.walltime).max(1)
+}
+
+#[derive(Debug, Clone, Default)]
+struct History {
+    /// The last two effective run times, most recent first.
+    last: [i64; 2],
+    count: u64,
+    sum_ln: f64,
+}
+
+/// An online run-time predictor: feed it completed jobs in completion order with
+/// [`Predictor::observe`], and ask it about a newly submitted job with
+/// [`Predictor::predict`] (always in [1, walltime]).
+#[derive(Debug, Clone)]
+pub struct Predictor {
+    estimator: Estimator,
+    observed: usize,
+    users: HashMap<i64, History>,
+    /// Last effective run time per (user, walltime, procs).
+    same: HashMap<(i64, i64, i64), i64>,
+    /// Features recorded at submission, by job number (model only).
+    pending: HashMap<i64, [f64; FEATURES]>,
+    /// X'X and X'y of the observations so far (model only).
+    xtx: [[f64; FEATURES]; FEATURES],
+    xty: [f64; FEATURES],
+    weights: [f64; FEATURES],
+}
+
+impl Predictor {
+    /// A predictor that has seen nothing.
+    pub fn new(estimator: Estimator) -> Predictor {
+        Predictor {
+            estimator,
+            observed: 0,
+            users: HashMap::new(),
+            same: HashMap::new(),
+            pending: HashMap::new(),
+            xtx: [[0.0; FEATURES]; FEATURES],
+            xty: [0.0; FEATURES],
+            weights: [0.0; FEATURES],
+        }
+    }
+
+    pub fn estimator(&self) -> Estimator {
+        self.estimator
+    }
+
+    /// Jobs observed so far.
+    pub fn observed(&self) -> usize {
+        self.observed
+    }
+
+    /// The model's current weights, in the order of [`MODEL_FEATURES`] (all 0 for the other
+    /// estimators and before the first observation).
+    pub fn weights(&self) -> [f64; FEATURES] {
+        self.weights
+    }
+
+    /// Notes that `job` was submitted now. Optional: the model then trains on the features
+    /// the job had at submission rather than those it has when it completes. A job passed
+    /// here must later be passed to [`Predictor::observe`], or its record stays.
+    pub fn submit(&mut self, job: &TraceJob) {
+        if self.estimator == Estimator::Model {
+            let x = self.features(job);
+            self.pending.insert(job.number, x);
+        }
+    }
+
+    /// Learns from a completed job. Jobs must come in completion order.
+    pub fn observe(&mut self, job: &TraceJob) {
+        self.observed += 1;
+        let run = effective_runtime(job);
+        if self.estimator == Estimator::Model {
+            let x = self
+                .pending
+                .remove(&job.number)
+                .unwrap_or_else(|| self.features(job));
+            let y = (run as f64).ln();
+            let g: f64 = std::env::var("FORGET")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1.0);
+            for i in 0..FEATURES {
+                for k in 0..FEATURES {
+                    self.xtx[i][k] = g * self.xtx[i][k] + x[i] * x[k];
+                }
+                self.xty[i] = g * self.xty[i] + x[i] * y;
+            }
+            self.weights = solve(&self.xtx, &self.xty);
+        }
+        if job.user < 0 || self.estimator == Estimator::User {
+            return;
+        }
+        let h = self.users.entry(job.user).or_default();
+        h.last = [run, h.last[0]];
+        h.count += 1;
+        h.sum_ln += (run as f64).ln();
+        if self.estimator == Estimator::Model {
+            self.same.insert((job.user, job.walltime, job.procs), run);
+        }
+    }
+
+    /// The predicted run time of `job`, in [1, walltime].
+    pub fn predict(&self, job: &TraceJob) -> i64 {
+        let walltime = job.walltime.max(1);
+        let raw = match self.estimator {
+            Estimator::User => walltime,
+            Estimator::Last2 => match self.history(job) {
+                Some(h) if h.count >= 2 => (h.last[0] + h.last[1] + 1) / 2,
+                _ => walltime,
+            },
+            Estimator::Model => {
+                if self.observed < MODEL_WARMUP {
+                    walltime
+                } else {
+                    let x = self.features(job);
+                    let z: f64 = x.iter().zip(&self.weights).map(|(a, b)| a * b).sum();
+                    // exp of at most ln(walltime) + 1 cannot overflow before the clamp.
+                    let cap = (walltime as f64).ln() + 1.0;
+                    z.min(cap).exp().round() as i64
+                }
+            }
+        };
+        raw.clamp(1, walltime)
+    }
+
+    fn history(&self, job: &TraceJob) -> Option<&History> {
+        if job.user < 0 {
+            None
+        } else {
+            self.users.get(&job.user)
+        }
+    }
+
+    fn features(&self, job: &TraceJob) -> [f64; FEATURES] {
+        let ln = |v: i64| (v.max(1) as f64).ln();
+        let mut x = [0.0; FEATURES];
+        x[0] = 1.0;
+        x[1] = ln(job.walltime);
+        x[2] = ln(job.procs);
+        if let Some(h) = self.history(job) {
+            if h.count >= 1 {
+                x[3] = 1.0;
+                x[4] = ln(h.last[0]);
+                x[7] = h.sum_ln / h.count as f64;
+            }
+            if h.count >= 2 {
+                x[5] = 1.0;
+                x[6] = ln(h.last[1]);
+            }
+        }
+        if job.user >= 0 {
+            if let Some(&run) = self.same.get(&(job.user, job.walltime, job.procs)) {
+                x[8] = 1.0;
+                x[9] = ln(run);
+            }
+        }
+        x
+    }
+}
+
+/// Solves (A + RIDGE I) w = b by Cholesky factorisation (A is X'X, so the system is positive
+/// definite).
+fn solve(a: &[[f64; FEATURES]; FEATURES], b: &[f64; FEATURES]) -> [f64; FEATURES] {
+    let mut l = [[0.0; FEATURES]; FEATURES];
+    for i in 0..FEATURES {
+        for k in 0..=i {
+            let mut sum = a[i][k] + if i == k { RIDGE } else { 0.0 };
+            for m in 0..k {
+                sum -= l[i][m] * l[k][m];
+            }
+            if i == k {
+                l[i][i] = sum.max(1e-300).sqrt();
+            } else {
+                l[i][k] = sum / l[k][k];
+            }
+        }
+    }
+    let mut y = [0.0; FEATURES];
+    for i in 0..FEATURES {
+        let s: f64 = (0..i).map(|m| l[i][m] * y[m]).sum();
+        y[i] = (b[i] - s) / l[i][i];
+    }
+    let mut w = [0.0; FEATURES];
+    for i in (0..FEATURES).rev() {
+        let s: f64 = (i + 1..FEATURES).map(|m| l[m][i] * w[m]).sum();
+        w[i] = (y[i] - s) / l[i][i];
+    }
+    w
+}
+
+/// Each job's completion time: `submit + wait + run time`, with the waits of
+/// [`crate::swf::read_swf_with_waits`] (0 where missing) or, with `None`, no wait at all.
+/// The run time is the trace's (the job really ran that long).
+pub fn completions(trace: &Trace, waits: Option<&[Option<i64>]>) -> Vec<i64> {
+    trace
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let wait = waits.and_then(|w| w.get(i).copied().flatten()).unwrap_or(0);
+            j.submit + wait + j.runtime.max(1)
+        })
+        .collect()
+}
+
+/// Replays `jobs` (sorted by submit) online: each job is submitted to `predictor` at its
+/// submit time and observed at `completions[i]`, completions first at equal times. Returns
+/// the predictions made for `jobs[from..]` at their submission.
+pub fn predict_online(
+    predictor: &mut Predictor,
+    jobs: &[TraceJob],
+    completions: &[i64],
+    from: usize,
+) -> Result<Vec<i64>, EstimateError> {
+    if completions.len() != jobs.len() {
+        return Err(EstimateError::Completions {
+            jobs: jobs.len(),
+            completions: completions.len(),
+        });
+    }
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (completions[i], i));
+    let mut done = 0;
+    let mut predictions = Vec::with_capacity(jobs.len().saturating_sub(from));
+    for (i, job) in jobs.iter().enumerate() {
+        while done < order.len() && completions[order[done]] <= job.submit {
+            predictor.observe(&jobs[order[done]]);
+            done += 1;
+        }
+        if i >= from {
+            predictions.push(predictor.predict(job));
+        }
+        predictor.submit(job);
+    }
+    for &i in &order[done..] {
+        predictor.observe(&jobs[i]);
+    }
+    Ok(predictions)
+}
+
+/// Where the scored part of a trace begins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Split {
+    /// The first `floor(f * jobs)` jobs (in submit order) are history only; `f` in [0, 1).
+    Fraction(f64),
+    /// The first `k` jobs are history only.
+    Index(usize),
+}
+
+impl Split {
+    /// The index of the first scored job.
+    pub fn index(self, jobs: usize) -> Result<usize, EstimateError> {
+        let at = match self {
+            Split::Fraction(f) if (0.0..1.0).contains(&f) => (f * jobs as f64).floor() as usize,
+            Split::Fraction(f) => return Err(EstimateError::Fraction(f)),
+            Split::Index(k) => k,
+        };
+        if at >= jobs {
+            return Err(EstimateError::NoTestJobs { jobs, at });
+        }
+        Ok(at)
+    }
+}
+
+/// How well an estimator did on the scored jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub estimator: Estimator,
+    /// Scored jobs.
+    pub jobs: usize,
+    /// Mean absolute percentage error: mean of |pred - run| / run, as a fraction
+    /// (1.0 = 100%), with run the effective run time.
+    pub mape: f64,
+    /// Median of |pred - run| / run (the mean of the two middle values for an even count).
+    pub median_ape: f64,
+    /// Share of jobs with pred < run.
+    pub under: f64,
+}
+
+/// Scores predictions against the jobs' effective run times.
+pub fn score(estimator: Estimator, jobs: &[TraceJob], predictions: &[i64]) -> Score {
+    assert_eq!(jobs.len(), predictions.len(), "one prediction per job");
+    let mut apes: Vec<f64> = jobs
+        .iter()
+        .zip(predictions)
+        .map(|(j, &p)| {
+            let run = effective_runtime(j);
+            (p - run).abs() as f64 / run as f64
+        })
+        .collect();
+    let under = jobs
+        .iter()
+        .zip(predictions)
+        .filter(|(j, &p)| p < effective_runtime(j))
+        .count();
+    let n = apes.len();
+    let mape = if n == 0 {
+        0.0
+    } else {
+        apes.iter().sum::<f64>() / n as f64
+    };
+    apes.sort_by(f64::total_cmp);
+    let median_ape = match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => apes[n / 2],
+        _ => (apes[n / 2 - 1] + apes[n / 2]) / 2.0,
+    };
+    Score {
+        estimator,
+        jobs: n,
+        mape,
+        median_ape,
+        under: if n == 0 { 0.0 } else { under as f64 / n as f64 },
+    }
+}
+
+/// Scores every estimator on `trace` after `split`, with the no-wait timeline
+/// ([`completions`]`(trace, None)`); [`evaluate_with`] takes the trace's own timeline.
+pub fn evaluate(trace: &Trace, split: Split) -> Result<Vec<Score>, EstimateError> {
+    evaluate_with(trace, &completions(trace, None), split)
+}
+
+/// Scores every estimator on `trace` after `split`: all jobs are replayed online (the ones
+/// before the split are history), the ones from the split on are scored.
+pub fn evaluate_with(
+    trace: &Trace,
+    completions: &[i64],
+    split: Split,
+) -> Result<Vec<Score>, EstimateError> {
+    let from = split.index(trace.jobs.len())?;
+    Estimator::ALL
+        .into_iter()
+        .map(|estimator| {
+            let mut predictor = Predictor::new(estimator);
+            let predictions = predict_online(&mut predictor, &trace.jobs, completions, from)?;
+            Ok(score(estimator, &trace.jobs[from..], &predictions))
+        })
+        .collect()
+}
+
+/// Scores every estimator on `test` after it has observed every job of `train` (in
+/// completion order): the training trace is taken as history that ended before the test
+/// trace began. User ids are assumed to mean the same people in both.
+pub fn evaluate_transfer(
+    train: &Trace,
+    train_completions: &[i64],
+    test: &Trace,
+    test_completions: &[i64],
+) -> Result<Vec<Score>, EstimateError> {
+    if test.jobs.is_empty() {
+        return Err(EstimateError::NoTestJobs { jobs: 0, at: 0 });
+    }
+    Estimator::ALL
+        .into_iter()
+        .map(|estimator| {
+            let mut predictor = Predictor::new(estimator);
+            predict_online(
+                &mut predictor,
+                &train.jobs,
+                train_completions,
+                train.jobs.len(),
+            )?;
+            let predictions = predict_online(&mut predictor, &test.jobs, test_completions, 0)?;
+            Ok(score(estimator, &test.jobs, &predictions))
+        })
+        .collect()
+}
