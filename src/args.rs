@@ -45,6 +45,10 @@ pub enum Command {
     /// Convert instances from other formats (PSPLIB) into schedlm instances.
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Replay an SWF trace online with a priority rule and a start rule (SPEC section 5).
+    Replay(crate::cmd::replay::ReplayArgs),
+    /// Estimate job run times from history and report each estimator's error.
+    Estimate(crate::cmd::estimate::EstimateArgs),
     /// Measure solver speed on generated instances and print a table (see docs/benchmarks.md).
     Bench(crate::cmd::bench::BenchArgs),
 }
@@ -159,9 +163,9 @@ pub struct ScheduleArgs {
 
 #[derive(Debug, Args)]
 pub struct PipelineArgs {
-    /// Snapshots per family.
-    #[arg(long, short = 'n', default_value_t = 200)]
-    pub count: usize,
+    /// Snapshots per family (at least 1).
+    #[arg(long, short = 'n', default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
 
     /// Queue length range of the snapshots (inclusive).
     #[arg(long, default_value = "8..12")]

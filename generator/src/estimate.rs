@@ -221,15 +221,11 @@ impl Predictor {
                 .remove(&job.number)
                 .unwrap_or_else(|| self.features(job));
             let y = (run as f64).ln();
-            let g: f64 = std::env::var("FORGET")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1.0);
             for i in 0..FEATURES {
                 for k in 0..FEATURES {
-                    self.xtx[i][k] = g * self.xtx[i][k] + x[i] * x[k];
+                    self.xtx[i][k] += x[i] * x[k];
                 }
-                self.xty[i] = g * self.xty[i] + x[i] * y;
+                self.xty[i] += x[i] * y;
             }
             self.weights = solve(&self.xtx, &self.xty);
         }
@@ -310,10 +306,9 @@ fn solve(a: &[[f64; FEATURES]; FEATURES], b: &[f64; FEATURES]) -> [f64; FEATURES
     let mut l = [[0.0; FEATURES]; FEATURES];
     for i in 0..FEATURES {
         for k in 0..=i {
-            let mut sum = a[i][k] + if i == k { RIDGE } else { 0.0 };
-            for m in 0..k {
-                sum -= l[i][m] * l[k][m];
-            }
+            let dot: f64 = (0..k).map(|m| l[i][m] * l[k][m]).sum();
+            let ridge = if i == k { RIDGE } else { 0.0 };
+            let sum = a[i][k] + ridge - dot;
             if i == k {
                 l[i][i] = sum.max(1e-300).sqrt();
             } else {
@@ -421,6 +416,9 @@ pub struct Score {
     pub median_ape: f64,
     /// Share of jobs with pred < run.
     pub under: f64,
+    /// Mean accuracy min(pred, run) / max(pred, run), in (0, 1] (Tsafrir et al. 2007): a
+    /// bounded, symmetric companion of the MAPE, which a few very short jobs dominate.
+    pub accuracy: f64,
 }
 
 /// Scores predictions against the jobs' effective run times.
@@ -439,6 +437,14 @@ pub fn score(estimator: Estimator, jobs: &[TraceJob], predictions: &[i64]) -> Sc
         .zip(predictions)
         .filter(|(j, &p)| p < effective_runtime(j))
         .count();
+    let accuracy: f64 = jobs
+        .iter()
+        .zip(predictions)
+        .map(|(j, &p)| {
+            let (run, p) = (effective_runtime(j), p.max(1));
+            run.min(p) as f64 / run.max(p) as f64
+        })
+        .sum();
     let n = apes.len();
     let mape = if n == 0 {
         0.0
@@ -457,6 +463,7 @@ pub fn score(estimator: Estimator, jobs: &[TraceJob], predictions: &[i64]) -> Sc
         mape,
         median_ape,
         under: if n == 0 { 0.0 } else { under as f64 / n as f64 },
+        accuracy: if n == 0 { 0.0 } else { accuracy / n as f64 },
     }
 }
 

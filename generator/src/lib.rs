@@ -214,21 +214,23 @@ impl Config {
 /// Why generation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenError {
-    #[error("`queue_min` is 0: every instance needs at least one queued job; set it to 1 or more")]
+    #[error("`queue_min` (--queue MIN) is 0: every instance needs at least one queued job; set it to 1 or more")]
     QueueMinZero,
-    #[error("`queue_min` ({min}) is larger than `queue_max` ({max}); lower `queue_min` or raise `queue_max`")]
+    #[error("`queue_min` ({min}) is larger than `queue_max` ({max}) (--queue MIN..MAX); lower `queue_min` or raise `queue_max`")]
     QueueRange { min: usize, max: usize },
-    #[error("`queue_max` ({max}) is above the limit of {MAX_QUEUE} queued jobs; lower it")]
+    #[error("`queue_max` (--queue ..MAX) ({max}) is above the limit of {MAX_QUEUE} queued jobs; lower it")]
     QueueTooLong { max: usize },
-    #[error("`dep_prob` is {0}; it must be a probability in [0, 1]")]
+    #[error("`dep_prob` (--deps) is {0}; it must be a probability in [0, 1]")]
     DepProb(f64),
-    #[error("`servers` is 0: an instance needs at least one server; set it to 1 or more, or leave it out for the family default")]
+    #[error("`servers` (--servers) is 0: an instance needs at least one server; set it to 1 or more, or leave it out for the family default")]
     ZeroServers,
-    #[error("`servers` ({0}) is above the limit of {MAX_SERVERS}; lower it")]
+    #[error("`servers` (--servers) ({0}) is above the limit of {MAX_SERVERS}; lower it")]
     TooManyServers(usize),
-    #[error("`load` fraction is {0}; it must lie in [0, 1) (0 = idle cluster, 0.7 = 70% busy)")]
+    #[error(
+        "`load` fraction (--load) is {0}; it must lie in [0, 1) (0 = idle cluster, 0.7 = 70% busy)"
+    )]
     LoadFraction(f64),
-    #[error("`load` asks for {jobs} running jobs, but a {family} cluster with these `servers` may have only {capacity} units of `{resource}` and each job needs one; lower the job count or add servers")]
+    #[error("`load` (--running) asks for {jobs} running jobs, but a {family} cluster with these `servers` may have only {capacity} units of `{resource}` and each job needs one; lower the job count or add servers")]
     TooManyRunning {
         jobs: usize,
         family: Family,

@@ -13,6 +13,7 @@ use schedlm_generator::swf::{
 const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/traces/");
 
 /// A job line from the fields that matter; the others are -1.
+#[allow(clippy::too_many_arguments)]
 fn line(
     number: i64,
     submit: i64,

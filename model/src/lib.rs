@@ -30,6 +30,7 @@ pub mod instance;
 pub mod objective;
 pub mod order;
 pub mod problem;
+pub mod sim;
 pub mod validate;
 
 pub use dispatch::{dispatch, Dispatcher, Placement, Schedule, Variant};

@@ -141,7 +141,7 @@ pub fn score(rule: Rule, problem: &Problem, ctx: &RuleContext, j: usize) -> f64 
         Rule::Wfp3 => -(w / r).powi(3) * n,
         Rule::Unicep => -w / ((n.max(1.0) + 1.0).log2() * r),
         Rule::F1 => {
-            let since = (s - ctx.origin).max(1) as f64;
+            let since = s.saturating_sub(ctx.origin).max(1) as f64;
             r.log10() * n + 870.0 * since.log10()
         }
         Rule::Random => 0.0,

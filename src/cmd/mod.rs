@@ -1,9 +1,11 @@
 //! One module per subcommand; each turns parsed arguments into library calls.
 
 pub mod bench;
+pub mod estimate;
 mod generate;
 mod import;
 mod pipeline;
+pub mod replay;
 mod schedule;
 mod solve;
 mod validate;
@@ -21,6 +23,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Schedule(a) => schedule::run(&a),
         Command::Solve(a) => solve::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Replay(a) => replay::run(&a),
+        Command::Estimate(a) => estimate::run(&a),
         Command::Import(ImportCommand::Psplib(a)) => import::psplib(&a),
     }
 }

@@ -22,7 +22,7 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
         args.count, args.queue.min, args.queue.max, args.seed
     );
     for family in FAMILIES {
-        let instances = snapshots(family, args.count, args.queue, args.seed)?;
+        let instances = snapshots(family, args.count as usize, args.queue, args.seed)?;
         let problems: Vec<Problem> = instances
             .iter()
             .map(Problem::new)

@@ -30,13 +30,23 @@ pub struct SolveRecord {
 }
 
 impl SolveRecord {
-    pub fn new(line: usize, method: Method, options: &SolveOptions, problem: &Problem, s: &Solution) -> Self {
+    pub fn new(
+        line: usize,
+        method: Method,
+        options: &SolveOptions,
+        problem: &Problem,
+        s: &Solution,
+    ) -> Self {
         SolveRecord {
             line,
             solver: method.name(),
             objective: options.objective,
             variant: options.variant,
-            order: s.order.iter().map(|&j| problem.job_id(j).to_string()).collect(),
+            order: s
+                .order
+                .iter()
+                .map(|&j| problem.job_id(j).to_string())
+                .collect(),
             value: s.value,
             lower_bound: s.lower_bound,
             gap: s.gap(),
@@ -44,7 +54,11 @@ impl SolveRecord {
             status: s.status.name(),
             nodes: s.nodes,
             time_ms: s.elapsed.as_millis() as u64,
-            baselines: s.baselines.iter().map(|(r, v)| (r.name().to_string(), (*v).into())).collect(),
+            baselines: s
+                .baselines
+                .iter()
+                .map(|(r, v)| (r.name().to_string(), (*v).into()))
+                .collect(),
         }
     }
 }
@@ -53,7 +67,11 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     let options = SolveOptions {
         method: args.solver,
         objective: args.objective,
-        variant: if args.strict { Variant::Strict } else { Variant::Serial },
+        variant: if args.strict {
+            Variant::Strict
+        } else {
+            Variant::Serial
+        },
         time_limit: args.time_limit,
         node_limit: args.node_limit,
         seed: args.seed,
@@ -77,7 +95,13 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             .map(|line| {
                 let (_, problem) = parse_instance(&line.text)?;
                 let solution = portfolio::solve(&problem, &options).map_err(|e| e.to_string())?;
-                Ok(SolveRecord::new(line.number, args.solver, &options, &problem, &solution))
+                Ok(SolveRecord::new(
+                    line.number,
+                    args.solver,
+                    &options,
+                    &problem,
+                    &solution,
+                ))
             })
             .collect()
     });
@@ -88,7 +112,12 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             Ok(r) => records.push(r),
             Err(reason) => {
                 failed += 1;
-                eprintln!("{}:{}: skipped: {}", args.file.display(), line.number, reason);
+                eprintln!(
+                    "{}:{}: skipped: {}",
+                    args.file.display(),
+                    line.number,
+                    reason
+                );
             }
         }
     }
@@ -102,7 +131,11 @@ pub fn run(args: &SolveArgs) -> Result<()> {
         records.len() - proven
     );
     if failed > 0 {
-        bail!("{failed} of {} instance(s) in {} could not be solved", lines.len(), args.file.display());
+        bail!(
+            "{failed} of {} instance(s) in {} could not be solved",
+            lines.len(),
+            args.file.display()
+        );
     }
     Ok(())
 }

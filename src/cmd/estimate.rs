@@ -1,0 +1,142 @@
+//! `schedlm estimate`: score the run-time estimators on SWF traces.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use schedlm_generator::estimate::{completions, evaluate_transfer, evaluate_with, Score, Split};
+use schedlm_generator::swf::{read_swf_with_waits, SwfOptions, Trace};
+
+/// Which completion times the online replay of the estimators uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Timeline {
+    /// submit + wait (SWF field 3; 0 where missing) + run time: when the job really ended.
+    Trace,
+    /// submit + run time, as if no job had waited (completions known earlier than they were).
+    NoWait,
+}
+
+/// Score the run-time estimators (user walltime, last-2 of the user, regression model) on
+/// SWF traces, online and causally: each job is predicted at its submission from the jobs
+/// completed by then. Prints the mean and median absolute percentage error and the share of
+/// underestimated jobs per estimator (see docs/traces.md).
+///
+/// Either `--trace FILE [--split 0.5]` (the first half is history, the second is scored), or
+/// `--train FILE --test FILE` (the whole first trace is history for the second).
+#[derive(Debug, Args)]
+pub struct EstimateArgs {
+    /// SWF trace (plain or gzipped) to split into history and scored jobs.
+    #[arg(long, conflicts_with_all = ["train", "test"], required_unless_present_all = ["train", "test"])]
+    pub trace: Option<PathBuf>,
+    /// Fraction of `--trace`'s jobs (in submit order) that are history only, in [0, 1).
+    #[arg(long, default_value_t = 0.5, requires = "trace")]
+    pub split: f64,
+    /// SWF trace whose jobs are all history (with `--test`).
+    #[arg(long, requires = "test")]
+    pub train: Option<PathBuf>,
+    /// SWF trace whose jobs are all scored, after `--train`.
+    #[arg(long, requires = "train")]
+    pub test: Option<PathBuf>,
+    /// Completion times of the replay.
+    #[arg(long, value_enum, default_value_t = Timeline::Trace)]
+    pub timeline: Timeline,
+    /// Skip and count malformed lines instead of stopping at the first one.
+    #[arg(long)]
+    pub skip_bad_lines: bool,
+    /// Print the scores as JSON Lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &EstimateArgs) -> Result<()> {
+    let options = SwfOptions {
+        skip_bad_lines: args.skip_bad_lines,
+        ..SwfOptions::default()
+    };
+    let (title, scores) = match (&args.trace, &args.train, &args.test) {
+        (Some(path), _, _) => {
+            let (trace, ends) = load(path, &options, args.timeline)?;
+            let split = Split::Fraction(args.split);
+            let from = split.index(trace.jobs.len())?;
+            let scores = evaluate_with(&trace, &ends, split)?;
+            let title = format!(
+                "{}: jobs {}..{} of {} scored (split {}), timeline {}",
+                path.display(),
+                from + 1,
+                trace.jobs.len(),
+                trace.jobs.len(),
+                args.split,
+                timeline_name(args.timeline)
+            );
+            (title, scores)
+        }
+        (None, Some(train), Some(test)) => {
+            let (train_trace, train_ends) = load(train, &options, args.timeline)?;
+            let (test_trace, test_ends) = load(test, &options, args.timeline)?;
+            let scores = evaluate_transfer(&train_trace, &train_ends, &test_trace, &test_ends)?;
+            let title = format!(
+                "{} scored after {} as history, timeline {}",
+                test.display(),
+                train.display(),
+                timeline_name(args.timeline)
+            );
+            (title, scores)
+        }
+        _ => bail!("give either --trace FILE, or both --train FILE and --test FILE"),
+    };
+    if args.json {
+        for s in &scores {
+            println!("{}", serde_json::to_string(s)?);
+        }
+    } else {
+        println!("{title}");
+        print!("{}", table(&scores));
+    }
+    Ok(())
+}
+
+fn timeline_name(t: Timeline) -> &'static str {
+    match t {
+        Timeline::Trace => "trace (submit + wait + run)",
+        Timeline::NoWait => "no-wait (submit + run)",
+    }
+}
+
+/// Reads a trace, reports its cleaning on stderr, and returns it with its completion times.
+fn load(path: &Path, options: &SwfOptions, timeline: Timeline) -> Result<(Trace, Vec<i64>)> {
+    let start = Instant::now();
+    let (trace, waits) = read_swf_with_waits(path, options)
+        .with_context(|| format!("cannot read trace {}", path.display()))?;
+    eprintln!(
+        "read {} in {:.2?}:\n{}\n",
+        path.display(),
+        start.elapsed(),
+        trace.report
+    );
+    let ends = match timeline {
+        Timeline::Trace => completions(&trace, Some(&waits)),
+        Timeline::NoWait => completions(&trace, None),
+    };
+    Ok((trace, ends))
+}
+
+/// A fixed-width table, one row per estimator.
+pub fn table(scores: &[Score]) -> String {
+    let mut out = format!(
+        "{:<10} {:>8} {:>10} {:>12} {:>8} {:>10}\n",
+        "estimator", "jobs", "MAPE %", "median APE %", "under %", "accuracy"
+    );
+    for s in scores {
+        out += &format!(
+            "{:<10} {:>8} {:>10.1} {:>12.1} {:>8.1} {:>10.3}\n",
+            s.estimator.name(),
+            s.jobs,
+            100.0 * s.mape,
+            100.0 * s.median_ape,
+            100.0 * s.under,
+            s.accuracy
+        );
+    }
+    out
+}

@@ -1,0 +1,316 @@
+//! `schedlm pipeline`, `--help` of every subcommand, and bad arguments.
+
+mod common;
+
+use common::{generate_file, path_str, run, tempdir, FAMILIES, POLICIES};
+
+#[test]
+fn pipeline_prints_every_rule_for_every_family() {
+    let out = run(&["pipeline", "-n", "5"]).ok();
+    let text = out.stdout_text();
+    // Split the table into one section per family.
+    let mut sections: Vec<(String, Vec<&str>)> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("family ") {
+            let name = rest.split_whitespace().next().unwrap().to_string();
+            assert!(rest.contains("(5 snapshots)"), "{line}");
+            sections.push((name, Vec::new()));
+        } else if let Some((_, rows)) = sections.last_mut() {
+            rows.push(line);
+        }
+    }
+    let names: Vec<&str> = sections.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, FAMILIES, "one section per family:\n{text}");
+    for (family, rows) in &sections {
+        for rule in POLICIES {
+            let row = rows
+                .iter()
+                .find(|r| r.split_whitespace().next() == Some(rule))
+                .unwrap_or_else(|| panic!("{family}: no row for {rule}:\n{text}"));
+            // rule, bsld, wait, flow, makespan, best share: finite numbers, bsld >= 1.
+            let cells: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(cells.len(), 6, "{family}/{rule}: {row}");
+            let num = |k: usize| -> f64 {
+                cells[k]
+                    .trim_end_matches('%')
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{family}/{rule}: `{}` in {row}", cells[k]))
+            };
+            assert!(
+                num(1) >= 1.0 && num(1).is_finite(),
+                "{family}/{rule}: bsld {row}"
+            );
+            for k in 2..5 {
+                assert!(
+                    num(k) >= 0.0 && num(k).is_finite(),
+                    "{family}/{rule}: {row}"
+                );
+            }
+            assert!((0.0..=100.0).contains(&num(5)), "{family}/{rule}: {row}");
+        }
+    }
+}
+
+/// The pipeline table as family -> rule -> [bsld, wait, flow, makespan, best %].
+fn parse_table(
+    text: &str,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<f64>>> {
+    let mut table = std::collections::BTreeMap::new();
+    let mut family: Option<String> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("family ") {
+            family = Some(rest.split_whitespace().next().unwrap().to_string());
+            continue;
+        }
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        if let (Some(f), Some(rule)) = (&family, cells.first()) {
+            if POLICIES.contains(rule) {
+                let nums = cells[1..]
+                    .iter()
+                    .map(|c| c.trim_end_matches('%').parse().unwrap())
+                    .collect();
+                table
+                    .entry(f.clone())
+                    .or_insert_with(std::collections::BTreeMap::new)
+                    .insert(rule.to_string(), nums);
+            }
+        }
+    }
+    table
+}
+
+#[test]
+fn pipeline_table_agrees_with_generate_and_schedule() {
+    // `pipeline -n 5 --seed 3` = `generate -n 5 --seed 3` then `schedule` with every rule
+    // (random with the same seed): its means and best-bsld shares must match.
+    let table = parse_table(
+        &run(&["pipeline", "-n", "5", "--seed", "3"])
+            .ok()
+            .stdout_text(),
+    );
+    let dir = tempdir();
+    for family in FAMILIES {
+        let file = generate_file(
+            dir.path(),
+            &format!("{family}.jsonl"),
+            &["--family", family, "-n", "5", "--seed", "3"],
+        );
+        let file = path_str(&file);
+        // objectives[rule][instance] = [bsld, wait, flow, makespan]
+        let objectives: Vec<Vec<[f64; 4]>> = POLICIES
+            .iter()
+            .map(|p| {
+                let out = run(&["schedule", "--policy", p, "--seed", "3", &file]).ok();
+                common::parse_jsonl(&out.stdout_text())
+                    .iter()
+                    .map(|r| {
+                        let o = &r["objectives"];
+                        ["bsld", "wait", "flow", "makespan"].map(|k| o[k].as_f64().unwrap())
+                    })
+                    .collect()
+            })
+            .collect();
+        for (k, rule) in POLICIES.iter().enumerate() {
+            let row = &table[family][*rule];
+            for (q, tolerance) in [(0, 0.0005), (1, 0.5), (2, 0.5), (3, 0.5)] {
+                let mean = objectives[k].iter().map(|o| o[q]).sum::<f64>() / 5.0;
+                assert!(
+                    (mean - row[q]).abs() <= tolerance + 1e-9 * mean.abs(),
+                    "{family}/{rule}: objective {q}: table {} vs schedule mean {mean}",
+                    row[q]
+                );
+            }
+            let best = (0..5)
+                .filter(|&i| {
+                    let min = objectives
+                        .iter()
+                        .map(|r| r[i][0])
+                        .fold(f64::INFINITY, f64::min);
+                    objectives[k][i][0] <= min
+                })
+                .count() as f64
+                / 5.0
+                * 100.0;
+            assert!(
+                (best - row[4]).abs() <= 0.5,
+                "{family}/{rule}: best {best} vs {}",
+                row[4]
+            );
+        }
+    }
+}
+
+#[test]
+fn pipeline_writes_snapshots_when_asked() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("run");
+    run(&[
+        "pipeline",
+        "-n",
+        "3",
+        "--queue",
+        "3..4",
+        "-o",
+        &path_str(&out_dir),
+    ])
+    .ok();
+    for family in FAMILIES {
+        let file = out_dir.join(format!("{family}.jsonl"));
+        assert!(file.exists(), "{} missing", file.display());
+        let v = run(&["validate", &path_str(&file)]).ok();
+        assert!(
+            v.stdout_text().contains("3 instances, 3 valid"),
+            "{}",
+            v.stdout_text()
+        );
+    }
+}
+
+#[test]
+fn help_of_every_subcommand() {
+    let cases: [(&str, &[&str]); 5] = [
+        ("", &["pipeline", "generate", "validate", "schedule"]),
+        ("pipeline", &["--count", "--queue", "--seed", "--out"]),
+        (
+            "generate",
+            &[
+                "--family",
+                "--count",
+                "--queue",
+                "--servers",
+                "--running",
+                "--load",
+                "--deps",
+                "--seed",
+                "--output",
+                "uniform",
+                "hpc",
+                "dl",
+            ],
+        ),
+        ("validate", &["<FILE>"]),
+        (
+            "schedule",
+            &[
+                "--policy", "--strict", "--seed", "--origin", "--output", "<FILE>", "fcfs", "sjf",
+                "saf", "ljf", "wfp3", "unicep", "f1", "random",
+            ],
+        ),
+    ];
+    for (sub, words) in cases {
+        let args: Vec<&str> = [sub, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let out = run(&args).ok();
+        let text = out.stdout_text();
+        for w in words {
+            assert!(
+                text.contains(w),
+                "`schedlm {sub} --help` does not mention {w}:\n{text}"
+            );
+        }
+        // `help <sub>` says the same.
+        if !sub.is_empty() {
+            assert_eq!(run(&["help", sub]).ok().stdout_text(), text);
+        }
+    }
+    let v = run(&["--version"]).ok();
+    assert!(v.stdout_text().starts_with("schedlm "));
+}
+
+/// Runs and expects failure with every one of `words` in stderr.
+fn fails_with(args: &[&str], words: &[&str]) {
+    let out = run(args).failed();
+    assert!(out.stdout.is_empty(), "{args:?} wrote to stdout");
+    for w in words {
+        assert!(
+            out.stderr.contains(w),
+            "`schedlm {}`: stderr does not mention {w:?}:\n{}",
+            args.join(" "),
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message_naming_the_problem() {
+    let dir = tempdir();
+    let good = generate_file(dir.path(), "g.jsonl", &["--family", "uniform", "-n", "1"]);
+    let good = path_str(&good);
+    let missing = path_str(&dir.path().join("missing.jsonl"));
+
+    fails_with(&["generate", "--queue", "5..2"], &["5..2", "MIN <= MAX"]);
+    fails_with(&["generate", "--queue", "0..3"], &["0..3"]);
+    fails_with(&["generate", "--queue", "abc"], &["abc", "queue"]);
+    fails_with(
+        &["generate", "--family", "cloud"],
+        &["cloud", "uniform", "hpc", "dl"],
+    );
+    fails_with(&["generate", "--load", "1.5"], &["load", "1.5"]);
+    fails_with(&["generate", "--load=-0.1"], &["load"]);
+    fails_with(&["generate", "--deps", "2"], &["dep", "2"]);
+    fails_with(&["generate", "--servers", "0"], &["servers"]);
+    fails_with(
+        &["generate", "--running", "3", "--load", "0.5"],
+        &["--running", "--load"],
+    );
+    fails_with(&["generate", "-n", "many"], &["many"]);
+    fails_with(&["generate", "--bogus"], &["--bogus"]);
+
+    fails_with(
+        &["schedule", "--policy", "bogus", &good],
+        &["bogus", "fcfs", "f1"],
+    );
+    fails_with(&["schedule", &missing], &[&missing]);
+    fails_with(&["schedule"], &["FILE"]);
+    fails_with(&["schedule", "--seed", "x", &good], &["x", "seed"]);
+
+    fails_with(&["validate", &missing], &[&missing]);
+    fails_with(&["validate"], &["FILE"]);
+
+    fails_with(&["pipeline", "--queue", "9..3"], &["9..3"]);
+    fails_with(&["nonsense"], &["nonsense"]);
+}
+
+#[test]
+fn generate_to_an_unwritable_path_fails() {
+    let dir = tempdir();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "").unwrap();
+    // A path below a regular file cannot be created.
+    let target = path_str(&file.join("out.jsonl"));
+    let out = run(&["generate", "-n", "1", "-o", &target]).failed();
+    assert!(out.stderr.contains(&path_str(&file)), "{}", out.stderr);
+}
+
+#[test]
+fn extreme_f1_origin_does_not_crash() {
+    // `--origin` accepts any i64; F1 computes s' = max(s - origin, 1). An origin far from the
+    // instance's times must either work or be refused with a message, never panic.
+    let dir = tempdir();
+    let path = dir.path().join("neg.jsonl");
+    let line = r#"{"now":0,"resources":["cores"],"servers":[{"id":"n0","capacity":[4]}],"queue":[{"id":"a","submit":-5,"demand":[1],"walltime":10},{"id":"b","submit":-2,"demand":[2],"walltime":10}]}"#;
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    let generated = generate_file(dir.path(), "hpc.jsonl", &["--family", "hpc", "-n", "2"]);
+    for (file, origin) in [
+        (path_str(&generated), i64::MIN),
+        (path_str(&path), i64::MAX),
+        (path_str(&path), i64::MIN),
+    ] {
+        let origin_arg = format!("--origin={origin}");
+        let out = common::run_env(
+            &["schedule", "--policy", "f1", &origin_arg, &file],
+            &[("RUST_BACKTRACE", "0")],
+        );
+        assert!(
+            matches!(out.code, Some(0) | Some(1)) && !out.stderr.contains("panicked"),
+            "schedule {origin_arg} exited {:?}:\n{}",
+            out.code,
+            out.stderr
+        );
+        if out.code == Some(1) {
+            assert!(out.stderr.contains("origin"), "{}", out.stderr);
+        }
+    }
+}
