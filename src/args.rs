@@ -175,6 +175,10 @@ pub struct PipelineArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Time budget of the optimal solver per snapshot, e.g. 2s or 500ms.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+
     /// Directory that receives the generated snapshots and every rule's schedules; nothing is
     /// written when absent.
     #[arg(long, short = 'o')]

@@ -1,5 +1,6 @@
 //! `schedlm pipeline`: the main job on embedded defaults. For now: generate snapshots of every
-//! family, schedule them with every priority rule, and print a comparison table.
+//! family, schedule them with every priority rule, solve them (bsld) with the `auto` portfolio,
+//! and print a comparison table with each rule's gap to the proven optimum.
 
 use std::path::Path;
 
@@ -7,6 +8,7 @@ use anyhow::Result;
 use rayon::prelude::*;
 use schedlm_generator::Family;
 use schedlm_model::{Objective, Objectives, Problem, Variant};
+use schedlm_solver::portfolio::{self, relative_gap, Solution, SolveOptions};
 use schedlm_solver::rules::{Rule, RuleContext};
 
 use super::generate::snapshots;
@@ -18,8 +20,12 @@ const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
 
 pub fn run(args: &PipelineArgs) -> Result<()> {
     println!(
-        "schedlm pipeline: {} snapshots per family, queues of {}..{} jobs, seed {}, serial dispatcher",
+        "schedlm pipeline: {} snapshots per family, queues of {}..{} jobs, seed {}, serial dispatcher;",
         args.count, args.queue.min, args.queue.max, args.seed
+    );
+    println!(
+        "optimal = the `auto` solver on bsld, {} per snapshot; gap = (value - proven lower bound) / bound",
+        humantime::format_duration(args.time_limit)
     );
     for family in FAMILIES {
         let instances = snapshots(family, args.count as usize, args.queue, args.seed)?;
@@ -27,8 +33,8 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
             .iter()
             .map(Problem::new)
             .collect::<Result<_, _>>()?;
-        // results[i][r]: objectives of instance i under rule r.
-        let results: Vec<Vec<Objectives>> = problems
+        // results[i][r]: objectives of instance i under rule r; optimal[i]: its bsld solution.
+        let results: Vec<(Vec<Objectives>, Solution)> = problems
             .par_iter()
             .enumerate()
             .map(|(i, p)| {
@@ -37,14 +43,22 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
                     stream: i as u64,
                     ..RuleContext::default()
                 };
-                Rule::ALL
+                let rules = Rule::ALL
                     .iter()
                     .map(|&rule| {
                         Objectives::of(p, &schedule_with(rule, p, Variant::Serial, &ctx).start)
                     })
-                    .collect()
+                    .collect();
+                let options = SolveOptions {
+                    time_limit: args.time_limit,
+                    seed: args.seed,
+                    ..SolveOptions::default()
+                };
+                let best = portfolio::solve(p, &options)
+                    .map_err(|e| anyhow::anyhow!("snapshot {i}: {e}"))?;
+                Ok((rules, best))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         print_table(family, &results);
         if let Some(dir) = &args.out {
             write_family(dir, family, &instances)?;
@@ -56,39 +70,60 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_table(family: Family, results: &[Vec<Objectives>]) {
+fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) {
     let n = results.len() as f64;
+    let proven = results.iter().filter(|(_, s)| s.proven_optimal).count();
     println!();
     println!(
-        "family {} ({} snapshots): mean of each objective, lower is better",
+        "family {} ({} snapshots, {} with a proven optimum): mean of each objective, lower is better",
         family.name(),
-        results.len()
+        results.len(),
+        proven
     );
     println!(
-        "{:<8} {:>10} {:>10} {:>10} {:>10} {:>12}",
-        "rule", "bsld", "wait [s]", "flow [s]", "makespan", "best bsld"
+        "{:<8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "rule", "bsld", "wait [s]", "flow [s]", "makespan", "bsld gap", "best bsld"
     );
     for (r, rule) in Rule::ALL.iter().enumerate() {
-        let mean = |o: Objective| results.iter().map(|row| row[r].get(o)).sum::<f64>() / n;
+        let mean = |o: Objective| results.iter().map(|(row, _)| row[r].get(o)).sum::<f64>() / n;
+        // Mean gap of this rule's bsld to the optimum's lower bound (SPEC section 4).
+        let gap = results
+            .iter()
+            .map(|(row, s)| relative_gap(row[r].bsld, s.lower_bound))
+            .sum::<f64>()
+            / n;
         // Share of snapshots where this rule reaches the lowest bsld of all rules.
         let best = results
             .iter()
-            .filter(|row| {
+            .filter(|(row, _)| {
                 let min = row.iter().map(|o| o.bsld).fold(f64::INFINITY, f64::min);
                 row[r].bsld <= min
             })
             .count() as f64
             / n;
         println!(
-            "{:<8} {:>10.3} {:>10.0} {:>10.0} {:>10.0} {:>11.0}%",
+            "{:<8} {:>10.3} {:>10.0} {:>10.0} {:>10.0} {:>11.2}% {:>11.0}%",
             rule.name(),
             mean(Objective::Bsld),
             mean(Objective::Wait),
             mean(Objective::Flow),
             mean(Objective::Makespan),
+            100.0 * gap,
             100.0 * best
         );
     }
+    let optimal_bsld = results.iter().map(|(_, s)| s.value).sum::<f64>() / n;
+    let gap = results.iter().map(|(_, s)| s.gap()).sum::<f64>() / n;
+    println!(
+        "{:<8} {:>10.3} {:>10} {:>10} {:>10} {:>11.2}% {:>12}",
+        "optimal",
+        optimal_bsld,
+        "-",
+        "-",
+        "-",
+        100.0 * gap,
+        "(bsld)"
+    );
 }
 
 fn write_family(dir: &Path, family: Family, instances: &[schedlm_model::Instance]) -> Result<()> {
