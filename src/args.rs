@@ -121,6 +121,47 @@ pub struct GenerateArgs {
     /// Output file (JSON Lines); standard output when absent or `-`.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+
+    /// Cut snapshots from an online replay of this SWF trace (plain or gzipped) instead of
+    /// sampling a family: at the selected events (instants with a waiting queue), the state
+    /// after that instant's completions and arrivals and before the start rule starts jobs,
+    /// on one pool server of the trace's MaxProcs cores. Queues longer than --queue's MAX are
+    /// cut to the oldest jobs; shorter than MIN are skipped. -n caps the count. See
+    /// docs/traces.md.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["family", "servers", "running", "load", "deps"]
+    )]
+    pub from_trace: Option<PathBuf>,
+
+    /// With --from-trace: the priority rule that drives the replay.
+    #[arg(long, value_enum, default_value = "fcfs", requires = "from_trace")]
+    pub policy: Rule,
+
+    /// With --from-trace: how the replay starts jobs from the ordered queue.
+    #[arg(long, value_enum, default_value = "easy", requires = "from_trace")]
+    pub start_rule: schedlm_model::sim::StartRule,
+
+    /// With --from-trace: cut every N-th event (the default is every event).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "from_trace",
+        conflicts_with = "sample"
+    )]
+    pub every: Option<usize>,
+
+    /// With --from-trace: cut K events drawn uniformly without replacement (ChaCha8 seeded by
+    /// --seed).
+    #[arg(long, value_name = "K", requires = "from_trace")]
+    pub sample: Option<usize>,
+
+    /// With --from-trace: replace each queued walltime by this run-time estimate (made at the
+    /// job's submission from the replay's earlier completions); the request is kept in
+    /// `meta.requested_walltime`.
+    #[arg(long, value_enum, requires = "from_trace")]
+    pub estimate: Option<schedlm_generator::estimate::Estimator>,
 }
 
 #[derive(Debug, Args)]

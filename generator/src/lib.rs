@@ -36,6 +36,7 @@
 //! ```
 
 pub mod common;
+pub mod cut;
 pub mod dl;
 pub mod estimate;
 pub mod hpc;

@@ -28,6 +28,19 @@
 //!
 //! Dependencies are not part of online replay: a [`SimJob`] has none.
 //!
+//! # Planning with estimates
+//!
+//! A job may carry a planning length [`SimJob::estimate`] (a run-time prediction). The
+//! scheduler then plans with it everywhere it would use the requested walltime: a running
+//! job's expected end is start + estimate (EASY reservations, the conservative dispatcher),
+//! the EASY backfill test uses now + estimate, the policy sees the job with `walltime` =
+//! estimate ([`SimState::jobs`], [`Policy::static_key`]; so SJF's r is the estimate), and
+//! [`SimState::snapshot`] shows it. The job still runs min(runtime, walltime) and is killed at
+//! its requested walltime. A running job that outlives its estimate is re-planned, from the
+//! first step at or after start + estimate, to end at start + walltime (the correction of
+//! Tsafrir, Etsion & Feitelson 2007: back to the user's request), so a planned end is
+//! always after `now`. Without estimates nothing changes.
+//!
 //! A [`Policy`] sees the whole state ([`SimState`]: time, servers, free capacity, running
 //! jobs with their walltime ends, the waiting queue with true run times) and can turn it into a
 //! SPEC-section-1 [`Instance`] with [`SimState::snapshot`], so a solver (rolling horizon: solve
@@ -78,6 +91,12 @@ pub struct SimJob {
     /// True length (>= 0), hidden from the start rules; the job runs min(runtime, walltime).
     pub runtime: Time,
     pub user: Option<String>,
+    /// Planning length (>= 1): when set, the scheduler plans with it instead of `walltime`
+    /// (reservations, backfill tests, the policy's view of the job, snapshots), while the
+    /// job is still killed at `walltime`. `None` = plan with the walltime. See
+    /// [the module docs](self#planning-with-estimates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Time>,
 }
 
 impl SimJob {
@@ -96,7 +115,13 @@ impl SimJob {
             walltime,
             runtime,
             user: None,
+            estimate: None,
         }
+    }
+
+    /// The length the scheduler plans with: the estimate when set, else the walltime.
+    pub fn plan(&self) -> Time {
+        self.estimate.unwrap_or(self.walltime)
     }
 
     /// How long the job holds its server: min(runtime, walltime).
@@ -221,6 +246,8 @@ pub enum SimError {
     BadWalltime { job: String, walltime: Time },
     #[error("job \"{job}\": `runtime` is {runtime}; it must be between 0 and 2^40")]
     BadRuntime { job: String, runtime: Time },
+    #[error("job \"{job}\": `estimate` is {estimate}; it must be between 1 and 2^40")]
+    BadEstimate { job: String, estimate: Time },
     #[error("job \"{job}\": `submit` is {submit}, outside [-2^40, 2^40]")]
     BadSubmit { job: String, submit: Time },
     #[error("the policy's order at time {now} is not a permutation of the {waiting} waiting jobs: {why}")]
@@ -373,6 +400,9 @@ pub struct Simulation {
     resources: Vec<String>,
     servers: Vec<Server>,
     jobs: Vec<SimJob>,
+    /// The jobs as the scheduler sees them (`walltime` = [`SimJob::plan`]), only when some
+    /// job has an estimate.
+    view: Option<Vec<SimJob>>,
     /// Job indices by (submit, input position).
     arrival: Vec<usize>,
 }
@@ -438,6 +468,14 @@ impl Simulation {
                     runtime: j.runtime,
                 });
             }
+            if let Some(estimate) = j.estimate {
+                if !(1..=MAX_MAGNITUDE).contains(&estimate) {
+                    return Err(SimError::BadEstimate {
+                        job: j.id.clone(),
+                        estimate,
+                    });
+                }
+            }
             if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&j.submit) {
                 return Err(SimError::BadSubmit {
                     job: j.id.clone(),
@@ -460,12 +498,27 @@ impl Simulation {
         drop(ids);
         let mut arrival: Vec<usize> = (0..jobs.len()).collect();
         arrival.sort_by_key(|&j| (jobs[j].submit, j));
+        let view = jobs.iter().any(|j| j.estimate.is_some()).then(|| {
+            jobs.iter()
+                .map(|j| SimJob {
+                    walltime: j.plan(),
+                    ..j.clone()
+                })
+                .collect()
+        });
         Ok(Simulation {
             resources,
             servers,
             jobs,
+            view,
             arrival,
         })
+    }
+
+    /// The jobs as the scheduler sees them: as given, with `walltime` replaced by
+    /// [`SimJob::plan`] (the same as [`Simulation::jobs`] when no job has an estimate).
+    pub fn planning_jobs(&self) -> &[SimJob] {
+        self.view.as_deref().unwrap_or(&self.jobs)
     }
 
     pub fn resources(&self) -> &[String] {
@@ -500,7 +553,7 @@ impl Simulation {
         let keyed = self
             .arrival
             .first()
-            .is_some_and(|&j| policy.static_key(&self.jobs[j]).is_some());
+            .is_some_and(|&j| policy.static_key(&self.planning_jobs()[j]).is_some());
         let mut state = SimState::new(self, keyed);
         let mut engine = Engine {
             heap: BinaryHeap::with_capacity(64),
@@ -529,6 +582,8 @@ impl Simulation {
                 engine.heap.pop();
                 state.finish(j);
             }
+            // Running jobs that outlived their estimate are now planned to their walltime.
+            state.replan();
             // Then arrivals.
             while let Some(&j) = self.arrival.get(engine.next_arrival) {
                 if self.jobs[j].submit != now {
@@ -536,7 +591,9 @@ impl Simulation {
                 }
                 engine.next_arrival += 1;
                 let key = if keyed {
-                    policy.static_key(&self.jobs[j]).unwrap_or(f64::INFINITY)
+                    policy
+                        .static_key(&self.planning_jobs()[j])
+                        .unwrap_or(f64::INFINITY)
                 } else {
                     0.0
                 };
@@ -587,8 +644,12 @@ pub struct RunningView {
     pub job: usize,
     pub server: usize,
     pub start: Time,
-    /// start + walltime: when the scheduler expects the job to end.
+    /// start + walltime: when the job is killed at the latest (its end in a SPEC trace
+    /// snapshot).
     pub walltime_end: Time,
+    /// When the scheduler expects the job to end: start + estimate while that is after now,
+    /// else `walltime_end` (equal to `walltime_end` for a job without an estimate).
+    pub planned_end: Time,
 }
 
 /// The state of a replay between events, as a [`Policy`] sees it.
@@ -598,8 +659,12 @@ pub struct SimState<'a> {
     now: Time,
     /// Free capacity, `r` entries per server.
     free: Vec<i64>,
-    /// Per server, the running jobs as (walltime end, job).
+    /// Per server, the running jobs as (planned end, job).
     by_wend: Vec<BTreeSet<(Time, usize)>>,
+    /// Planned end of each running job.
+    pend: Vec<Time>,
+    /// (start + estimate, job) of running jobs that will outlive their estimate.
+    overrun: BinaryHeap<Reverse<(Time, usize)>>,
     running: Vec<usize>,
     /// Position of each running job in `running`.
     slot: Vec<usize>,
@@ -633,6 +698,8 @@ impl<'a> SimState<'a> {
                 .flat_map(|s| s.capacity.iter().copied())
                 .collect(),
             by_wend: vec![BTreeSet::new(); sim.servers.len()],
+            pend: vec![0; n],
+            overrun: BinaryHeap::new(),
             running: Vec::new(),
             slot: vec![usize::MAX; n],
             waiting: Vec::new(),
@@ -657,8 +724,15 @@ impl<'a> SimState<'a> {
         self.now
     }
 
-    /// Every job of the replay (indices are input positions).
+    /// Every job of the replay (indices are input positions), as the scheduler sees it:
+    /// `walltime` is the planning length [`SimJob::plan`] (the estimate when the job has one).
+    /// [`SimState::input_jobs`] has the jobs as given.
     pub fn jobs(&self) -> &'a [SimJob] {
+        self.sim.planning_jobs()
+    }
+
+    /// Every job of the replay as given to [`Simulation::new`] (requested walltimes).
+    pub fn input_jobs(&self) -> &'a [SimJob] {
         &self.sim.jobs
     }
 
@@ -682,6 +756,7 @@ impl<'a> SimState<'a> {
             server: self.server[j],
             start: self.start[j],
             walltime_end: self.start[j] + self.sim.jobs[j].walltime,
+            planned_end: self.pend[j],
         })
     }
 
@@ -709,6 +784,11 @@ impl<'a> SimState<'a> {
     /// (end = start + walltime) and the waiting queue in arrival order (with `runtime`, the
     /// true length, and `user`). Queue position `i` of the instance is `waiting()[i]`. Valid
     /// whenever some job waits (an instance needs a non-empty queue).
+    ///
+    /// With estimates, the snapshot is the scheduler's plan: a queued job's `walltime` is its
+    /// planning length, with the requested walltime kept in `meta` as
+    /// `{"requested_walltime": w}`, and a running job's `end` is its
+    /// [`RunningView::planned_end`].
     pub fn snapshot(&self) -> Instance {
         self.snapshot_of(&self.waiting())
     }
@@ -728,21 +808,20 @@ impl<'a> SimState<'a> {
                     id: jobs[r.job].id.clone(),
                     server: servers[r.server].id.clone(),
                     demand: jobs[r.job].demand.clone(),
-                    end: r.walltime_end,
+                    end: r.planned_end,
                 })
                 .collect(),
             queue: queue
                 .iter()
                 .map(|&j| {
                     let job = &jobs[j];
-                    let mut q = QueuedJob::new(
-                        job.id.clone(),
-                        job.submit,
-                        job.demand.clone(),
-                        job.walltime,
-                    );
+                    let mut q =
+                        QueuedJob::new(job.id.clone(), job.submit, job.demand.clone(), job.plan());
                     q.runtime = Some(job.runtime);
                     q.user = job.user.clone();
+                    if job.estimate.is_some() {
+                        q.meta = Some(serde_json::json!({ "requested_walltime": job.walltime }));
+                    }
                     q
                 })
                 .collect(),
@@ -811,7 +890,12 @@ impl<'a> SimState<'a> {
         self.server[j] = s;
         self.slot[j] = self.running.len();
         self.running.push(j);
-        self.by_wend[s].insert((self.now + job.walltime, j));
+        let plan = job.plan();
+        self.pend[j] = self.now + plan;
+        self.by_wend[s].insert((self.now + plan, j));
+        if job.run() > plan {
+            self.overrun.push(Reverse((self.now + plan, j)));
+        }
         heap.push(Reverse((self.now + job.run(), j)));
     }
 
@@ -823,13 +907,32 @@ impl<'a> SimState<'a> {
             self.free[s * r + q] += job.demand[q];
             self.used[q] -= job.demand[q];
         }
-        self.by_wend[s].remove(&(self.start[j] + job.walltime, j));
+        self.by_wend[s].remove(&(self.pend[j], j));
         let k = self.slot[j];
         self.running.swap_remove(k);
         if let Some(&moved) = self.running.get(k) {
             self.slot[moved] = k;
         }
         self.slot[j] = usize::MAX;
+    }
+
+    /// Running jobs whose estimate has run out (start + estimate <= now) are planned to end
+    /// at their walltime instead (Tsafrir et al. 2007 correct an exceeded prediction the
+    /// same way, to the user's request).
+    fn replan(&mut self) {
+        while let Some(&Reverse((t, j))) = self.overrun.peek() {
+            if t > self.now {
+                break;
+            }
+            self.overrun.pop();
+            if self.slot[j] == usize::MAX {
+                continue;
+            }
+            let s = self.server[j];
+            self.by_wend[s].remove(&(self.pend[j], j));
+            self.pend[j] = self.start[j] + self.sim.jobs[j].walltime;
+            self.by_wend[s].insert((self.pend[j], j));
+        }
     }
 
     /// Removes started jobs from the queue containers.
@@ -1067,7 +1170,7 @@ fn easy_or_strict(
     for j in order {
         let job = &state.sim.jobs[j];
         let d = &job.demand;
-        let ends_before = now + job.walltime <= t_res;
+        let ends_before = now + job.plan() <= t_res;
         let mut chosen = None;
         for s in 0..servers {
             if !state.room(s, d) {
@@ -1127,5 +1230,141 @@ fn conservative(
                 break;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod estimate_tests {
+    use super::*;
+
+    fn pool(cores: i64) -> Vec<Server> {
+        vec![Server {
+            id: "pool".into(),
+            capacity: vec![cores],
+        }]
+    }
+
+    fn job(id: &str, submit: Time, cores: i64, wall: Time, run: Time, est: Option<Time>) -> SimJob {
+        SimJob {
+            estimate: est,
+            ..SimJob::new(id, submit, vec![cores], wall, run)
+        }
+    }
+
+    fn starts(jobs: Vec<SimJob>, policy: &mut dyn Policy, rule: StartRule) -> Vec<Time> {
+        let sim = Simulation::new(vec!["cores".into()], pool(4), jobs).unwrap();
+        let r = sim.run(policy, rule).unwrap();
+        r.jobs.iter().map(|j| j.start).collect()
+    }
+
+    // a (2 of 4 cores, wall 1000, run 100) at 0; b (4 cores) at 1 is blocked; c (2 cores,
+    // wall 500, run 50) at 2 fits now. Planned with walltimes, b's reservation is at 1000 and
+    // c backfills (ends 502 <= 1000). With a's estimate 100, b's reservation is at 100 and c
+    // would delay it: c waits until b ends at 200. With c's estimate 50 too, c ends (52) before
+    // the reservation and backfills again.
+    #[test]
+    fn reservations_and_backfill_use_the_estimate() {
+        let base = |ea, ec| {
+            vec![
+                job("a", 0, 2, 1000, 100, ea),
+                job("b", 1, 4, 100, 100, None),
+                job("c", 2, 2, 500, 50, ec),
+            ]
+        };
+        for rule in [StartRule::Easy, StartRule::Conservative] {
+            assert_eq!(starts(base(None, None), &mut Fcfs, rule), vec![0, 100, 2]);
+            assert_eq!(
+                starts(base(Some(100), None), &mut Fcfs, rule),
+                vec![0, 100, 200]
+            );
+            assert_eq!(
+                starts(base(Some(100), Some(50)), &mut Fcfs, rule),
+                vec![0, 100, 2]
+            );
+        }
+    }
+
+    // a (2 cores, wall 1000, run 300, estimate 100) outlives its estimate. b (4 cores) at 1
+    // gets a reservation at 100; c (2 cores, wall 150) at 2 would delay it and waits. At 150
+    // (d arrives) a is re-planned to end at its walltime 1000, so b's reservation moves to
+    // 1000 and c (ends 300) backfills at 150. At 300 a and c end: b starts, d after it.
+    #[test]
+    fn an_exceeded_estimate_falls_back_to_the_walltime() {
+        let jobs = vec![
+            job("a", 0, 2, 1000, 300, Some(100)),
+            job("b", 1, 4, 100, 100, None),
+            job("c", 2, 2, 150, 150, None),
+            job("d", 150, 2, 100, 100, None),
+        ];
+        assert_eq!(
+            starts(jobs.clone(), &mut Fcfs, StartRule::Easy),
+            vec![0, 300, 150, 400]
+        );
+        // The snapshot at 150 (before the start rule) shows a planned to its walltime.
+        let sim = Simulation::new(vec!["cores".into()], pool(4), jobs).unwrap();
+        let mut seen = Vec::new();
+        let mut spy = OrderFn(|state: &SimState<'_>, waiting: &[usize]| {
+            let inst = state.snapshot();
+            crate::validate(&inst).unwrap();
+            seen.push((state.now(), inst.running.first().map(|r| r.end)));
+            (0..waiting.len()).collect()
+        });
+        sim.run(&mut spy, StartRule::Easy).unwrap();
+        assert!(seen.contains(&(1, Some(100))), "{seen:?}");
+        assert!(seen.contains(&(150, Some(1000))), "{seen:?}");
+    }
+
+    /// SJF as a static key on the job's walltime, as the policy sees it.
+    struct Sjf;
+    impl Policy for Sjf {
+        fn order(&mut self, _: &SimState<'_>, waiting: &[usize]) -> Vec<usize> {
+            (0..waiting.len()).collect()
+        }
+        fn static_key(&self, job: &SimJob) -> Option<f64> {
+            Some(job.walltime as f64)
+        }
+    }
+
+    // x (4 cores) runs 0..100; y (wall 500, estimate 20) and z (wall 50) wait. SJF on
+    // walltimes runs z first; on the estimates y first. Both are killed at their walltime
+    // only, and the snapshot's meta keeps y's request.
+    #[test]
+    fn policies_see_the_estimate() {
+        let jobs = |ey| {
+            vec![
+                job("x", 0, 4, 100, 100, None),
+                job("y", 1, 4, 500, 30, ey),
+                job("z", 2, 4, 50, 50, None),
+            ]
+        };
+        assert_eq!(
+            starts(jobs(None), &mut Sjf, StartRule::Easy),
+            vec![0, 150, 100]
+        );
+        assert_eq!(
+            starts(jobs(Some(20)), &mut Sjf, StartRule::Easy),
+            vec![0, 100, 130]
+        );
+        let sim = Simulation::new(vec!["cores".into()], pool(4), jobs(Some(20))).unwrap();
+        assert_eq!(sim.planning_jobs()[1].walltime, 20);
+        assert_eq!(sim.jobs()[1].walltime, 500);
+        let mut metas = Vec::new();
+        let mut spy = OrderFn(|state: &SimState<'_>, waiting: &[usize]| {
+            let inst = state.snapshot();
+            for q in &inst.queue {
+                metas.push((q.id.clone(), q.walltime, q.meta.clone()));
+            }
+            (0..waiting.len()).collect()
+        });
+        sim.run(&mut spy, StartRule::Easy).unwrap();
+        assert!(metas.contains(&(
+            "y".into(),
+            20,
+            Some(serde_json::json!({"requested_walltime": 500}))
+        )));
+        assert!(metas.contains(&("z".into(), 50, None)));
+        let bad = vec![job("q", 0, 1, 10, 10, Some(0))];
+        let err = Simulation::new(vec!["cores".into()], pool(4), bad).unwrap_err();
+        assert!(matches!(err, SimError::BadEstimate { .. }), "{err}");
     }
 }

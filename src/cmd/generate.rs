@@ -1,13 +1,22 @@
 //! `schedlm generate`: seeded snapshots to JSON Lines.
 
+use std::path::Path;
+
 use anyhow::{Context, Result};
+use schedlm_generator::cut::{cut_trace, CutConfig, Select};
+use schedlm_generator::swf::{read_swf, SwfOptions};
 use schedlm_generator::{generate, Config, Family, Load};
 use schedlm_model::Instance;
+use schedlm_solver::policy::RulePolicy;
+use schedlm_solver::rules::RuleContext;
 
 use crate::args::{GenerateArgs, QueueRange};
 use crate::io::{create_output, write_jsonl};
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
+    if let Some(path) = &args.from_trace {
+        return from_trace(args, path);
+    }
     let load = match (args.running, args.load) {
         (Some(n), _) => Some(Load::Jobs(n)),
         (None, Some(f)) => Some(Load::Fraction(f)),
@@ -47,4 +56,35 @@ pub fn snapshots(
     seed: u64,
 ) -> Result<Vec<Instance>> {
     generate(&config(family, queue, seed), count).context("cannot generate snapshots")
+}
+
+/// `generate --from-trace`: replay the trace with the rule and cut snapshots.
+fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
+    let trace = read_swf(path, &SwfOptions::default())
+        .with_context(|| format!("cannot read trace {}", path.display()))?;
+    let mut config = CutConfig::new(args.queue.min, args.queue.max);
+    config.select = match (args.every, args.sample) {
+        (_, Some(k)) => Select::Sample(k),
+        (Some(n), None) => Select::Every(n),
+        (None, None) => Select::Every(1),
+    };
+    config.count = Some(args.count);
+    config.seed = args.seed;
+    config.estimate = args.estimate;
+    config.start_rule = args.start_rule;
+    let origin = trace.jobs.first().map_or(0, |j| j.submit);
+    let mut policy = RulePolicy::new(
+        args.policy,
+        RuleContext {
+            origin,
+            seed: args.seed,
+            stream: 0,
+        },
+    );
+    let cut = cut_trace(&trace, &config, &mut policy)
+        .with_context(|| format!("cannot cut snapshots from {}", path.display()))?;
+    let mut out = create_output(args.output.as_deref())?;
+    write_jsonl(&mut out, &cut.instances)?;
+    eprintln!("{}: {}", path.display(), cut.report);
+    Ok(())
 }

@@ -33,7 +33,7 @@ fn expand(inputs: &[PathBuf], extension: &str) -> Result<Vec<PathBuf>> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|e| e == extension))
                 .collect();
-            found.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+            found.sort_by_key(|a| natural_key(a));
             files.extend(found);
         } else {
             files.push(input.clone());

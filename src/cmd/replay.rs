@@ -9,7 +9,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_generator::swf::{cluster, job_id, read_swf, ClusterShape, SwfOptions, Trace};
+use schedlm_generator::estimate::{completions, predict_online, Estimator, Predictor};
+use schedlm_generator::swf::{
+    cluster, job_id, read_swf_with_waits, ClusterShape, SwfOptions, Trace,
+};
 use schedlm_model::sim::{SimJob, SimResult, Simulation, StartRule, Summary};
 use schedlm_model::Server;
 use schedlm_solver::policy::{random_windows, RulePolicy};
@@ -130,9 +133,51 @@ pub struct ReplayArgs {
     /// Skip and count malformed lines instead of stopping at the first one.
     #[arg(long)]
     pub skip_bad_lines: bool,
+    /// Plan with a run-time estimate instead of the requested walltime (reservations,
+    /// backfill tests and rule scores; jobs are still killed at their walltime). `user`,
+    /// `last2`, `model`: predicted at each job's submission from the jobs completed before
+    /// it on the trace's own timeline (submit + wait + run), over the whole trace; `oracle`:
+    /// the true run time. See docs/validation.md.
+    #[arg(long, value_enum)]
+    pub estimate: Option<PlanEstimate>,
     /// Output directory (created if missing).
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: PathBuf,
+}
+
+/// What the replay plans with (`--estimate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanEstimate {
+    User,
+    Last2,
+    Model,
+    /// The true run time min(runtime, walltime) (an upper reference).
+    Oracle,
+}
+
+/// Each trace job's planning length, or `None` to plan with walltimes.
+fn estimates(
+    trace: &Trace,
+    waits: &[Option<i64>],
+    choice: Option<PlanEstimate>,
+) -> Result<Option<Vec<i64>>> {
+    let estimator = match choice {
+        None | Some(PlanEstimate::User) => return Ok(None),
+        Some(PlanEstimate::Oracle) => {
+            return Ok(Some(
+                trace
+                    .jobs
+                    .iter()
+                    .map(|j| j.runtime.min(j.walltime).max(1))
+                    .collect(),
+            ))
+        }
+        Some(PlanEstimate::Last2) => Estimator::Last2,
+        Some(PlanEstimate::Model) => Estimator::Model,
+    };
+    let mut predictor = Predictor::new(estimator);
+    let done = completions(trace, Some(waits));
+    Ok(Some(predict_online(&mut predictor, &trace.jobs, &done, 0)?))
 }
 
 /// One replayed window.
@@ -148,8 +193,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         ..SwfOptions::default()
     };
     let read_start = Instant::now();
-    let trace = read_swf(&args.trace, &options)
+    let (trace, waits) = read_swf_with_waits(&args.trace, &options)
         .with_context(|| format!("cannot read trace {}", args.trace.display()))?;
+    let plans = estimates(&trace, &waits, args.estimate)?;
     let read_seconds = read_start.elapsed().as_secs_f64();
     let n = trace.jobs.len();
     if n == 0 {
@@ -172,7 +218,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
 
     let mut replayed = Vec::with_capacity(windows.len());
     for (k, &w) in windows.iter().enumerate() {
-        let jobs = sim_jobs(&trace, w);
+        let jobs = sim_jobs(&trace, w, plans.as_deref());
         let sim = Simulation::new(resources.clone(), servers.clone(), jobs)
             .with_context(|| format!("window {k} ({}:{})", w.start, w.count))?;
         let mut policy = RulePolicy::new(
@@ -239,11 +285,14 @@ fn windows(args: &ReplayArgs, n: usize) -> Result<Vec<Window>> {
     Ok(args.window.clone())
 }
 
-/// The window's jobs as replay jobs: demand = requested processors.
-fn sim_jobs(trace: &Trace, w: Window) -> Vec<SimJob> {
+/// The window's jobs as replay jobs: demand = requested processors; planning lengths from
+/// `plans` (indexed like the trace) when given.
+fn sim_jobs(trace: &Trace, w: Window, plans: Option<&[i64]>) -> Vec<SimJob> {
     trace.jobs[w.start..w.start + w.count]
         .iter()
-        .map(|j| SimJob {
+        .enumerate()
+        .map(|(i, j)| SimJob {
+            estimate: plans.map(|p| p[w.start + i]),
             id: job_id(j),
             submit: j.submit,
             demand: vec![j.procs],
@@ -382,6 +431,7 @@ fn summary_json(
         "start_rule": args.start_rule.name(),
         "cluster": args.cluster.name(),
         "seed": args.seed,
+        "estimate": args.estimate.map(|e| format!("{e:?}").to_lowercase()),
         "f1_origin": origin,
         "windows": replayed.iter().enumerate().map(|(k, r)| json!({
             "window": k,
@@ -412,12 +462,15 @@ fn table(args: &ReplayArgs, trace: &Trace, replayed: &[Replayed]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: {} jobs after cleaning; policy {}, start rule {}, cluster {}",
+        "{}: {} jobs after cleaning; policy {}, start rule {}, cluster {}{}",
         args.trace.display(),
         trace.jobs.len(),
         args.policy,
         args.start_rule,
-        args.cluster.name()
+        args.cluster.name(),
+        args.estimate
+            .map(|e| format!(", planning with {e:?} estimates").to_lowercase())
+            .unwrap_or_default()
     );
     let _ = writeln!(
         s,
@@ -503,6 +556,7 @@ mod tests {
             seed: 1,
             cluster: Shape(ClusterShape::Pool),
             skip_bad_lines: false,
+            estimate: None,
             out,
         }
     }
