@@ -1,6 +1,6 @@
-//! A time-indexed MILP for SPEC's problem (serial dispatcher only), solved with HiGHS: it
-//! gives an order and, above all, a *lower bound on the order optimum* (SPEC section 4: the
-//! minimum of the objective over all permutations under the dispatcher).
+//! A time-indexed MILP for SPEC's problem (serial dispatcher only), built with good_lp and
+//! solved with HiGHS: it gives an order and, above all, a *lower bound on the order optimum*
+//! (SPEC section 4: the minimum of the objective over all permutations under the dispatcher).
 //!
 //! # Model
 //!
@@ -75,6 +75,13 @@
 //!
 //! # HiGHS
 //!
+//! The variables (the `x` columns grouped by job, then `Cmax`), rows and objective are built
+//! with good_lp (`ProblemVariables`, `constraint!`, `.using(highs)`). good_lp's `solve` drops
+//! the HiGHS model before its dual bound can be read, so the `highs::Model` is taken out with
+//! `HighsProblem::try_into_inner` and driven directly: options, an interrupt callback at the
+//! deadline (`Highs_setCallback`), the warm start, the solve, `mip_dual_bound`, and the
+//! solution read back by column index (good_lp's variable order).
+//!
 //! One thread, `mip_rel_gap = 0`, `mip_abs_gap = 1e-9`, the time limit left after building,
 //! output off, presolve off above 50,000 nonzeros (it checks the time limit rarely and can take
 //! seconds there). The better of FCFS and the incumbent is floored onto the grid and passed as
@@ -87,7 +94,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Row, Sense};
+use good_lp::solvers::highs::{highs, HighsProblem};
+use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel, Variable};
+use highs::{HighsModelStatus, HighsSolutionStatus};
 use schedlm_model::{bounded_slowdown, dispatch, Objective, OrderError, Problem, Time, Variant};
 
 /// Nonzeros allowed per allowed column.
@@ -617,9 +626,11 @@ struct Column {
     slot: i64,
 }
 
-/// The MILP in HiGHS's column form, before solving.
+/// The MILP built with good_lp for HiGHS, before solving.
 struct Model {
-    problem: ColProblem,
+    problem: HighsProblem,
+    /// Number of variables: the `x` columns in the order of `columns`, then `Cmax`.
+    num_cols: usize,
     columns: Vec<Column>,
     /// First column index of each job (columns are grouped by job).
     first: Vec<usize>,
@@ -629,6 +640,15 @@ struct Model {
     est: Vec<Time>,
     /// Nonzeros of the constraint matrix.
     nonzeros: usize,
+}
+
+/// The good_lp expression `sum factor * var` of a row's terms.
+fn expression(terms: &[(Variable, f64)]) -> Expression {
+    let mut lhs = Expression::with_capacity(terms.len());
+    for &(var, factor) in terms {
+        lhs.add_mul(factor, var);
+    }
+    lhs
 }
 
 /// What HiGHS returned.
@@ -701,9 +721,20 @@ impl Model {
         }
         first.push(columns.len());
 
-        let mut pb = ColProblem::default();
+        // Variables: the x columns in the order of `columns` (the warm start and the decoding
+        // rely on it), then the integer Cmax for the makespan.
+        let makespan = objective == Objective::Makespan;
+        let mut vars = ProblemVariables::new();
+        let x: Vec<Variable> = vars.add_vector(variable().binary(), columns.len());
+        let cmax = makespan.then(|| vars.add(variable().integer().min(0)));
+        let num_cols = vars.len();
+
+        // Left-hand sides as term lists, filled column by column below and turned into
+        // good_lp expressions at the end (each sized once: far fewer rehashes).
         // Assignment rows.
-        let assign: Vec<Row> = (0..n).map(|_| pb.add_row(1.0..=1.0)).collect();
+        let mut assign: Vec<Vec<(Variable, f64)>> = (0..n)
+            .map(|j| Vec::with_capacity(first[j + 1] - first[j]))
+            .collect();
         // Capacity rows, only where the jobs that may be there could exceed the room.
         let mut potential = vec![0i64; servers * r * horizon];
         for j in 0..n {
@@ -728,74 +759,93 @@ impl Model {
                 }
             }
         }
-        let capacity: Vec<Option<Row>> = (0..servers * r * horizon)
-            .map(|i| (potential[i] > avail[i]).then(|| pb.add_row(..=avail[i] as f64)))
+        let mut capacity_rows: Vec<(Vec<(Variable, f64)>, f64)> = Vec::new();
+        let capacity: Vec<Option<usize>> = (0..servers * r * horizon)
+            .map(|i| {
+                (potential[i] > avail[i]).then(|| {
+                    capacity_rows.push((Vec::new(), avail[i] as f64));
+                    capacity_rows.len() - 1
+                })
+            })
             .collect();
         // Dependency rows: sum k x_j - sum k x_d >= len_d.
-        let mut succ_rows: Vec<Vec<Row>> = vec![Vec::new(); n];
-        let mut pred_rows: Vec<Vec<Row>> = vec![Vec::new(); n];
+        let mut dep_rows: Vec<(Vec<(Variable, f64)>, f64)> = Vec::new();
+        let mut succ_rows: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut pred_rows: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (j, rows) in succ_rows.iter_mut().enumerate() {
             for &d in problem.deps(j) {
                 if grid.kmin[j] >= grid.kmax[d] + grid.len[d] {
                     continue;
                 }
-                let row = pb.add_row(grid.len[d] as f64..);
-                rows.push(row);
-                pred_rows[d].push(row);
+                dep_rows.push((Vec::new(), grid.len[d] as f64));
+                rows.push(dep_rows.len() - 1);
+                pred_rows[d].push(dep_rows.len() - 1);
             }
         }
         // Makespan rows: Cmax - (t_jk + p_j - now) x >= 0.
-        let makespan = objective == Objective::Makespan;
-        let cmax_rows: Vec<Row> = if makespan {
-            (0..n).map(|_| pb.add_row(0.0..)).collect()
-        } else {
-            Vec::new()
+        let mut cmax_rows: Vec<Vec<(Variable, f64)>> = match cmax {
+            Some(cmax) => (0..n)
+                .map(|j| {
+                    let mut terms = Vec::with_capacity(first[j + 1] - first[j] + 1);
+                    terms.push((cmax, 1.0));
+                    terms
+                })
+                .collect(),
+            None => Vec::new(),
         };
 
-        let mut factors: Vec<(Row, f64)> = Vec::new();
+        let mut cost = Expression::with_capacity(num_cols);
         let mut nonzeros = if makespan { n } else { 0 };
-        for c in &columns {
+        for (c, &var) in columns.iter().zip(&x) {
             let j = c.job;
             let t = (now + c.slot * delta).max(est[j]);
-            factors.clear();
-            factors.push((assign[j], 1.0));
+            cost.add_mul(costs.cost(problem, j, t), var);
+            assign[j].push((var, 1.0));
+            nonzeros += 1;
             let d = problem.demand(j);
             for q in (0..r).filter(|&q| d[q] > 0) {
                 for kk in c.slot..c.slot + grid.len[j] {
                     if let Some(row) = capacity[(c.server * r + q) * horizon + kk as usize] {
-                        factors.push((row, d[q] as f64));
+                        capacity_rows[row].0.push((var, d[q] as f64));
+                        nonzeros += 1;
                     }
                 }
             }
             if c.slot != 0 {
                 for &row in &succ_rows[j] {
-                    factors.push((row, c.slot as f64));
+                    dep_rows[row].0.push((var, c.slot as f64));
                 }
                 for &row in &pred_rows[j] {
-                    factors.push((row, -(c.slot as f64)));
+                    dep_rows[row].0.push((var, -(c.slot as f64)));
                 }
+                nonzeros += succ_rows[j].len() + pred_rows[j].len();
             }
             if makespan {
-                factors.push((cmax_rows[j], -((t + problem.walltime(j) - now) as f64)));
+                cmax_rows[j].push((var, -((t + problem.walltime(j) - now) as f64)));
+                nonzeros += 1;
             }
-            nonzeros += factors.len();
-            pb.add_column_with_integrality(
-                costs.cost(problem, j, t),
-                0.0..=1.0,
-                factors.iter().copied(),
-                true,
-            );
         }
-        if makespan {
-            pb.add_column_with_integrality(
-                1.0,
-                0.0..,
-                cmax_rows.iter().map(|&row| (row, 1.0)),
-                true,
-            );
+        if let Some(cmax) = cmax {
+            cost.add_mul(1.0, cmax);
+        }
+
+        // Rows in the order assignment, capacity, dependencies, makespan.
+        let mut pb = vars.minimise(cost).using(highs);
+        for terms in &assign {
+            pb.add_constraint(constraint!(expression(terms) == 1.0));
+        }
+        for (terms, room) in &capacity_rows {
+            pb.add_constraint(constraint!(expression(terms) <= *room));
+        }
+        for (terms, len) in &dep_rows {
+            pb.add_constraint(constraint!(expression(terms) >= *len));
+        }
+        for terms in &cmax_rows {
+            pb.add_constraint(constraint!(expression(terms) >= 0.0));
         }
         Model {
             problem: pb,
+            num_cols,
             columns,
             first,
             delta,
@@ -808,7 +858,7 @@ impl Model {
     /// Column values of a schedule floored onto the grid, if all its columns exist.
     fn warm_start(&self, problem: &Problem, start: &[Time], server: &[usize]) -> Option<Vec<f64>> {
         let now = problem.now();
-        let mut values = vec![0.0; self.problem.num_cols()];
+        let mut values = vec![0.0; self.num_cols];
         let mut cmax: Time = 0;
         for j in 0..problem.jobs() {
             let k = (start[j] - now) / self.delta;
@@ -839,9 +889,11 @@ impl Model {
             "choose"
         };
         let _guard = lock_until(deadline)?;
+        // good_lp's `solve` would drop the HiGHS model before the dual bound can be read and
+        // cannot take the interrupt callback: take the `highs::Model` out and drive it here.
         let mut model = self
             .problem
-            .try_optimise(Sense::Minimise)
+            .try_into_inner()
             .map_err(|e| solver("loading the model", &e))?;
         model.make_quiet();
         let time_limit = deadline
