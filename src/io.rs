@@ -72,3 +72,24 @@ pub fn write_jsonl<T: serde::Serialize>(out: &mut dyn Write, values: &[T]) -> Re
     writer.flush().context("cannot write output")?;
     Ok(())
 }
+
+/// Splits per-line results into the good values and a count of failures, reporting each failure
+/// on stderr as `FILE:LINE: skipped: REASON`.
+pub fn report_skipped<T>(
+    file: &Path,
+    lines: &[Line],
+    results: Vec<std::result::Result<T, String>>,
+) -> (Vec<T>, usize) {
+    let mut good = Vec::with_capacity(results.len());
+    let mut skipped = 0;
+    for (line, result) in lines.iter().zip(results) {
+        match result {
+            Ok(value) => good.push(value),
+            Err(reason) => {
+                skipped += 1;
+                eprintln!("{}:{}: skipped: {}", file.display(), line.number, reason);
+            }
+        }
+    }
+    (good, skipped)
+}

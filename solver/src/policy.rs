@@ -40,7 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use schedlm_model::sim::{Policy, SimJob, SimState};
 use schedlm_model::Time;
 
-use crate::rules::{Rule, RuleContext};
+use crate::rules::{score_of, JobView, Rule, RuleContext};
 
 /// A priority rule of SPEC section 6 as a replay policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,26 +76,15 @@ impl RulePolicy {
     }
 }
 
-/// The score of SPEC section 6 of a waiting job at time `now` (ascending runs first); the
-/// same formulas as [`crate::rules::score`], on a [`SimJob`]. `Random` scores 0.
+/// The score of SPEC section 6 of a waiting job at time `now` (ascending runs first), by
+/// [`crate::rules::score_of`]. `Random` scores 0.
 pub fn job_score(rule: Rule, ctx: &RuleContext, now: Time, job: &SimJob) -> f64 {
-    let r = job.walltime as f64;
-    let n = job.demand.first().copied().unwrap_or(0) as f64;
-    let s = job.submit;
-    let w = (now - s) as f64;
-    match rule {
-        Rule::Fcfs => s as f64,
-        Rule::Sjf => r,
-        Rule::Saf => r * n,
-        Rule::Ljf => -r,
-        Rule::Wfp3 => -(w / r).powi(3) * n,
-        Rule::Unicep => -w / ((n.max(1.0) + 1.0).log2() * r),
-        Rule::F1 => {
-            let since = (s - ctx.origin).max(1) as f64;
-            r.log10() * n + 870.0 * since.log10()
-        }
-        Rule::Random => 0.0,
-    }
+    let view = JobView {
+        submit: job.submit,
+        walltime: job.walltime,
+        cores: job.demand.first().copied().unwrap_or(0),
+    };
+    score_of(rule, ctx, now, view)
 }
 
 impl Policy for RulePolicy {

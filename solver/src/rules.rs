@@ -128,10 +128,29 @@ pub fn order(rule: Rule, problem: &Problem, ctx: &RuleContext) -> Vec<usize> {
 
 /// The score of job `j` under `rule` (ascending runs first). `Random` scores 0.
 pub fn score(rule: Rule, problem: &Problem, ctx: &RuleContext, j: usize) -> f64 {
-    let r = problem.walltime(j) as f64;
-    let n = problem.demand(j)[0] as f64;
-    let s = problem.submit(j);
-    let w = (problem.now() - s) as f64;
+    let job = JobView {
+        submit: problem.submit(j),
+        walltime: problem.walltime(j),
+        cores: problem.demand(j)[0],
+    };
+    score_of(rule, ctx, problem.now(), job)
+}
+
+/// What a rule reads of a job: submit time, requested walltime and cores (first resource).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobView {
+    pub submit: Time,
+    pub walltime: Time,
+    pub cores: i64,
+}
+
+/// The score of SPEC section 6 for a job at time `now` (ascending runs first). `Random`
+/// scores 0. The one place the formulas live: snapshots and online replay both call it.
+pub fn score_of(rule: Rule, ctx: &RuleContext, now: Time, job: JobView) -> f64 {
+    let r = job.walltime as f64;
+    let n = job.cores as f64;
+    let s = job.submit;
+    let w = (now - s) as f64;
     match rule {
         Rule::Fcfs => s as f64,
         // The submit tie-break of SJF, SAF and LJF is the common tie-break in `order`.

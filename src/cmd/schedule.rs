@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::args::ScheduleArgs;
-use crate::io::{create_output, parse_instance, read_lines, write_jsonl};
+use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
 
 /// One line of `schedule` output.
 #[derive(Debug, Serialize)]
@@ -50,22 +50,7 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
             ))
         })
         .collect();
-    let mut records = Vec::with_capacity(results.len());
-    let mut invalid = 0;
-    for (line, result) in lines.iter().zip(results) {
-        match result {
-            Ok(r) => records.push(r),
-            Err(reason) => {
-                invalid += 1;
-                eprintln!(
-                    "{}:{}: skipped: {}",
-                    args.file.display(),
-                    line.number,
-                    reason
-                );
-            }
-        }
-    }
+    let (records, invalid) = report_skipped(&args.file, &lines, results);
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &records)?;
     if invalid > 0 {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::args::SolveArgs;
-use crate::io::{create_output, parse_instance, read_lines, write_jsonl};
+use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
 
 /// One line of `solve` output.
 #[derive(Debug, Serialize)]
@@ -105,22 +105,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             })
             .collect()
     });
-    let mut records = Vec::with_capacity(results.len());
-    let mut failed = 0;
-    for (line, result) in lines.iter().zip(results) {
-        match result {
-            Ok(r) => records.push(r),
-            Err(reason) => {
-                failed += 1;
-                eprintln!(
-                    "{}:{}: skipped: {}",
-                    args.file.display(),
-                    line.number,
-                    reason
-                );
-            }
-        }
-    }
+    let (records, failed) = report_skipped(&args.file, &lines, results);
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &records)?;
     let proven = records.iter().filter(|r| r.proven_optimal).count();
