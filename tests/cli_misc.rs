@@ -13,7 +13,7 @@ fn pipeline_prints_every_rule_for_every_family() {
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("family ") {
             let name = rest.split_whitespace().next().unwrap().to_string();
-            assert!(rest.contains("(5 snapshots)"), "{line}");
+            assert!(rest.contains("(5 snapshots, "), "{line}");
             sections.push((name, Vec::new()));
         } else if let Some((_, rows)) = sections.last_mut() {
             rows.push(line);
@@ -27,9 +27,9 @@ fn pipeline_prints_every_rule_for_every_family() {
                 .iter()
                 .find(|r| r.split_whitespace().next() == Some(rule))
                 .unwrap_or_else(|| panic!("{family}: no row for {rule}:\n{text}"));
-            // rule, bsld, wait, flow, makespan, best share: finite numbers, bsld >= 1.
+            // rule, bsld, wait, flow, makespan, bsld gap, best share: finite numbers, bsld >= 1.
             let cells: Vec<&str> = row.split_whitespace().collect();
-            assert_eq!(cells.len(), 6, "{family}/{rule}: {row}");
+            assert_eq!(cells.len(), 7, "{family}/{rule}: {row}");
             let num = |k: usize| -> f64 {
                 cells[k]
                     .trim_end_matches('%')
@@ -40,18 +40,35 @@ fn pipeline_prints_every_rule_for_every_family() {
                 num(1) >= 1.0 && num(1).is_finite(),
                 "{family}/{rule}: bsld {row}"
             );
-            for k in 2..5 {
+            for k in 2..6 {
                 assert!(
                     num(k) >= 0.0 && num(k).is_finite(),
                     "{family}/{rule}: {row}"
                 );
             }
-            assert!((0.0..=100.0).contains(&num(5)), "{family}/{rule}: {row}");
+            assert!((0.0..=100.0).contains(&num(6)), "{family}/{rule}: {row}");
+        }
+        // The optimum's row: its bsld is no worse than any rule's.
+        let optimal = rows
+            .iter()
+            .find(|r| r.split_whitespace().next() == Some("optimal"))
+            .unwrap_or_else(|| panic!("{family}: no optimal row:\n{text}"));
+        let best: f64 = optimal.split_whitespace().nth(1).unwrap().parse().unwrap();
+        for rule in POLICIES {
+            let row = rows
+                .iter()
+                .find(|r| r.split_whitespace().next() == Some(rule))
+                .unwrap();
+            let bsld: f64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+            assert!(
+                best <= bsld + 0.0005,
+                "{family}: optimal {best} above {rule} {bsld}"
+            );
         }
     }
 }
 
-/// The pipeline table as family -> rule -> [bsld, wait, flow, makespan, best %].
+/// The pipeline table as family -> rule -> [bsld, wait, flow, makespan, gap %, best %].
 fn parse_table(
     text: &str,
 ) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<f64>>> {
@@ -96,6 +113,14 @@ fn pipeline_table_agrees_with_generate_and_schedule() {
             &["--family", family, "-n", "5", "--seed", "3"],
         );
         let file = path_str(&file);
+        let solved = run(&["solve", "--seed", "3", &file]).ok();
+        let lower: Vec<f64> = common::parse_jsonl(&solved.stdout_text())
+            .iter()
+            .map(|r| {
+                assert_eq!(r["proven_optimal"], serde_json::Value::Bool(true));
+                r["lower_bound"].as_f64().unwrap()
+            })
+            .collect();
         // objectives[rule][instance] = [bsld, wait, flow, makespan]
         let objectives: Vec<Vec<[f64; 4]>> = POLICIES
             .iter()
@@ -132,8 +157,20 @@ fn pipeline_table_agrees_with_generate_and_schedule() {
                 / 5.0
                 * 100.0;
             assert!(
-                (best - row[4]).abs() <= 0.5,
+                (best - row[5]).abs() <= 0.5,
                 "{family}/{rule}: best {best} vs {}",
+                row[5]
+            );
+            // Gap to the optimum's lower bound, from `solve` run separately (these small
+            // snapshots are all proven, so the bound is the optimum and deterministic).
+            let gap = (0..5)
+                .map(|i| (objectives[k][i][0] - lower[i]).max(0.0) / lower[i])
+                .sum::<f64>()
+                / 5.0
+                * 100.0;
+            assert!(
+                (gap - row[4]).abs() <= 0.006,
+                "{family}/{rule}: gap {gap} vs {}",
                 row[4]
             );
         }
