@@ -32,19 +32,23 @@ fn generated(family: Family, servers: usize, jobs: usize, index: u64) -> Instanc
     generate_one(&config, index).expect("valid config")
 }
 
+/// The tests of this file run one at a time: HiGHS runs one model per process (see milp.rs),
+/// so a MILP test waiting for another's model would see its own time limit expire, and the
+/// time-limit test must not share the two cores with a neighbour's search.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(feature = "milp")]
 mod milp_vs_bnb {
     use super::*;
     use schedlm_solver::milp::{self, MilpOptions};
-    use std::sync::Mutex;
-
-    /// HiGHS runs one model per process at a time (see milp.rs): a MILP test that waited for
-    /// another's model would see its own time limit expire. Run them one after the other.
-    static SERIAL: Mutex<()> = Mutex::new(());
 
     #[test]
     fn milp_equals_bnb_on_one_server_with_grid_times() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = serial();
         let mut checked = 0;
         for index in 0..6u64 {
             let instance = on_grid(generated(Family::Uniform, 1, 8, index), 600);
@@ -77,7 +81,7 @@ mod milp_vs_bnb {
 
     #[test]
     fn milp_bound_is_below_bnb_with_several_servers() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let _serial = serial();
         for index in 0..8u64 {
             let p = Problem::new(&generated(Family::Dl, 3, 9, index)).unwrap();
             for objective in [Objective::Bsld, Objective::Flow] {
@@ -107,11 +111,13 @@ fn hard() -> Problem {
 
 #[test]
 fn time_limits_are_honoured_and_reported() {
+    let _serial = serial();
     let p = hard();
     for (method, limit_ms) in [
         (Method::Bnb, 300),
         (Method::Auto, 300),
         (Method::Auto, 1000),
+        (Method::Auto, 3000),
         (Method::Ls, 200),
     ] {
         let limit = Duration::from_millis(limit_ms);
@@ -145,6 +151,7 @@ fn time_limits_are_honoured_and_reported() {
 
 #[test]
 fn node_limited_runs_are_deterministic() {
+    let _serial = serial();
     let p = hard();
     // Branch and bound stopped by nodes, not time, gives the same answer every time. (`auto`
     // adds time-limited stages, whose answers can depend on timing unless proven.)
@@ -162,6 +169,7 @@ fn node_limited_runs_are_deterministic() {
 
 #[test]
 fn auto_proves_what_bnb_proves_and_never_claims_more() {
+    let _serial = serial();
     for index in 0..20u64 {
         let p = Problem::new(&generated(Family::Hpc, 8, 10, index)).unwrap();
         for objective in Objective::ALL {
