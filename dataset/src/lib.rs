@@ -1,0 +1,41 @@
+//! Prompt/answer records for fine-tuning language models on schedlm snapshots.
+//!
+//! - [`prompt`]: render an [`Instance`](schedlm_model::Instance) as text with a named, versioned
+//!   [`Template`], with short prompt ids (`J1..Jn`, `S1..Sm`, `R1..Rk`) kept in an [`IdMap`];
+//!   the target's answer line and the dispatcher's plan line.
+//! - [`parse`]: turn a model's raw reply back into an order of the queue, classifying every
+//!   [`Defect`], strictly or with repairs.
+//!
+//! ```
+//! use schedlm_dataset::{answer_line, parse_answer, render, Mode, Template};
+//! use schedlm_model::{Instance, Objective};
+//!
+//! let instance = Instance::from_json(r#"{
+//!   "now": 100, "resources": ["cores"],
+//!   "servers": [{"id": "n0", "capacity": [8]}],
+//!   "queue": [{"id": "big", "submit": 40, "demand": [8], "walltime": 100},
+//!             {"id": "small", "submit": 90, "demand": [4], "walltime": 50}]
+//! }"#).unwrap();
+//! let rendered = render(&instance, Objective::Bsld, Template::Compact);
+//! assert!(rendered.user.contains("J2 4 50 10")); // need, requested time, waited
+//! assert_eq!(rendered.ids.to_original("J2"), Some("small"));
+//!
+//! // The target for "small first":
+//! assert_eq!(answer_line(&["J2", "J1"]), "J2 J1");
+//! // A model's reply, with prose around the answer:
+//! let reply = "J2 is short, so it goes first.\nOrder: J2 -> J1";
+//! let parsed = parse_answer(reply, &rendered.ids, &instance, Mode::Lenient).unwrap();
+//! assert_eq!(parsed.order, vec![1, 0]);
+//! assert!(parse_answer(reply, &rendered.ids, &instance, Mode::Strict).is_err()); // extra text
+//! ```
+
+pub mod ids;
+pub mod parse;
+pub mod prompt;
+
+pub use ids::IdMap;
+pub use parse::{parse_answer, Defect, Mode, ParseError, Parsed};
+pub use prompt::{
+    answer, answer_line, human, objective_sentence, order_line, plan_line, render, Rendered,
+    Template,
+};

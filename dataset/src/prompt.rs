@@ -1,0 +1,550 @@
+//! Rendering an instance as a prompt, and the answer and plan lines of a target.
+//!
+//! Two named, versioned templates ([`Template`]): `compact-v1` (few tokens, plain seconds) and
+//! `verbose-v1` (sentences, human units with the exact seconds in brackets). Every time is
+//! relative to the snapshot's `now`. Ids are the short prompt ids of [`IdMap`]. The text is a
+//! pure function of the instance, the objective and the template: lists follow instance order
+//! and nothing iterates a hash map.
+
+use schedlm_model::{dispatch, Instance, Objective, OrderError, Problem, Schedule, Time, Variant};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::IdMap;
+
+/// A named, versioned prompt template. The name goes into every record, so a template's text
+/// never changes under the same name: a change gets a new version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Template {
+    /// Few tokens, for small models: one line per server, running job and queued job.
+    #[default]
+    #[serde(rename = "compact-v1")]
+    Compact,
+    /// Full sentences and human units, for instruction-tuned models.
+    #[serde(rename = "verbose-v1")]
+    Verbose,
+}
+
+impl Template {
+    /// Every template.
+    pub const ALL: [Template; 2] = [Template::Compact, Template::Verbose];
+
+    /// The versioned name, e.g. `compact-v1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Template::Compact => "compact-v1",
+            Template::Verbose => "verbose-v1",
+        }
+    }
+
+    /// The template with this versioned name.
+    pub fn from_name(name: &str) -> Option<Template> {
+        Template::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl std::fmt::Display for Template {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A rendered prompt: system and user messages, and the ids it used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rendered {
+    pub system: String,
+    pub user: String,
+    pub ids: IdMap,
+}
+
+/// The objective in one sentence (starting with "minimise").
+pub fn objective_sentence(objective: Objective) -> &'static str {
+    match objective {
+        Objective::Bsld => {
+            "minimise mean bounded slowdown, max((wait + run) / max(run, 10 s), 1), \
+             where run is the requested time"
+        }
+        Objective::Wait => "minimise mean wait, the time from submit to start",
+        Objective::Flow => {
+            "minimise weighted mean flow time, sum of weight * (end - submit) / sum of weights"
+        }
+        Objective::Makespan => "minimise makespan, the time from now until the last job ends",
+    }
+}
+
+/// Renders `instance` for a model. Works on any instance (never panics); the text is only
+/// meaningful for a valid one.
+pub fn render(instance: &Instance, objective: Objective, template: Template) -> Rendered {
+    let ids = IdMap::new(instance);
+    let facts = Facts::new(instance, &ids);
+    let (system, user) = match template {
+        Template::Compact => compact(instance, objective, &facts),
+        Template::Verbose => verbose(instance, objective, &facts),
+    };
+    Rendered { system, user, ids }
+}
+
+/// What every template shows, computed once: per server its free capacity now and the
+/// releases of its running jobs (sorted by time, equal times merged).
+struct Facts {
+    free: Vec<Vec<i64>>,
+    releases: Vec<Vec<(Time, Vec<i64>)>>,
+    /// Running job r: its server's prompt id (or the raw id if unknown).
+    running_server: Vec<String>,
+    /// Queued job j: its dependencies as prompt ids (raw id if unknown), in instance order.
+    deps: Vec<Vec<String>>,
+}
+
+impl Facts {
+    fn new(instance: &Instance, ids: &IdMap) -> Facts {
+        let mut free: Vec<Vec<i64>> = instance
+            .servers
+            .iter()
+            .map(|s| s.capacity.clone())
+            .collect();
+        let mut releases: Vec<Vec<(Time, Vec<i64>)>> = vec![Vec::new(); instance.servers.len()];
+        let mut running_server = Vec::with_capacity(instance.running.len());
+        for r in &instance.running {
+            let s = instance.servers.iter().position(|s| s.id == r.server);
+            running_server.push(match s {
+                Some(s) => ids.server(s),
+                None => r.server.clone(),
+            });
+            let Some(s) = s else { continue };
+            for (f, d) in free[s].iter_mut().zip(&r.demand) {
+                *f = f.saturating_sub(*d);
+            }
+            let left = r.end.saturating_sub(instance.now);
+            match releases[s].iter_mut().find(|(t, _)| *t == left) {
+                Some((_, amount)) => {
+                    for (a, d) in amount.iter_mut().zip(&r.demand) {
+                        *a = a.saturating_add(*d);
+                    }
+                }
+                None => releases[s].push((left, r.demand.clone())),
+            }
+        }
+        for list in &mut releases {
+            list.sort_by_key(|(t, _)| *t);
+        }
+        let deps = instance
+            .queue
+            .iter()
+            .map(|j| {
+                j.deps
+                    .iter()
+                    .map(|d| ids.to_prompt(d).unwrap_or(d).to_string())
+                    .collect()
+            })
+            .collect();
+        Facts {
+            free,
+            releases,
+            running_server,
+            deps,
+        }
+    }
+}
+
+/// `[8, 32, 1]` as `8/32/1`.
+fn slash(v: &[i64]) -> String {
+    v.iter().map(i64::to_string).collect::<Vec<_>>().join("/")
+}
+
+/// `[8, 32, 1]` as `8 cores, 32 mem_gib, 1 gpus`.
+fn named(v: &[i64], resources: &[String]) -> String {
+    v.iter()
+        .enumerate()
+        .map(|(q, x)| match resources.get(q) {
+            Some(name) => format!("{x} {name}"),
+            None => x.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A duration in at most two human units, e.g. `2 h 15 min`, `45 s`, `3 d 4 h`.
+pub fn human(seconds: Time) -> String {
+    if seconds < 0 {
+        return format!("-{}", human(seconds.checked_neg().unwrap_or(Time::MAX)));
+    }
+    const UNITS: [(Time, &str); 4] = [(86_400, "d"), (3_600, "h"), (60, "min"), (1, "s")];
+    let Some(k) = UNITS.iter().position(|&(size, _)| seconds >= size) else {
+        return "0 s".to_string();
+    };
+    let (size, unit) = UNITS[k];
+    let mut text = format!("{} {unit}", seconds / size);
+    if let Some(&(next, next_unit)) = UNITS.get(k + 1) {
+        let n = seconds % size / next;
+        if n > 0 {
+            text.push_str(&format!(" {n} {next_unit}"));
+        }
+    }
+    text
+}
+
+/// `human (N s)`, or just `N s` when that is already the human form.
+fn both(seconds: Time) -> String {
+    let h = human(seconds);
+    if (-59..60).contains(&seconds) {
+        h
+    } else {
+        format!("{h} ({seconds} s)")
+    }
+}
+
+fn meta_text(meta: &Option<serde_json::Value>) -> Option<String> {
+    match meta {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.to_string()),
+    }
+}
+
+const SYSTEM_COMPACT: &str = "You order the job queue of a compute cluster. Jobs are placed one \
+at a time in your order, each at the earliest time and on the first listed server where it fits \
+(later jobs may start earlier if they fit). Reply with one line: every queued job id once, best \
+first.";
+
+const SYSTEM_VERBOSE: &str = "You are a scheduler for a data-center cluster. You are given a \
+snapshot: the servers and their capacities, the jobs running now, and the queue of waiting jobs. \
+Your task is to choose the order in which the queued jobs are dispatched. The dispatcher places \
+the jobs one at a time in your order: each job starts at the earliest time, not before now and \
+not before its dependencies end, at which some server has enough free capacity in every \
+resource for the job's whole requested time; among such servers it takes the first listed. A \
+job later in the order may therefore start earlier than one before it (backfilling). Think as \
+you like, then end your reply with the order on its own line: the queued job ids separated by \
+spaces, e.g. \"J2 J1 J3\".";
+
+fn compact(instance: &Instance, objective: Objective, f: &Facts) -> (String, String) {
+    let mut u = String::new();
+    let line = |u: &mut String, s: String| {
+        u.push_str(&s);
+        u.push('\n');
+    };
+    line(&mut u, format!("goal: {}", objective_sentence(objective)));
+    line(&mut u, "times: seconds from now".to_string());
+    line(
+        &mut u,
+        format!("resources: {}", instance.resources.join("/")),
+    );
+    line(
+        &mut u,
+        format!(
+            "servers ({}): id capacity free-now [+freed@time]",
+            instance.servers.len()
+        ),
+    );
+    for (s, server) in instance.servers.iter().enumerate() {
+        let mut l = format!(
+            "S{} {} {}",
+            s + 1,
+            slash(&server.capacity),
+            slash(&f.free[s])
+        );
+        for (t, amount) in &f.releases[s] {
+            l.push_str(&format!(" +{}@{t}", slash(amount)));
+        }
+        line(&mut u, l);
+    }
+    if !instance.running.is_empty() {
+        line(
+            &mut u,
+            format!("running ({}): id server use left", instance.running.len()),
+        );
+        for (r, job) in instance.running.iter().enumerate() {
+            line(
+                &mut u,
+                format!(
+                    "R{} {} {} {}",
+                    r + 1,
+                    f.running_server[r],
+                    slash(&job.demand),
+                    job.end.saturating_sub(instance.now)
+                ),
+            );
+        }
+    }
+    line(
+        &mut u,
+        format!(
+            "queue ({}): id need requested waited [after deps] [weight] [meta]",
+            instance.queue.len()
+        ),
+    );
+    for (j, job) in instance.queue.iter().enumerate() {
+        let mut l = format!(
+            "J{} {} {} {}",
+            j + 1,
+            slash(&job.demand),
+            job.walltime,
+            instance.now.saturating_sub(job.submit)
+        );
+        if !f.deps[j].is_empty() {
+            l.push_str(&format!(" after {}", f.deps[j].join(",")));
+        }
+        if job.weight != 1.0 {
+            l.push_str(&format!(" weight {}", job.weight));
+        }
+        if let Some(m) = meta_text(&job.meta) {
+            l.push(' ');
+            l.push_str(&m);
+        }
+        line(&mut u, l);
+    }
+    u.pop();
+    (SYSTEM_COMPACT.to_string(), u)
+}
+
+fn verbose(instance: &Instance, objective: Objective, f: &Facts) -> (String, String) {
+    let res = &instance.resources;
+    let mut u = String::new();
+    u.push_str("Data-center snapshot. All times are relative to now.\n\n");
+    u.push_str(&format!(
+        "Objective: {}, over the queued jobs.\n\n",
+        objective_sentence(objective)
+    ));
+    u.push_str(&format!("Resources: {}.\n\n", res.join(", ")));
+    u.push_str(&format!("Servers ({}):\n", instance.servers.len()));
+    for (s, server) in instance.servers.iter().enumerate() {
+        let mut l = format!(
+            "- S{}: capacity {}; free now {}",
+            s + 1,
+            named(&server.capacity, res),
+            named(&f.free[s], res)
+        );
+        if f.releases[s].is_empty() {
+            l.push_str("; nothing running");
+        }
+        for (t, amount) in &f.releases[s] {
+            l.push_str(&format!("; frees {} in {}", named(amount, res), both(*t)));
+        }
+        u.push_str(&l);
+        u.push_str(".\n");
+    }
+    if instance.running.is_empty() {
+        u.push_str("\nNo jobs are running.\n");
+    } else {
+        u.push_str(&format!("\nRunning jobs ({}):\n", instance.running.len()));
+        for (r, job) in instance.running.iter().enumerate() {
+            u.push_str(&format!(
+                "- R{} on {}: uses {}; ends in {}.\n",
+                r + 1,
+                f.running_server[r],
+                named(&job.demand, res),
+                both(job.end.saturating_sub(instance.now))
+            ));
+        }
+    }
+    let n = instance.queue.len();
+    u.push_str(&format!(
+        "\nQueue ({n} job{}):\n",
+        if n == 1 { "" } else { "s" }
+    ));
+    for (j, job) in instance.queue.iter().enumerate() {
+        let mut l = format!(
+            "- J{}: needs {}; requested time {}; waited {}",
+            j + 1,
+            named(&job.demand, res),
+            both(job.walltime),
+            both(instance.now.saturating_sub(job.submit))
+        );
+        if !f.deps[j].is_empty() {
+            l.push_str(&format!("; starts after {} end", f.deps[j].join(", ")));
+        }
+        if job.weight != 1.0 {
+            l.push_str(&format!("; weight {}", job.weight));
+        }
+        if let Some(m) = meta_text(&job.meta) {
+            l.push_str(&format!("; meta {m}"));
+        }
+        u.push_str(&l);
+        u.push_str(".\n");
+    }
+    u.push_str(&format!(
+        "\nGive the order in which to dispatch the queued jobs: every id J1..J{n} exactly once, \
+         best first, on the last line."
+    ));
+    (SYSTEM_VERBOSE.to_string(), u)
+}
+
+/// The answer line: the order as prompt ids separated by single spaces, e.g. `J3 J1 J2`.
+pub fn answer_line<S: AsRef<str>>(order_prompt_ids: &[S]) -> String {
+    order_prompt_ids
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The answer line of an order of queue indices.
+pub fn order_line(order: &[usize], ids: &IdMap) -> String {
+    let names: Vec<String> = order.iter().map(|&j| ids.job(j)).collect();
+    answer_line(&names)
+}
+
+/// The plan line of a schedule from the dispatcher, in placement order: `plan: J3@0s/S1
+/// J1@120s/S2 ...`, each job's start as seconds after `now` and its server.
+pub fn plan_line(problem: &Problem, schedule: &Schedule, ids: &IdMap) -> String {
+    let mut l = String::from("plan:");
+    for &j in &schedule.order {
+        let start = schedule.start[j].saturating_sub(problem.now());
+        l.push_str(&format!(
+            " {}@{start}s/{}",
+            ids.job(j),
+            ids.server(schedule.server[j])
+        ));
+    }
+    l
+}
+
+/// The target text for an order: the answer line, and with `plan` a second line from
+/// [`plan_line`] computed by dispatching the order with `variant`.
+pub fn answer(
+    problem: &Problem,
+    order: &[usize],
+    ids: &IdMap,
+    variant: Variant,
+    plan: bool,
+) -> Result<String, OrderError> {
+    let schedule = dispatch(problem, order, variant)?;
+    let mut text = order_line(order, ids);
+    if plan {
+        text.push('\n');
+        text.push_str(&plan_line(problem, &schedule, ids));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SPEC's example with a second queued job.
+    pub(crate) fn instance() -> Instance {
+        Instance::from_json(
+            r#"{"now": 86400, "resources": ["cores", "mem_gib", "gpus"],
+                "servers": [{"id": "n0", "capacity": [64, 256, 4]},
+                            {"id": "n1", "capacity": [32, 128, 0]}],
+                "running": [{"id": "r7", "server": "n0", "demand": [16, 64, 2], "end": 90000}],
+                "queue": [{"id": "j3", "submit": 86000, "demand": [8, 32, 1], "walltime": 3600,
+                           "runtime": 2710, "deps": ["r7"], "weight": 1, "user": "u12",
+                           "meta": {"model": "resnet50", "batch_size": 256}},
+                          {"id": "j4", "submit": 86390, "demand": [32, 64, 0], "walltime": 5}]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn compact_facts() {
+        let r = render(&instance(), Objective::Bsld, Template::Compact);
+        let u = &r.user;
+        assert!(u.contains("max((wait + run) / max(run, 10 s), 1)"), "{u}");
+        assert!(u.contains("resources: cores/mem_gib/gpus"), "{u}");
+        assert!(u.contains("\nS1 64/256/4 48/192/2 +16/64/2@3600\n"), "{u}");
+        assert!(u.contains("\nS2 32/128/0 32/128/0\n"), "{u}");
+        assert!(u.contains("\nR1 S1 16/64/2 3600\n"), "{u}");
+        assert!(
+            u.contains(
+                "\nJ1 8/32/1 3600 400 after R1 {\"model\":\"resnet50\",\"batch_size\":256}\n"
+            ),
+            "{u}"
+        );
+        assert!(u.ends_with("\nJ2 32/64/0 5 10"), "{u}");
+        // Hidden and free fields stay out.
+        assert!(
+            !u.contains("2710") && !u.contains("u12") && !u.contains("j3") && !u.contains("n0")
+        );
+        assert_eq!(r.ids.to_original("J1"), Some("j3"));
+        assert_eq!(r.ids.to_prompt("r7"), Some("R1"));
+    }
+
+    #[test]
+    fn verbose_facts() {
+        let r = render(&instance(), Objective::Wait, Template::Verbose);
+        let u = &r.user;
+        assert!(u.contains("minimise mean wait"), "{u}");
+        assert!(
+            u.contains("- S1: capacity 64 cores, 256 mem_gib, 4 gpus; free now 48 cores, 192 mem_gib, 2 gpus; frees 16 cores, 64 mem_gib, 2 gpus in 1 h (3600 s)."),
+            "{u}"
+        );
+        assert!(u.contains("- S2: capacity 32 cores, 128 mem_gib, 0 gpus; free now 32 cores, 128 mem_gib, 0 gpus; nothing running."), "{u}");
+        assert!(
+            u.contains("- R1 on S1: uses 16 cores, 64 mem_gib, 2 gpus; ends in 1 h (3600 s)."),
+            "{u}"
+        );
+        assert!(u.contains("- J1: needs 8 cores, 32 mem_gib, 1 gpus; requested time 1 h (3600 s); waited 6 min 40 s (400 s); starts after R1 end; meta {\"model\":\"resnet50\",\"batch_size\":256}."), "{u}");
+        assert!(
+            u.contains(
+                "- J2: needs 32 cores, 64 mem_gib, 0 gpus; requested time 5 s; waited 10 s."
+            ),
+            "{u}"
+        );
+        assert!(u.contains("J1..J2"), "{u}");
+        assert!(!u.contains("2710") && !u.contains("u12"));
+    }
+
+    #[test]
+    fn deterministic_and_named() {
+        let inst = instance();
+        for t in Template::ALL {
+            for o in Objective::ALL {
+                assert_eq!(render(&inst, o, t), render(&inst, o, t));
+                assert!(render(&inst, o, t).user.contains(objective_sentence(o)));
+            }
+            assert_eq!(Template::from_name(t.name()), Some(t));
+            assert_eq!(
+                serde_json::to_string(&t).unwrap(),
+                format!("\"{}\"", t.name())
+            );
+        }
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human(0), "0 s");
+        assert_eq!(human(45), "45 s");
+        assert_eq!(human(400), "6 min 40 s");
+        assert_eq!(human(3600), "1 h");
+        assert_eq!(human(8130), "2 h 15 min");
+        assert_eq!(human(273_600), "3 d 4 h");
+        assert_eq!(human(-90), "-1 min 30 s");
+        assert!(!human(Time::MIN).is_empty());
+    }
+
+    #[test]
+    fn plan_matches_dispatch() {
+        let inst = instance();
+        let problem = Problem::new(&inst).unwrap();
+        let ids = IdMap::new(&inst);
+        for order in [[0, 1], [1, 0]] {
+            let s = dispatch(&problem, &order, Variant::Serial).unwrap();
+            let expected: Vec<String> = s
+                .order
+                .iter()
+                .map(|&j| format!("J{}@{}s/S{}", j + 1, s.start[j] - 86400, s.server[j] + 1))
+                .collect();
+            assert_eq!(
+                plan_line(&problem, &s, &ids),
+                format!("plan: {}", expected.join(" "))
+            );
+        }
+        // J1 waits for R1's gpus at +3600 on S1; J2 fits S1 now.
+        let text = answer(&problem, &[0, 1], &ids, Variant::Serial, true).unwrap();
+        assert_eq!(text, "J1 J2\nplan: J1@3600s/S1 J2@0s/S1");
+        let text = answer(&problem, &[1, 0], &ids, Variant::Strict, false).unwrap();
+        assert_eq!(text, "J2 J1");
+        assert!(answer(&problem, &[1], &ids, Variant::Serial, false).is_err());
+    }
+
+    #[test]
+    fn invalid_instances_do_not_panic() {
+        let mut inst = instance();
+        inst.running[0].server = "nowhere".into();
+        inst.queue[0].deps.push("ghost".into());
+        inst.queue[1].demand.clear();
+        inst.now = Time::MIN;
+        for t in Template::ALL {
+            let r = render(&inst, Objective::Makespan, t);
+            assert!(r.user.contains("ghost"));
+        }
+    }
+}
