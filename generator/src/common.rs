@@ -6,7 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use schedlm_model::{Instance, QueuedJob, RunningJob, Server};
 
-use crate::Family;
+use crate::{Family, Load};
 
 /// Seconds in a day.
 pub const DAY: i64 = 86_400;
@@ -150,6 +150,20 @@ pub(crate) enum Target {
     Count(usize),
     /// Jobs until this many units of the first resource are busy.
     Busy(i64),
+}
+
+impl Target {
+    /// The target of a configured load on servers with capacities `caps`: a job count, or the
+    /// fraction of the cluster's first resource, rounded to whole units.
+    pub(crate) fn of(load: Load, caps: &[Vec<i64>]) -> Target {
+        match load {
+            Load::Jobs(n) => Target::Count(n),
+            Load::Fraction(f) => {
+                let total: i64 = caps.iter().map(|c| c[0]).sum();
+                Target::Busy((f * total as f64).round() as i64)
+            }
+        }
+    }
 }
 
 /// A running job placed by [`fill`], with the family's own data `J`.

@@ -366,12 +366,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
     let caps = vec![vec![NODE_GPUS, NODE_CORES, NODE_MEM_GIB]; n_servers];
     let now_base = draw_now_base(rng);
 
-    let target = match config.load.unwrap_or(Load::Fraction(DEFAULT_LOAD)) {
-        Load::Jobs(n) => Target::Count(n),
-        Load::Fraction(f) => {
-            Target::Busy((f * (NODE_GPUS * n_servers as i64) as f64).round() as i64)
-        }
-    };
+    let target = Target::of(config.load.unwrap_or(Load::Fraction(DEFAULT_LOAD)), &caps);
     let placed = fill(
         rng,
         &caps,

@@ -21,7 +21,7 @@ use rand::Rng;
 use crate::common::{
     draw_now_base, fill, running_drafts, shrink_proportional, Draft, DraftJob, Target,
 };
-use crate::{Config, Load};
+use crate::Config;
 
 /// Resource names of the family.
 pub const RESOURCES: [&str; 3] = ["cores", "mem_gib", "gpus"];
@@ -78,11 +78,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
     let now_base = draw_now_base(rng);
 
     let target = match config.load {
-        Some(Load::Jobs(n)) => Target::Count(n),
-        Some(Load::Fraction(f)) => {
-            let total: i64 = caps.iter().map(|c| c[0]).sum();
-            Target::Busy((f * total as f64).round() as i64)
-        }
+        Some(load) => Target::of(load, &caps),
         None => Target::Count(rng.random_range(1..=n_servers)),
     };
     let placed = fill(
