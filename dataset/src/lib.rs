@@ -29,13 +29,19 @@
 //! assert!(parse_answer(reply, &rendered.ids, &instance, Mode::Strict).is_err()); // extra text
 //! ```
 
+pub mod canonical;
 pub mod ids;
 pub mod parse;
 pub mod prompt;
+pub mod record;
+pub mod split;
 
+pub use canonical::{fingerprint, Fingerprint};
 pub use ids::IdMap;
 pub use parse::{parse_answer, Defect, Mode, ParseError, Parsed};
 pub use prompt::{
     answer, answer_line, human, objective_sentence, order_line, plan_line, render, Rendered,
     Template,
 };
+pub use record::{make_record, Message, Record, RecordOptions};
+pub use split::{Split, SplitSpec};

@@ -1,0 +1,189 @@
+//! One fine-tuning record: a solved snapshot as prompt, completion and chat messages, with its
+//! label and how good the label is proven to be.
+//!
+//! The JSON of a record is flat where fine-tuning tools look (`prompt`, `completion`,
+//! `messages`) and complete where researchers look (`instance`, `order`, `value`,
+//! `lower_bound`, `proven_optimal`, `baselines`): Hugging Face `datasets` loads it with
+//! `load_dataset("json", data_files=...)`, and TRL trains on `prompt`/`completion` or on
+//! `messages` unchanged.
+
+use std::collections::BTreeMap;
+
+use schedlm_model::{Instance, Objective, Problem, Variant};
+use schedlm_solver::portfolio::Solution;
+use serde::{Deserialize, Serialize};
+
+use crate::canonical::{fingerprint, Fingerprint};
+use crate::prompt::{answer, render, Template};
+use crate::split::{Split, SplitSpec};
+
+/// A chat message (`role` is `system`, `user` or `assistant`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+/// One line of a dataset file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The instance fingerprint's id ([`Fingerprint::id`]): equal for the same content under
+    /// other ids, listing orders or clock.
+    pub id: String,
+    /// Position in the source: the generator index, or the 1-based line of `--from FILE`.
+    pub index: u64,
+    pub split: Split,
+    /// Generator family, or the name given to `--from` input.
+    pub family: String,
+    /// Versioned template name, e.g. `compact-v1`.
+    pub template: String,
+    pub objective: Objective,
+    pub variant: Variant,
+    /// The text before the answer: system message, a blank line, the user message, a newline.
+    pub prompt: String,
+    /// The answer: the order line, and the plan line when the build asked for it.
+    pub completion: String,
+    /// The same as `prompt` + `completion`, as system, user and assistant messages.
+    pub messages: Vec<Message>,
+    /// The label: the queue order, as the instance's own job ids.
+    pub order: Vec<String>,
+    /// Objective value of `order` under the dispatcher.
+    pub value: f64,
+    /// A proven lower bound on the best value over all orders (equals `value` when optimal).
+    pub lower_bound: f64,
+    pub proven_optimal: bool,
+    /// How the solve ended: `optimal`, `time_limit`, `node_limit`, `bounded` or `heuristic`.
+    pub status: String,
+    /// The solver that produced the label (`auto`, `bnb`, `milp`, `ls`).
+    pub solver: String,
+    /// Branch-and-bound nodes the solve explored.
+    pub nodes: u64,
+    /// Each classic rule's objective value on this instance, by rule name.
+    pub baselines: BTreeMap<String, f64>,
+    pub instance: Instance,
+}
+
+/// How records are rendered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordOptions {
+    pub template: Template,
+    pub objective: Objective,
+    pub variant: Variant,
+    /// Add the dispatcher's plan line to the completion.
+    pub plan: bool,
+    pub split: SplitSpec,
+}
+
+/// Why a record could not be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RecordError {
+    #[error("the solver's order is not a valid order of the queue: {0}")]
+    Order(#[from] schedlm_model::OrderError),
+}
+
+/// The prompt text of a rendered instance: system, blank line, user, newline.
+pub fn prompt_text(system: &str, user: &str) -> String {
+    format!("{system}\n\n{user}\n")
+}
+
+/// Builds the record of a solved instance.
+pub fn make_record(
+    index: u64,
+    family: &str,
+    instance: &Instance,
+    problem: &Problem,
+    solution: &Solution,
+    solver: &str,
+    options: &RecordOptions,
+) -> Result<Record, RecordError> {
+    make_record_with(
+        fingerprint(instance),
+        index,
+        family,
+        instance,
+        problem,
+        solution,
+        solver,
+        options,
+    )
+}
+
+/// [`make_record`] with the fingerprint already computed.
+#[allow(clippy::too_many_arguments)]
+pub fn make_record_with(
+    fp: Fingerprint,
+    index: u64,
+    family: &str,
+    instance: &Instance,
+    problem: &Problem,
+    solution: &Solution,
+    solver: &str,
+    options: &RecordOptions,
+) -> Result<Record, RecordError> {
+    let rendered = render(instance, options.objective, options.template);
+    let completion = answer(
+        problem,
+        &solution.order,
+        &rendered.ids,
+        options.variant,
+        options.plan,
+    )?;
+    let prompt = prompt_text(&rendered.system, &rendered.user);
+    let messages = vec![
+        message("system", rendered.system),
+        message("user", rendered.user),
+        message("assistant", completion.clone()),
+    ];
+    Ok(Record {
+        id: fp.id(),
+        index,
+        split: options.split.of(&fp),
+        family: family.to_string(),
+        template: options.template.name().to_string(),
+        objective: options.objective,
+        variant: options.variant,
+        prompt,
+        completion,
+        messages,
+        order: solution
+            .order
+            .iter()
+            .map(|&j| problem.job_id(j).to_string())
+            .collect(),
+        value: solution.value,
+        lower_bound: solution.lower_bound,
+        proven_optimal: solution.proven_optimal,
+        status: solution.status.name().to_string(),
+        solver: solver.to_string(),
+        nodes: solution.nodes,
+        baselines: solution
+            .baselines
+            .iter()
+            .map(|(rule, v)| (rule.name().to_string(), *v))
+            .collect(),
+        instance: instance.clone(),
+    })
+}
+
+fn message(role: &str, content: String) -> Message {
+    Message {
+        role: role.to_string(),
+        content,
+    }
+}
+
+impl Record {
+    /// The record's queue order as indices of `instance.queue`, or the first unknown id.
+    pub fn order_indices(&self) -> Result<Vec<usize>, String> {
+        self.order
+            .iter()
+            .map(|id| {
+                self.instance
+                    .queue
+                    .iter()
+                    .position(|j| &j.id == id)
+                    .ok_or_else(|| id.clone())
+            })
+            .collect()
+    }
+}
