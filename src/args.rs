@@ -51,6 +51,9 @@ pub enum Command {
     Estimate(crate::cmd::estimate::EstimateArgs),
     /// Measure solver speed on generated instances and print a table (see docs/benchmarks.md).
     Bench(crate::cmd::bench::BenchArgs),
+    /// Build fine-tuning datasets of solved snapshots, merge shards and print statistics.
+    #[command(subcommand)]
+    Dataset(crate::cmd::dataset::DatasetCommand),
 }
 
 /// A queue-length range such as `8..12` (inclusive) or a single length such as `10`.
@@ -227,7 +230,7 @@ pub struct PipelineArgs {
 }
 
 /// Parses a duration such as `10s`, `500ms`, `2m` or `1h 30m`.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 10s, 500ms or 2m"))
 }

@@ -56,7 +56,7 @@ impl Fingerprint {
 pub fn fingerprint(instance: &Instance) -> Fingerprint {
     let now = instance.now;
     let mut text = String::new();
-    let _ = write!(text, "resources {:?}\n", instance.resources);
+    let _ = writeln!(text, "resources {:?}", instance.resources);
     for s in &instance.servers {
         let _ = writeln!(text, "server {:?}", s.capacity);
     }

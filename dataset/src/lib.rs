@@ -29,12 +29,15 @@
 //! assert!(parse_answer(reply, &rendered.ids, &instance, Mode::Strict).is_err()); // extra text
 //! ```
 
+pub mod build;
 pub mod canonical;
 pub mod ids;
+pub mod merge;
 pub mod parse;
 pub mod prompt;
 pub mod record;
 pub mod split;
+pub mod stats;
 
 pub use canonical::{fingerprint, Fingerprint};
 pub use ids::IdMap;

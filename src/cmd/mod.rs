@@ -1,8 +1,9 @@
 //! One module per subcommand; each turns parsed arguments into library calls.
 
 pub mod bench;
+pub mod dataset;
 pub mod estimate;
-mod generate;
+pub mod generate;
 mod import;
 mod pipeline;
 pub mod replay;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Schedule(a) => schedule::run(&a),
         Command::Solve(a) => solve::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Dataset(a) => dataset::run(&a),
         Command::Replay(a) => replay::run(&a),
         Command::Estimate(a) => estimate::run(&a),
         Command::Import(ImportCommand::Psplib(a)) => import::psplib(&a),

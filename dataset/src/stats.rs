@@ -1,0 +1,247 @@
+//! What a built dataset holds: counts, lengths, label quality and how good the rules already are.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use schedlm_solver::portfolio::relative_gap;
+use serde::Serialize;
+
+use crate::build::BuildError;
+use crate::record::Record;
+use crate::split::Split;
+
+/// Min, mean, median, 90th percentile and max of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Summary {
+    pub count: usize,
+    pub min: f64,
+    pub mean: f64,
+    pub median: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    /// The summary of `values` (sorted in place); all zero when empty. Percentiles are the
+    /// nearest rank: the smallest value with at least p% of the sample at or below it.
+    pub fn of(values: &mut [f64]) -> Summary {
+        if values.is_empty() {
+            return Summary::default();
+        }
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let rank = |p: f64| values[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Summary {
+            count: n,
+            min: values[0],
+            mean: values.iter().sum::<f64>() / n as f64,
+            median: rank(0.5),
+            p90: rank(0.9),
+            max: values[n - 1],
+        }
+    }
+}
+
+/// How often a rule's order is already as good as the label.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct RuleStats {
+    /// Share of proven-optimal records on which the rule's value equals the optimum.
+    pub optimal_share: f64,
+    /// Mean relative gap of the rule to the label's value, over all records.
+    pub mean_gap: f64,
+}
+
+/// Statistics of a dataset directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Stats {
+    pub records: BTreeMap<Split, u64>,
+    /// Records per split and family.
+    pub families: BTreeMap<Split, BTreeMap<String, u64>>,
+    pub templates: BTreeMap<String, u64>,
+    pub queue_length: Summary,
+    pub prompt_chars: Summary,
+    pub completion_chars: Summary,
+    /// Token counts, when a tokenizer was given.
+    pub prompt_tokens: Option<Summary>,
+    pub completion_tokens: Option<Summary>,
+    pub proven_optimal_share: f64,
+    /// Relative gap (value - lower bound) / lower bound of the records not proven optimal.
+    pub gap_unproven: Summary,
+    pub rules: BTreeMap<String, RuleStats>,
+}
+
+/// A token counter, e.g. a tokenizer's `encode(text).len()`.
+pub type TokenCount<'a> = &'a dyn Fn(&str) -> usize;
+
+/// Reads `DIR/{train,val,test}.jsonl` (those present) and computes their statistics.
+pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildError> {
+    let mut s = Stats::default();
+    let (mut queue, mut prompt, mut completion) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut prompt_tok, mut completion_tok, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rule_opt: BTreeMap<String, u64> = BTreeMap::new();
+    let mut rule_gap: BTreeMap<String, f64> = BTreeMap::new();
+    let (mut total, mut proven) = (0u64, 0u64);
+    for split in Split::ALL {
+        let path = dir.join(split.file_name());
+        if !path.exists() {
+            continue;
+        }
+        let file = File::open(&path).map_err(|source| BuildError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        s.records.insert(split, 0);
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let line = line.map_err(|source| BuildError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let r: Record = serde_json::from_str(&line).map_err(|e| BuildError::Record {
+                path: path.clone(),
+                line: i as u64 + 1,
+                reason: e.to_string(),
+            })?;
+            total += 1;
+            *s.records.entry(split).or_default() += 1;
+            *s.families
+                .entry(split)
+                .or_default()
+                .entry(r.family.clone())
+                .or_default() += 1;
+            *s.templates.entry(r.template.clone()).or_default() += 1;
+            queue.push(r.instance.queue.len() as f64);
+            prompt.push(r.prompt.chars().count() as f64);
+            completion.push(r.completion.chars().count() as f64);
+            if let Some(count) = tokens {
+                prompt_tok.push(count(&r.prompt) as f64);
+                completion_tok.push(count(&r.completion) as f64);
+            }
+            if r.proven_optimal {
+                proven += 1;
+            } else {
+                gaps.push(relative_gap(r.value, r.lower_bound));
+            }
+            for (rule, v) in &r.baselines {
+                let tol = 1e-9 * r.value.abs().max(1.0);
+                if r.proven_optimal && *v <= r.value + tol {
+                    *rule_opt.entry(rule.clone()).or_default() += 1;
+                }
+                *rule_gap.entry(rule.clone()).or_default() += relative_gap(*v, r.value);
+            }
+        }
+    }
+    s.queue_length = Summary::of(&mut queue);
+    s.prompt_chars = Summary::of(&mut prompt);
+    s.completion_chars = Summary::of(&mut completion);
+    if tokens.is_some() {
+        s.prompt_tokens = Some(Summary::of(&mut prompt_tok));
+        s.completion_tokens = Some(Summary::of(&mut completion_tok));
+    }
+    s.proven_optimal_share = share(proven, total);
+    s.gap_unproven = Summary::of(&mut gaps);
+    for (rule, gap_sum) in rule_gap {
+        let optimal = rule_opt.get(&rule).copied().unwrap_or(0);
+        s.rules.insert(
+            rule,
+            RuleStats {
+                optimal_share: share(optimal, proven),
+                mean_gap: if total == 0 {
+                    0.0
+                } else {
+                    gap_sum / total as f64
+                },
+            },
+        );
+    }
+    Ok(s)
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+impl Stats {
+    /// A plain-text report for a terminal.
+    pub fn to_text(&self) -> String {
+        let mut t = String::new();
+        let total: u64 = self.records.values().sum();
+        t.push_str(&format!("records: {total}"));
+        for (split, n) in &self.records {
+            t.push_str(&format!("  {split} {n}"));
+        }
+        t.push('\n');
+        for (split, fams) in &self.families {
+            let list: Vec<String> = fams.iter().map(|(f, n)| format!("{f} {n}")).collect();
+            t.push_str(&format!("  {split}: {}\n", list.join(", ")));
+        }
+        let templates: Vec<String> = self
+            .templates
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        t.push_str(&format!("templates: {}\n", templates.join(", ")));
+        t.push_str("                    min     mean   median      p90      max\n");
+        let mut row = |name: &str, s: &Summary| {
+            t.push_str(&format!(
+                "{name:<16} {:>6.0} {:>8.1} {:>8.0} {:>8.0} {:>8.0}\n",
+                s.min, s.mean, s.median, s.p90, s.max
+            ));
+        };
+        row("queue length", &self.queue_length);
+        row("prompt chars", &self.prompt_chars);
+        row("answer chars", &self.completion_chars);
+        if let Some(p) = &self.prompt_tokens {
+            row("prompt tokens", p);
+        }
+        if let Some(c) = &self.completion_tokens {
+            row("answer tokens", c);
+        }
+        t.push_str(&format!(
+            "proven optimal: {:.1}%\n",
+            100.0 * self.proven_optimal_share
+        ));
+        let g = &self.gap_unproven;
+        if g.count > 0 {
+            t.push_str(&format!(
+                "gap of the {} unproven labels: mean {:.2}%, median {:.2}%, p90 {:.2}%, max {:.2}%\n",
+                g.count,
+                100.0 * g.mean,
+                100.0 * g.median,
+                100.0 * g.p90,
+                100.0 * g.max
+            ));
+        }
+        t.push_str("rule      already optimal   mean gap to label\n");
+        for (rule, r) in &self.rules {
+            t.push_str(&format!(
+                "{rule:<9} {:>14.1}%   {:>16.2}%\n",
+                100.0 * r.optimal_share,
+                100.0 * r.mean_gap
+            ));
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_by_hand() {
+        let s = Summary::of(&mut [5.0, 1.0, 3.0, 2.0, 4.0, 10.0, 6.0, 7.0, 8.0, 9.0]);
+        assert_eq!((s.min, s.max, s.median, s.p90), (1.0, 10.0, 5.0, 9.0));
+        assert!((s.mean - 5.5).abs() < 1e-12);
+        assert_eq!(Summary::of(&mut []), Summary::default());
+        assert_eq!(Summary::of(&mut [2.0]).p90, 2.0);
+    }
+}

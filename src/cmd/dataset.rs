@@ -1,0 +1,318 @@
+//! `schedlm dataset build | merge | stats`: fine-tuning records from solved snapshots.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use schedlm_dataset::build::{self, BuildArgs, BuildTuning, Shard, Source};
+use schedlm_dataset::{merge::merge, stats::stats, SplitSpec, Template};
+use schedlm_generator::{Family, Load};
+use schedlm_model::{Objective, Variant};
+use schedlm_solver::portfolio::Method;
+
+use crate::args::{parse_duration, QueueRange};
+use crate::cmd::generate::config;
+
+#[derive(Debug, Subcommand)]
+pub enum DatasetCommand {
+    /// Generate (or read), solve and render snapshots into train/val/test JSON Lines files,
+    /// in one streaming, parallel, resumable pipeline.
+    ///
+    /// Writes DIR/train.jsonl, DIR/val.jsonl, DIR/test.jsonl and DIR/manifest.json. Each line
+    /// is one record: `id` (fingerprint of the instance content, the same under renamed ids,
+    /// reordered lists or a shifted clock), `index` (source position), `split`, `family`,
+    /// `template`, `objective`, `variant`, `prompt`, `completion`, `messages`
+    /// (system/user/assistant), `order` (the label, as job ids), `value`, `lower_bound`,
+    /// `proven_optimal`, `status`, `solver`, `nodes`, `baselines` (each rule's value) and
+    /// `instance`. Hugging Face `datasets` loads the files with load_dataset("json", ...);
+    /// TRL trains on prompt/completion or on messages as they are.
+    ///
+    /// Splits follow the fingerprint, so equal content never lands in two splits; exact
+    /// duplicates are left out and counted in the manifest. Killed at any point and run again
+    /// with the same arguments, the build continues where it stopped and ends with the same
+    /// bytes as an uninterrupted run. See docs/dataset.md and, for clusters, docs/slurm.md.
+    Build(Box<BuildCmd>),
+    /// Join the parts of a sharded build (`build --shard K/N`, K = 1..N) into one dataset,
+    /// checking that every shard is there once, that the parts agree on their arguments and
+    /// do not overlap. The result equals an unsharded build byte for byte.
+    Merge(MergeCmd),
+    /// Print what a dataset directory holds: records per split and family, prompt and answer
+    /// lengths (characters, and tokens with --tokenizer), the share of proven-optimal labels,
+    /// the gap of the others, and how often each rule is already optimal.
+    Stats(StatsCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct BuildCmd {
+    /// Generator families, comma separated (item i uses the (i mod k)-th): `uniform`, `hpc`,
+    /// `dl` (see `schedlm generate --help`). Ignored with --from.
+    #[arg(long, value_delimiter = ',', default_value = "hpc")]
+    pub family: Vec<Family>,
+
+    /// Number of snapshots to generate (items 0..COUNT; with --shard, of the whole build).
+    #[arg(long, short = 'n', default_value_t = 1000)]
+    pub count: u64,
+
+    /// Queue length of generated snapshots: MIN..MAX inclusive, or one length.
+    #[arg(long, default_value = "8..12")]
+    pub queue: QueueRange,
+
+    /// Servers per generated snapshot [default: the family's].
+    #[arg(long)]
+    pub servers: Option<usize>,
+
+    /// Fraction of the first resource busy at `now` in generated snapshots [default: the
+    /// family's].
+    #[arg(long)]
+    pub load: Option<f64>,
+
+    /// Probability in [0, 1] that a generated queued job depends on another job.
+    #[arg(long, default_value_t = 0.0)]
+    pub deps: f64,
+
+    /// Seed of the generator: the same seed gives the same instances.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Read instances from this JSON Lines file instead of generating them (output of
+    /// `generate`, `generate --from-trace`, `import psplib`). Records use the line number as
+    /// `index`.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub from: Option<PathBuf>,
+
+    /// With --from: the `family` written into the records [default: the file's stem].
+    #[arg(long, requires = "from")]
+    pub label: Option<String>,
+
+    /// With --from: leave invalid lines out (they are listed in the manifest) instead of
+    /// stopping at the first one.
+    #[arg(long, requires = "from")]
+    pub skip_invalid: bool,
+
+    /// Solver of the labels (see `schedlm solve --help`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub solver: Method,
+
+    /// Objective of the labels: bsld, wait, flow or makespan.
+    #[arg(long, value_enum, default_value = "bsld")]
+    pub objective: Objective,
+
+    /// Label with the strict dispatcher instead of the serial one.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Wall-clock budget per instance, e.g. 2s or 500ms. Labels stopped by it keep their gap
+    /// (`proven_optimal: false`, `lower_bound`); they are the one thing that may differ
+    /// between two runs. Use --node-limit for builds that must be reproducible bit for bit.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+
+    /// Most branch-and-bound nodes per instance (a deterministic budget).
+    #[arg(long)]
+    pub node_limit: Option<u64>,
+
+    /// Prompt template: compact-v1 (few tokens) or verbose-v1 (sentences).
+    #[arg(long, default_value = "compact", value_parser = parse_template)]
+    pub template: Template,
+
+    /// Add the dispatcher's plan (start and server of each job) as a second answer line.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// Shares of train/val/test in percent.
+    #[arg(long, default_value = "90/5/5")]
+    pub split: SplitSpec,
+
+    /// Build only shard K of N (1-based): the items whose fingerprint falls in it. Build every
+    /// K into its own directory, then `schedlm dataset merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+
+    /// Items per chunk, the unit written at once and redone after a kill. Does not change the
+    /// output, but a resumed build must use the same value.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk: u64,
+
+    /// Worker threads [default: all cores]. The output does not depend on it.
+    #[arg(long, short = 'j')]
+    pub threads: Option<usize>,
+
+    /// Hide the progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Output directory.
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeCmd {
+    /// The part directories, one per shard.
+    #[arg(required = true)]
+    pub parts: Vec<PathBuf>,
+
+    /// Output directory (must not hold a dataset yet).
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsCmd {
+    /// Dataset directory (with train.jsonl, val.jsonl, test.jsonl).
+    pub dir: PathBuf,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_template(s: &str) -> Result<Template, String> {
+    let full = if s.contains("-v") {
+        s.to_string()
+    } else {
+        format!("{s}-v1")
+    };
+    Template::from_name(&full).ok_or_else(|| {
+        let names: Vec<&str> = Template::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown template `{s}`; known: {}", names.join(", "))
+    })
+}
+
+pub fn run(command: &DatasetCommand) -> Result<()> {
+    match command {
+        DatasetCommand::Build(a) => run_build(a),
+        DatasetCommand::Merge(a) => run_merge(a),
+        DatasetCommand::Stats(a) => run_stats(a),
+    }
+}
+
+/// The build arguments that decide the output.
+pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
+    let variant = if a.strict {
+        Variant::Strict
+    } else {
+        Variant::Serial
+    };
+    if a.solver == Method::Milp && variant == Variant::Strict {
+        bail!("--solver milp models only the serial dispatcher: drop --strict or use --solver bnb");
+    }
+    let source = match &a.from {
+        Some(path) => Source::File {
+            path: path.clone(),
+            label: a.label.clone().unwrap_or_else(|| stem(path)),
+        },
+        None => {
+            if a.family.is_empty() {
+                bail!("--family needs at least one family");
+            }
+            let configs = a
+                .family
+                .iter()
+                .map(|&f| {
+                    let mut c = config(f, a.queue, a.seed);
+                    c.servers = a.servers;
+                    c.load = a.load.map(Load::Fraction);
+                    c.dep_prob = a.deps;
+                    c
+                })
+                .collect();
+            Source::Generate {
+                configs,
+                count: a.count,
+            }
+        }
+    };
+    Ok(BuildArgs {
+        source,
+        solver: a.solver,
+        objective: a.objective,
+        variant,
+        time_limit_ms: a.time_limit.as_millis() as u64,
+        node_limit: a.node_limit,
+        solver_seed: a.seed,
+        template: a.template,
+        plan: a.plan,
+        split: a.split,
+        skip_invalid: a.skip_invalid,
+    })
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(|| "file".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+fn run_build(a: &BuildCmd) -> Result<()> {
+    let args = build_args(a)?;
+    let shard = a.shard.unwrap_or_default();
+    let total = build::source_len(&args.source)?;
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(total).with_style(
+            ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} snapshots, {per_sec}, elapsed {elapsed}, ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        )
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(a.threads.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    let started = Instant::now();
+    let tuning = BuildTuning { chunk: a.chunk };
+    let report = pool.install(|| build::build(&args, shard, &a.out, tuning, &|n| bar.inc(n)))?;
+    bar.finish_and_clear();
+    let m = &report.manifest;
+    if report.already_complete {
+        eprintln!(
+            "{} already holds this build ({} records); nothing to do",
+            a.out.display(),
+            m.total()
+        );
+        return Ok(());
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let counts: Vec<String> = m.records.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    eprintln!(
+        "wrote {} records to {} ({}) in {secs:.1} s: {} proven optimal, {} duplicates left out, {} skipped{}",
+        m.total(),
+        a.out.display(),
+        counts.join(", "),
+        m.proven_optimal,
+        m.duplicates,
+        m.skipped.len(),
+        if report.chunks_reused > 0 {
+            format!(", resumed ({} chunks were done)", report.chunks_reused)
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+fn run_merge(a: &MergeCmd) -> Result<()> {
+    let m = merge(&a.parts, &a.out)?;
+    eprintln!(
+        "merged {} parts into {}: {} records, {} proven optimal",
+        a.parts.len(),
+        a.out.display(),
+        m.total(),
+        m.proven_optimal
+    );
+    Ok(())
+}
+
+fn run_stats(a: &StatsCmd) -> Result<()> {
+    let s = stats(&a.dir, None)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", s.to_text());
+    }
+    Ok(())
+}

@@ -1,0 +1,453 @@
+//! End-to-end tests of `schedlm dataset build | merge | stats`: record contents recomputed
+//! with the independent SPEC reference, optimal labels checked by brute force, byte-identical
+//! output across threads, chunk sizes, shards and a SIGKILL in the middle of a build.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::reference::{self, close};
+use common::{path_str, read_jsonl, run, tempdir};
+use serde_json::Value;
+
+const SPLITS: [&str; 3] = ["train", "val", "test"];
+
+/// Runs `dataset build` with `args` into `dir`.
+fn build(dir: &Path, args: &[&str]) -> common::Run {
+    let mut all = vec!["dataset", "build", "-q", "-o"];
+    let d = path_str(dir);
+    all.push(&d);
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+/// Every record of a dataset directory, with the split file it came from.
+fn records(dir: &Path) -> Vec<(String, Value)> {
+    SPLITS
+        .iter()
+        .flat_map(|s| {
+            read_jsonl(&dir.join(format!("{s}.jsonl")))
+                .into_iter()
+                .map(move |r| (s.to_string(), r))
+        })
+        .collect()
+}
+
+/// The bytes of the four files of a dataset directory.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut names: Vec<String> = SPLITS.iter().map(|s| format!("{s}.jsonl")).collect();
+    names.push("manifest.json".into());
+    names
+        .into_iter()
+        .map(|n| {
+            let bytes = fs::read(dir.join(&n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+            (n, bytes)
+        })
+        .collect()
+}
+
+fn assert_same_files(a: &Path, b: &Path) {
+    for ((name, x), (_, y)) in files(a).into_iter().zip(files(b)) {
+        assert!(
+            x == y,
+            "{name} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The best value over every order (repaired for dependencies), with the project's dispatcher.
+fn brute_force(instance: &Value, objective: schedlm_model::Objective) -> f64 {
+    let inst: schedlm_model::Instance = serde_json::from_value(instance.clone()).unwrap();
+    let problem = schedlm_model::Problem::new(&inst).unwrap();
+    let n = inst.queue.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut best = f64::INFINITY;
+    permute(&mut order, 0, &mut |o| {
+        let o = schedlm_model::repair(&problem, o);
+        let s = schedlm_model::dispatch(&problem, &o, schedlm_model::Variant::Serial).unwrap();
+        best = best.min(objective.value(&problem, &s.start));
+    });
+    best
+}
+
+fn permute(v: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
+    if k == v.len() {
+        f(v);
+        return;
+    }
+    for i in k..v.len() {
+        v.swap(k, i);
+        permute(v, k + 1, f);
+        v.swap(k, i);
+    }
+}
+
+#[test]
+fn every_record_is_consistent_and_optimal_labels_survive_brute_force() {
+    let dir = tempdir();
+    let out = dir.path().join("ds");
+    build(
+        &out,
+        &[
+            "--family",
+            "hpc,dl,uniform",
+            "-n",
+            "45",
+            "--queue",
+            "3..8",
+            "--deps",
+            "0.2",
+            "--split",
+            "60/20/20",
+            "--plan",
+        ],
+    )
+    .ok();
+    let recs = records(&out);
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        recs.len() as u64 + manifest["duplicates"].as_u64().unwrap(),
+        45
+    );
+    let mut ids = std::collections::HashSet::new();
+    let (mut brute_checked, mut families) = (0, std::collections::BTreeSet::new());
+    for (split, r) in &recs {
+        let id = r["id"].as_str().unwrap();
+        assert!(ids.insert(id.to_string()), "id {id} twice");
+        assert_eq!(r["split"], split.as_str());
+        families.insert(r["family"].as_str().unwrap().to_string());
+        let inst = reference::Instance::from_json(&r["instance"]);
+        // The label: a permutation of the queue, its value recomputed by the reference.
+        let order = inst.indices(&strings(&r["order"]));
+        assert!(reference::is_permutation(&inst, &order), "{id}");
+        let order = reference::repair(&inst, &order);
+        let placed = reference::dispatch(&inst, &order, false);
+        let value = reference::objectives(&inst, &placed.start).bsld;
+        let label = r["value"].as_f64().unwrap();
+        assert!(
+            close(value, label),
+            "{id}: value {label}, reference {value}"
+        );
+        assert!(r["lower_bound"].as_f64().unwrap() <= label + 1e-9);
+        // Each baseline is its rule's value.
+        for rule in ["fcfs", "sjf", "saf", "ljf", "wfp3", "unicep", "f1"] {
+            let o = reference::repair(&inst, &reference::rule_order(&inst, rule, 0));
+            let p = reference::dispatch(&inst, &o, false);
+            let v = reference::objectives(&inst, &p.start).bsld;
+            let b = r["baselines"][rule].as_f64().unwrap();
+            assert!(close(v, b), "{id}: {rule} {b}, reference {v}");
+            assert!(label <= b + 1e-9, "{id}: label worse than {rule}");
+        }
+        // Text fields agree with each other and with the label.
+        let m = r["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 3);
+        let content = |i: usize| m[i]["content"].as_str().unwrap().to_string();
+        assert_eq!(m[2]["role"], "assistant");
+        assert_eq!(
+            r["prompt"].as_str().unwrap(),
+            format!("{}\n\n{}\n", content(0), content(1))
+        );
+        let completion = r["completion"].as_str().unwrap();
+        assert_eq!(completion, content(2));
+        let first_line: Vec<String> = order_ids(&inst, &strings(&r["order"]));
+        let mut lines = completion.lines();
+        assert_eq!(lines.next().unwrap(), first_line.join(" "));
+        assert!(lines.next().unwrap().starts_with("plan: "), "{completion}");
+        // Optimal labels of short queues: nothing beats them.
+        if !r["proven_optimal"].as_bool().unwrap() {
+            assert_ne!(r["status"], "optimal");
+        } else if inst.queue.len() <= 8 {
+            let best = brute_force(&r["instance"], schedlm_model::Objective::Bsld);
+            assert!(
+                close(best, label),
+                "{id}: label {label}, brute force {best}"
+            );
+            brute_checked += 1;
+        }
+    }
+    assert!(brute_checked >= 30, "only {brute_checked} optimal labels");
+    assert_eq!(families.len(), 3);
+    for s in SPLITS {
+        assert!(recs.iter().any(|(x, _)| x == s), "no {s} record");
+    }
+}
+
+/// Prompt ids of original job ids: J + queue position.
+fn order_ids(inst: &reference::Instance, ids: &[String]) -> Vec<String> {
+    ids.iter()
+        .map(|id| format!("J{}", inst.queue_index(id).unwrap() + 1))
+        .collect()
+}
+
+/// Deterministic labels: branch and bound with a node budget only.
+const DETERMINISTIC: [&str; 10] = [
+    "--family",
+    "hpc,dl",
+    "-n",
+    "120",
+    "--queue",
+    "6..10",
+    "--solver",
+    "bnb",
+    "--node-limit",
+    "20000",
+];
+
+#[test]
+fn same_bytes_with_any_threads_chunks_and_shards() {
+    let dir = tempdir();
+    let one = dir.path().join("one");
+    let mut a = DETERMINISTIC.to_vec();
+    a.extend(["-j", "1", "--chunk", "7"]);
+    build(&one, &a).ok();
+    let two = dir.path().join("two");
+    let mut b = DETERMINISTIC.to_vec();
+    b.extend(["-j", "2", "--chunk", "64"]);
+    build(&two, &b).ok();
+    assert_same_files(&one, &two);
+
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        let part = dir.path().join(format!("part{k}"));
+        let shard = format!("{k}/3");
+        let mut c = DETERMINISTIC.to_vec();
+        c.extend(["--shard", &shard, "-j", "2"]);
+        build(&part, &c).ok();
+        let n = records(&part).len();
+        assert!(n > 10, "shard {k} holds only {n} records");
+        parts.push(path_str(&part));
+    }
+    let merged = dir.path().join("merged");
+    let mut m = vec![
+        "dataset".to_string(),
+        "merge".into(),
+        "-o".into(),
+        path_str(&merged),
+    ];
+    // The parts in another order: merge sorts by source index.
+    m.extend(parts.iter().rev().cloned());
+    run(&m).ok();
+    assert_same_files(&one, &merged);
+}
+
+#[test]
+fn merge_refuses_incomplete_or_mismatched_parts() {
+    let dir = tempdir();
+    let part = |k: u32, n: u32, seed: &str| {
+        let p = dir.path().join(format!("p{k}of{n}s{seed}"));
+        let shard = format!("{k}/{n}");
+        let mut a = DETERMINISTIC.to_vec();
+        a[3] = "30";
+        a.extend(["--shard", &shard, "--seed", seed]);
+        build(&p, &a).ok();
+        path_str(&p)
+    };
+    let (p1, p2, other) = (part(1, 2, "1"), part(2, 2, "1"), part(2, 2, "9"));
+    let merge = |parts: &[&str], out: &str| {
+        let o = path_str(&dir.path().join(out));
+        let mut a = vec!["dataset", "merge", "-o", &o];
+        a.extend_from_slice(parts);
+        run(&a)
+    };
+    let e = merge(&[&p1], "m1").failed().stderr;
+    assert!(e.contains("shard 2/2 missing"), "{e}");
+    let e = merge(&[&p1, &p1], "m2").failed().stderr;
+    assert!(e.contains("shard 1/2 given twice"), "{e}");
+    let e = merge(&[&p1, &other], "m3").failed().stderr;
+    assert!(e.contains("other arguments"), "{e}");
+    // A part that lost a record is caught by its manifest.
+    let train = Path::new(&p2).join("train.jsonl");
+    let text = fs::read_to_string(&train).unwrap();
+    let cut: Vec<&str> = text.lines().skip(1).collect();
+    fs::write(&train, cut.join("\n") + "\n").unwrap();
+    let e = merge(&[&p1, &p2], "m4").failed().stderr;
+    assert!(e.contains("incomplete or changed"), "{e}");
+}
+
+#[test]
+fn a_build_killed_with_sigkill_resumes_to_the_same_bytes() {
+    let dir = tempdir();
+    let args = [
+        "--family",
+        "hpc",
+        "-n",
+        "1500",
+        "--queue",
+        "9..11",
+        "--solver",
+        "bnb",
+        "--node-limit",
+        "20000",
+        "--chunk",
+        "16",
+    ];
+    let full = dir.path().join("full");
+    build(&full, &args).ok();
+
+    let out = dir.path().join("killed");
+    let parts = out.join("parts");
+    let mut kills = 0;
+    // Kill twice at different moments, then let it finish.
+    for wanted in [2usize, 20] {
+        let mut cmd = common::command();
+        cmd.args(["dataset", "build", "-q", "-j", "1", "-o", &path_str(&out)])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let started = Instant::now();
+        loop {
+            let done = fs::read_dir(&parts).map_or(0, |d| {
+                d.filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+                })
+                .count()
+            });
+            if done >= wanted || started.elapsed() > Duration::from_secs(60) {
+                break;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    eprintln!("killed the build {kills} times");
+    assert!(kills >= 1, "the build finished before it could be killed");
+    assert!(!out.join("manifest.json").exists());
+    // A half-written temporary chunk, as a kill during a write leaves it, is ignored.
+    fs::write(parts.join("chunk-00000093.tmp"), "{\"id\":").unwrap();
+    let e = build(&out, &args).ok().stderr;
+    assert!(e.is_empty() || !e.contains("error"), "{e}");
+    assert_same_files(&full, &out);
+    assert!(!parts.exists(), "parts/ left behind");
+    // Run again: nothing to do, nothing changes.
+    let again = common::run(&{
+        let mut a = vec![
+            "dataset".to_string(),
+            "build".into(),
+            "-o".into(),
+            path_str(&out),
+        ];
+        a.extend(args.iter().map(|s| s.to_string()));
+        a
+    })
+    .ok();
+    assert!(
+        again.stderr.contains("already holds this build"),
+        "{}",
+        again.stderr
+    );
+    assert_same_files(&full, &out);
+    // Other arguments on the same directory are refused.
+    let mut other = args.to_vec();
+    other[3] = "1600";
+    let e = build(&out, &other).failed().stderr;
+    assert!(e.contains("other arguments"), "{e}");
+}
+
+#[test]
+fn from_file_reports_bad_lines_and_counts_duplicates() {
+    let dir = tempdir();
+    let file = common::generate_file(dir.path(), "in.jsonl", &["-n", "6", "--queue", "4..6"]);
+    let text = fs::read_to_string(&file).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    // The first instance again, renamed, reversed and shifted in time: a duplicate.
+    let mut copy = first.clone();
+    let queue = copy["queue"].as_array_mut().unwrap();
+    queue.reverse();
+    for (i, j) in queue.iter_mut().enumerate() {
+        j["id"] = format!("renamed{i}").into();
+        j["submit"] = (j["submit"].as_i64().unwrap() + 100).into();
+    }
+    copy["now"] = (copy["now"].as_i64().unwrap() + 100).into();
+    for r in copy["running"].as_array_mut().unwrap() {
+        r["end"] = (r["end"].as_i64().unwrap() + 100).into();
+    }
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines.push(copy.to_string());
+    lines.push(String::new());
+    lines.push("{\"now\": 0, \"resources\": [\"cores\"]}".into());
+    let input = dir.path().join("mixed.jsonl");
+    fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let src = path_str(&input);
+
+    let e = build(&dir.path().join("strict"), &["--from", &src])
+        .failed()
+        .stderr;
+    assert!(e.contains("mixed.jsonl:9:"), "{e}");
+    let out = dir.path().join("ds");
+    build(&out, &["--from", &src, "--skip-invalid", "--label", "mine"]).ok();
+    let m: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["duplicates"], 1);
+    assert_eq!(m["skipped"][0]["index"], 9);
+    assert_eq!(m["families"]["mine"], 6);
+    let recs = records(&out);
+    assert_eq!(recs.len(), 6);
+    let mut indices: Vec<u64> = recs
+        .iter()
+        .map(|(_, r)| r["index"].as_u64().unwrap())
+        .collect();
+    indices.sort();
+    assert_eq!(indices, vec![1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn stats_reports_counts_and_rules() {
+    let dir = tempdir();
+    let out = dir.path().join("ds");
+    build(&out, &["-n", "40", "--queue", "5..7", "--family", "hpc,dl"]).ok();
+    let text = run(&["dataset", "stats", &path_str(&out)])
+        .ok()
+        .stdout_text();
+    assert!(text.contains("records: 40"), "{text}");
+    assert!(text.contains("proven optimal: 100.0%"), "{text}");
+    let json: Value = serde_json::from_slice(
+        &run(&["dataset", "stats", "--json", &path_str(&out)])
+            .ok()
+            .stdout,
+    )
+    .unwrap();
+    // Recompute one number from the records: the share of labels fcfs already matches.
+    let recs = records(&out);
+    let fcfs = recs
+        .iter()
+        .filter(|(_, r)| {
+            r["baselines"]["fcfs"].as_f64().unwrap() <= r["value"].as_f64().unwrap() + 1e-9
+        })
+        .count() as f64
+        / recs.len() as f64;
+    let reported = json["rules"]["fcfs"]["optimal_share"].as_f64().unwrap();
+    assert!((fcfs - reported).abs() < 1e-12, "{fcfs} vs {reported}");
+    assert_eq!(
+        json["families"]["train"]["hpc"].as_u64().unwrap()
+            + json["families"]
+                .get("val")
+                .map_or(0, |v| v["hpc"].as_u64().unwrap_or(0))
+            + json["families"]
+                .get("test")
+                .map_or(0, |v| v["hpc"].as_u64().unwrap_or(0)),
+        20
+    );
+}
