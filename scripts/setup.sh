@@ -11,6 +11,14 @@ if ! ldconfig -p 2>/dev/null | grep -qE 'libclang(-[0-9.]+)?\.so'; then
 fi
 command -v c++ >/dev/null 2>&1 || need+=(g++)
 
+# Python's Hugging Face `datasets`, for the test that loads a built dataset with it (the
+# test is skipped when it cannot be installed).
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import datasets" >/dev/null 2>&1; then
+  echo "setup: pip install datasets" >&2
+  python3 -m pip install --quiet --disable-pip-version-check datasets >&2 ||
+    echo "setup: could not install datasets; its test will be skipped" >&2
+fi
+
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -66,7 +66,8 @@ pub fn fingerprint(instance: &Instance) -> Fingerprint {
         .enumerate()
         .map(|(i, s)| (s.id.as_str(), i))
         .collect();
-    let mut keys: HashMap<&str, String> = HashMap::new();
+    // A running job's key is its description (short; no hash needed).
+    let mut keys: HashMap<&str, String> = HashMap::with_capacity(instance.running.len());
     let mut running: Vec<String> = instance
         .running
         .iter()
@@ -79,7 +80,7 @@ pub fn fingerprint(instance: &Instance) -> Fingerprint {
                 r.demand,
                 r.end.saturating_sub(now)
             );
-            keys.entry(r.id.as_str()).or_insert_with(|| sha_hex(&desc));
+            keys.entry(r.id.as_str()).or_insert_with(|| desc.clone());
             desc
         })
         .collect();

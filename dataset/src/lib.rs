@@ -31,6 +31,8 @@
 
 pub mod build;
 pub mod canonical;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ids;
 pub mod merge;
 pub mod parse;

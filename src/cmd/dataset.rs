@@ -167,6 +167,11 @@ pub struct StatsCmd {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// Also count tokens with this Hugging Face tokenizer file (`tokenizer.json`, e.g. the one
+    /// saved in a `schedlm finetune` run directory).
+    #[arg(long, value_name = "tokenizer.json")]
+    pub tokenizer: Option<PathBuf>,
 }
 
 fn parse_template(s: &str) -> Result<Template, String> {
@@ -279,11 +284,12 @@ fn run_build(a: &BuildCmd) -> Result<()> {
     let secs = started.elapsed().as_secs_f64();
     let counts: Vec<String> = m.records.iter().map(|(s, n)| format!("{s} {n}")).collect();
     eprintln!(
-        "wrote {} records to {} ({}) in {secs:.1} s: {} proven optimal, {} duplicates left out, {} skipped{}",
+        "wrote {} records to {} ({}) in {secs:.1} s: {} proven optimal ({:.0}/s), {} duplicates left out, {} skipped{}",
         m.total(),
         a.out.display(),
         counts.join(", "),
         m.proven_optimal,
+        m.proven_optimal as f64 / secs.max(1e-9),
         m.duplicates,
         m.skipped.len(),
         if report.chunks_reused > 0 {
@@ -308,7 +314,20 @@ fn run_merge(a: &MergeCmd) -> Result<()> {
 }
 
 fn run_stats(a: &StatsCmd) -> Result<()> {
-    let s = stats(&a.dir, None)?;
+    let tokenizer = match &a.tokenizer {
+        Some(path) => Some(
+            tokenizers::Tokenizer::from_file(path)
+                .map_err(|e| anyhow::anyhow!("cannot read tokenizer {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let count = |text: &str| {
+        tokenizer
+            .as_ref()
+            .and_then(|t| t.encode(text, false).ok())
+            .map_or(0, |e| e.len())
+    };
+    let s = stats(&a.dir, tokenizer.as_ref().map(|_| &count as _))?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
