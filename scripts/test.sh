@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The project's test command: what CI runs (.ci/run) and what a developer runs before pushing.
-# Installs missing system packages, then checks formatting, lints and runs every test.
+# Installs missing system packages and test data, then checks formatting, lints, runs every
+# test, and renders an eval report in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
+./scripts/setup-tests.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace
+if command -v chromium >/dev/null 2>&1; then
+  SCHEDLM=target/debug/schedlm bash tests/browser/check_report.sh
+else
+  echo "test.sh: skipped the browser check: Chromium is not installed" >&2
+fi

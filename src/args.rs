@@ -51,9 +51,16 @@ pub enum Command {
     Estimate(crate::cmd::estimate::EstimateArgs),
     /// Measure solver speed on generated instances and print a table (see docs/benchmarks.md).
     Bench(crate::cmd::bench::BenchArgs),
+    /// Train a small GPT from scratch, or LoRA adapters on a pretrained model, on records.
+    Finetune(crate::cmd::finetune::FinetuneArgs),
+    /// Answer records with a trained model (greedy, constrained to valid orders by default).
+    Predict(crate::cmd::predict::PredictArgs),
     /// Build fine-tuning datasets of solved snapshots, merge shards and print statistics.
     #[command(subcommand)]
     Dataset(crate::cmd::dataset::DatasetCommand),
+    /// Evaluate schedulers (rules, local search, the exact solver, language models) against
+    /// the optimum and each other, and write a report with plots.
+    Eval(crate::cmd::eval::EvalArgs),
 }
 
 /// A queue-length range such as `8..12` (inclusive) or a single length such as `10`.

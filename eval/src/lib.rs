@@ -1,2 +1,35 @@
-//! Evaluation of schedulers (priority rules, local search, the exact portfolio, language
-//! models) on dataset snapshots and in online trace replay, with optimality-gap reports.
+//! Evaluation of schedulers on schedlm snapshots and in online trace replay, with
+//! optimality-gap reports.
+//!
+//! The question this crate answers: how far is a scheduler (a language model, a priority rule,
+//! local search) from the optimum, and is it better than the rules a site already runs? Every
+//! scheduler is scored on the same instances by the same dispatcher and simulator
+//! (`schedlm-model`), so the numbers are comparable.
+//!
+//! - [`spec`]: the schedulers under test, parsed from `fcfs`, `ls`, `optimal`, `model:DIR`,
+//!   `openai:URL#MODEL`, `predictions:FILE`.
+//! - [`data`]: reading dataset records (JSON Lines) with errors that name the line.
+//! - [`predictions`]: raw model outputs produced elsewhere, keyed by record id.
+//! - [`text`]: schedulers that answer in text ([`text::TextModel`]) and how a reply is scored
+//!   (strict parse; an invalid answer counts as invalid and is scored by the FCFS fallback).
+//! - [`openai`]: a client for OpenAI-compatible chat-completions endpoints.
+//! - [`snapshot`]: snapshot evaluation, one [`snapshot::Row`] per (policy, record).
+//! - [`stats`]: every summary number, computed from the rows alone.
+//! - [`online`]: online evaluation (trace replay with each policy consulted at every event).
+//! - [`report`]: `summary.json`, per-instance CSV, `report.md` and `report.html` with SVG plots.
+//!
+//! docs/eval.md describes the command, the definitions of every number and the files.
+
+pub mod data;
+pub mod error;
+pub mod online;
+pub mod openai;
+pub mod predictions;
+pub mod report;
+pub mod snapshot;
+pub mod spec;
+pub mod stats;
+pub mod text;
+
+pub use error::EvalError;
+pub use spec::PolicySpec;

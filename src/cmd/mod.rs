@@ -3,9 +3,12 @@
 pub mod bench;
 pub mod dataset;
 pub mod estimate;
+pub mod eval;
+pub mod finetune;
 pub mod generate;
 mod import;
 mod pipeline;
+pub mod predict;
 pub mod replay;
 mod schedule;
 mod solve;
@@ -25,8 +28,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Solve(a) => solve::run(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Dataset(a) => dataset::run(&a),
+        Command::Eval(a) => eval::run(&a),
         Command::Replay(a) => replay::run(&a),
         Command::Estimate(a) => estimate::run(&a),
+        Command::Finetune(a) => finetune::run(&a),
+        Command::Predict(a) => predict::run(&a),
         Command::Import(ImportCommand::Psplib(a)) => import::psplib(&a),
     }
 }

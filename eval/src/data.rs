@@ -1,0 +1,106 @@
+//! Reading dataset records (JSON Lines, one [`Record`] per line) for evaluation.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use schedlm_dataset::Record;
+use schedlm_model::{Objective, Problem, Variant};
+
+use crate::error::EvalError;
+
+/// A record with its line and its compiled problem.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// 1-based line of the record in its file.
+    pub line: usize,
+    pub record: Record,
+    pub problem: Problem,
+}
+
+/// The records of one file: every record has the same objective and variant.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub records: Vec<Loaded>,
+    pub objective: Objective,
+    pub variant: Variant,
+}
+
+/// Reads a dataset file. Blank lines are skipped; any other line must be a valid record with a
+/// valid instance and a finite value and bound. Ids must be unique, and every record must share
+/// the first record's objective and variant (means over different objectives mean nothing).
+pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
+    let file = std::fs::File::open(path).map_err(|e| EvalError::io(path, e))?;
+    let mut records = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line_no = i + 1;
+        let text = line.map_err(|e| EvalError::io(path, e))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let loaded = parse_record(path, line_no, &text)?;
+        if let Some(first) = seen.insert(loaded.record.id.clone(), line_no) {
+            return Err(EvalError::line(
+                path,
+                line_no,
+                format!("record id {} already on line {first}", loaded.record.id),
+            ));
+        }
+        records.push(loaded);
+    }
+    let Some(first) = records.first() else {
+        return Err(EvalError::Input(format!("{}: no record", path.display())));
+    };
+    let (objective, variant) = (first.record.objective, first.record.variant);
+    if let Some(odd) = records
+        .iter()
+        .find(|r| r.record.objective != objective || r.record.variant != variant)
+    {
+        return Err(EvalError::line(
+            path,
+            odd.line,
+            format!(
+                "objective {} / variant {} differs from the first record's {} / {}",
+                odd.record.objective.name(),
+                odd.record.variant.name(),
+                objective.name(),
+                variant.name()
+            ),
+        ));
+    }
+    Ok(Dataset {
+        records,
+        objective,
+        variant,
+    })
+}
+
+fn parse_record(path: &Path, line: usize, text: &str) -> Result<Loaded, EvalError> {
+    let record: Record = serde_json::from_str(text)
+        .map_err(|e| EvalError::line(path, line, format!("not a dataset record: {e}")))?;
+    let problem = Problem::new(&record.instance).map_err(|e| {
+        EvalError::line(
+            path,
+            line,
+            format!("record {}: field `instance`: {e}", record.id),
+        )
+    })?;
+    for (field, v) in [("value", record.value), ("lower_bound", record.lower_bound)] {
+        if !v.is_finite() {
+            return Err(EvalError::line(
+                path,
+                line,
+                format!(
+                    "record {}: field `{field}` is not a finite number",
+                    record.id
+                ),
+            ));
+        }
+    }
+    Ok(Loaded {
+        line,
+        record,
+        problem,
+    })
+}

@@ -1,0 +1,169 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched).
+
+use std::fmt::Write as _;
+
+use super::markdown::{group_rows, headline, pair_rows, policy_rows};
+use super::plot::{cdf, svg, Chart, Line};
+use super::SnapshotSummary;
+use crate::error::EvalError;
+use crate::snapshot::Row;
+use crate::stats::queue_bins;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;\
+padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}\
+table{border-collapse:collapse;margin:.5em 0;font-size:.92em}\
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
+td:first-child,th:first-child{text-align:left}\
+th{background:#f3f3f3}.wide{overflow-x:auto}\
+.headline{background:#f6f8fa;border-left:4px solid #2a6;padding:.6em 1em}\
+.headline li{margin:.3em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}\
+.plots figure{margin:0}.note{color:#a50}";
+
+/// Escapes text for HTML.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A headline sentence: escaped, `**x**` as bold.
+fn sentence(s: &str) -> String {
+    escape(s)
+        .split("**")
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<strong>{part}</strong>")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect()
+}
+
+/// An HTML table.
+pub fn table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> String {
+    let mut t = String::from("<div class=\"wide\"><table><tr>");
+    for h in header {
+        let _ = write!(t, "<th>{}</th>", escape(&h));
+    }
+    t.push_str("</tr>\n");
+    for row in rows {
+        t.push_str("<tr>");
+        for cell in row {
+            let _ = write!(t, "<td>{}</td>", escape(&cell));
+        }
+        t.push_str("</tr>\n");
+    }
+    t.push_str("</table></div>\n");
+    t
+}
+
+/// The page around a body.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>{}</title><style>{STYLE}</style></head>\n<body>\n{body}</body></html>\n",
+        escape(title)
+    )
+}
+
+/// A figure holding an SVG chart.
+pub fn figure(svg: &str) -> String {
+    format!("<figure>{svg}</figure>\n")
+}
+
+/// The report of a snapshot evaluation.
+pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
+    let title = format!("schedlm evaluation: {} on {}", s.objective, s.data);
+    let mut b = format!("<h1>{}</h1>\n<ul class=\"headline\">\n", escape(&title));
+    for line in headline(s) {
+        let _ = writeln!(b, "<li>{}</li>", sentence(&line));
+    }
+    for note in &s.notes {
+        let _ = writeln!(b, "<li class=\"note\">Note: {}</li>", escape(note));
+    }
+    b.push_str("</ul>\n<h2>Policies (best first)</h2>\n");
+    b.push_str(&table(policy_rows(s)));
+    b.push_str("<h2>Gaps</h2>\n<div class=\"plots\">\n");
+    b.push_str(&figure(&gap_cdf(s, rows)?));
+    b.push_str(&figure(&gap_by_queue(s, rows)?));
+    b.push_str("</div>\n<h2>Wins / ties / losses (row policy against column policy)</h2>\n");
+    b.push_str(&table(pair_rows(s)));
+    b.push_str("<h2>Mean gap by queue length</h2>\n");
+    b.push_str(&table(group_rows(s, &s.stats.by_queue, "queue")));
+    b.push_str("<h2>Mean gap by family</h2>\n");
+    b.push_str(&table(group_rows(s, &s.stats.by_family, "family")));
+    b.push_str(
+        "<p>Every number comes from <code>summary.json</code>, computed from the per-instance \
+         rows in <code>instances.csv</code> (definitions: docs/eval.md).</p>\n",
+    );
+    Ok(page(&title, &b))
+}
+
+fn names(s: &SnapshotSummary) -> Vec<&str> {
+    s.stats.policies.iter().map(|p| p.policy.as_str()).collect()
+}
+
+/// CDF of the gap (in %) per policy.
+fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
+    let lines: Vec<Line> = names(s)
+        .into_iter()
+        .map(|p| {
+            let gaps: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.policy == p)
+                .filter_map(|r| r.gap.map(|g| g * 100.0))
+                .collect();
+            Line {
+                name: p.to_string(),
+                points: cdf(&gaps),
+            }
+        })
+        .collect();
+    svg(&Chart {
+        title: "Gap to the reference: CDF per policy",
+        x_label: "gap (%)",
+        y_label: "share of instances with gap <= x",
+        lines: &lines,
+        steps: true,
+    })
+}
+
+/// Mean gap (in %) per queue-length group and policy, at the group's mean length.
+fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
+    let bins = queue_bins(rows);
+    let lines: Vec<Line> = names(s)
+        .into_iter()
+        .map(|p| {
+            let points = bins
+                .iter()
+                .filter_map(|&(lo, hi)| {
+                    let members: Vec<&Row> = rows
+                        .iter()
+                        .filter(|r| r.policy == p && lo <= r.queue && r.queue <= hi)
+                        .collect();
+                    let gaps: Vec<f64> = members.iter().filter_map(|r| r.gap).collect();
+                    if gaps.is_empty() {
+                        return None;
+                    }
+                    let len =
+                        members.iter().map(|r| r.queue as f64).sum::<f64>() / members.len() as f64;
+                    Some((len, 100.0 * gaps.iter().sum::<f64>() / gaps.len() as f64))
+                })
+                .collect();
+            Line {
+                name: p.to_string(),
+                points,
+            }
+        })
+        .collect();
+    svg(&Chart {
+        title: "Mean gap versus queue length",
+        x_label: "queued jobs",
+        y_label: "mean gap (%)",
+        lines: &lines,
+        steps: false,
+    })
+}

@@ -1,0 +1,176 @@
+//! Report files: `summary.json` (every number), a per-instance CSV, `report.md` and a
+//! self-contained `report.html` with inline SVG plots.
+//!
+//! Snapshot reports write `instances.csv` (one [`Row`] per policy and record); online reports
+//! write `windows.csv` (one row per policy and window). Every number of the Markdown and HTML
+//! comes from `summary.json`, and every number of `summary.json` from the CSV
+//! ([`crate::stats`] says how).
+
+pub mod html;
+pub mod markdown;
+pub mod online;
+pub mod plot;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::Dataset;
+use crate::error::EvalError;
+use crate::snapshot::{Evaluation, Row, SnapshotOptions};
+use crate::stats::{summarize, Stats};
+
+/// Settings of a snapshot run, recorded in the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub optimal_time_limit_s: f64,
+    pub optimal_node_limit: Option<u64>,
+    pub seed: u64,
+    pub ls_evaluations: u64,
+}
+
+/// `summary.json` of a snapshot evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotSummary {
+    pub data: String,
+    pub objective: String,
+    pub variant: String,
+    pub records: usize,
+    /// Records whose reference is a proven optimum (the others: a lower bound).
+    pub proven: usize,
+    pub settings: Settings,
+    pub notes: Vec<String>,
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+impl SnapshotSummary {
+    /// What gaps are measured against, in words.
+    pub fn reference_words(&self) -> String {
+        if self.proven == self.records {
+            "the proven optimum".into()
+        } else if self.proven == 0 {
+            "the lower bound (no record is proven optimal; gaps are upper bounds)".into()
+        } else {
+            format!(
+                "the proven optimum on {} of {} records, the lower bound on the rest (an upper \
+                 bound on the true gap there)",
+                self.proven, self.records
+            )
+        }
+    }
+}
+
+/// Builds the summary of an evaluation.
+pub fn snapshot_summary(
+    data_path: &Path,
+    data: &Dataset,
+    eval: &Evaluation,
+    options: &SnapshotOptions,
+) -> SnapshotSummary {
+    SnapshotSummary {
+        data: data_path.display().to_string(),
+        objective: data.objective.name().to_string(),
+        variant: data.variant.name().to_string(),
+        records: data.records.len(),
+        proven: data
+            .records
+            .iter()
+            .filter(|r| r.record.proven_optimal)
+            .count(),
+        settings: Settings {
+            optimal_time_limit_s: options.time_limit.as_secs_f64(),
+            optimal_node_limit: options.node_limit,
+            seed: options.seed,
+            ls_evaluations: options.ls_evaluations,
+        },
+        notes: eval.notes.clone(),
+        stats: summarize(&eval.policies, &eval.rows),
+    }
+}
+
+/// Writes `instances.csv`, `summary.json`, `report.md` and `report.html` into `dir`; returns
+/// the paths written.
+pub fn write_snapshot_report(
+    dir: &Path,
+    summary: &SnapshotSummary,
+    rows: &[Row],
+) -> Result<Vec<PathBuf>, EvalError> {
+    std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
+    let csv_path = dir.join("instances.csv");
+    write_rows(&csv_path, rows)?;
+    let json = serde_json::to_string_pretty(summary)
+        .map_err(|e| EvalError::Report(format!("summary.json: {e}")))?;
+    let files = [
+        ("summary.json", json + "\n"),
+        ("report.md", markdown::snapshot(summary)),
+        ("report.html", html::snapshot(summary, rows)?),
+    ];
+    let mut written = vec![csv_path];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| EvalError::io(&path, e))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes rows as CSV with a header (empty cells for absent numbers).
+pub fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), EvalError> {
+    let mut w = csv::Writer::from_path(path)
+        .map_err(|e| EvalError::Report(format!("{}: {e}", path.display())))?;
+    for row in rows {
+        w.serialize(row)
+            .map_err(|e| EvalError::Report(format!("{}: {e}", path.display())))?;
+    }
+    w.flush().map_err(|e| EvalError::io(path, e))
+}
+
+/// Reads rows written by [`write_rows`]; errors name the CSV record.
+pub fn read_rows(path: &Path) -> Result<Vec<Row>, EvalError> {
+    let mut r = csv::Reader::from_path(path)
+        .map_err(|e| EvalError::Report(format!("{}: {e}", path.display())))?;
+    r.deserialize()
+        .enumerate()
+        .map(|(i, row)| row.map_err(|e| EvalError::line(path, i + 2, e.to_string())))
+        .collect()
+}
+
+/// A number for people: 4 significant digits, no exponent for ordinary magnitudes.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let a = v.abs();
+    if a == 0.0 || (1e-3..1e6).contains(&a) {
+        let decimals = if a >= 1000.0 {
+            1
+        } else if a >= 1.0 {
+            3
+        } else {
+            4
+        };
+        format!("{v:.decimals$}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// A share or gap as a percentage.
+pub fn pct(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{:.1}%", x * 100.0),
+        _ => "n/a".into(),
+    }
+}
+
+/// Seconds, adapted to the magnitude.
+pub fn secs(v: Option<f64>) -> String {
+    match v {
+        Some(s) if s < 1e-5 => format!("{:.1} µs", s * 1e6),
+        Some(s) if s < 1e-3 => format!("{:.0} µs", s * 1e6),
+        Some(s) if s < 1.0 => format!("{:.1} ms", s * 1e3),
+        Some(s) => format!("{s:.2} s"),
+        None => "n/a".into(),
+    }
+}

@@ -1,0 +1,142 @@
+//! The schedulers under test, as named on the command line.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use schedlm_solver::rules::Rule;
+
+use crate::error::EvalError;
+
+/// One scheduler under test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySpec {
+    /// A priority rule of SPEC section 6 (`fcfs`, `sjf`, `saf`, `ljf`, `wfp3`, `unicep`, `f1`,
+    /// `random`).
+    Rule(Rule),
+    /// Local search (`ls`), from the best rule, with a deterministic evaluation budget.
+    LocalSearch,
+    /// The exact portfolio (`optimal`) under the evaluation's time budget.
+    Optimal,
+    /// A schedlm model directory (`model:DIR`), greedy and best-of-N reported apart.
+    Model(PathBuf),
+    /// An OpenAI-compatible chat-completions endpoint (`openai:URL#MODEL`).
+    OpenAi { url: String, model: String },
+    /// Raw outputs produced elsewhere (`predictions:FILE`, JSON Lines keyed by record id).
+    Predictions(PathBuf),
+}
+
+impl PolicySpec {
+    /// The name used in reports: the spec as written.
+    pub fn name(&self) -> String {
+        match self {
+            PolicySpec::Rule(r) => r.name().to_string(),
+            PolicySpec::LocalSearch => "ls".into(),
+            PolicySpec::Optimal => "optimal".into(),
+            PolicySpec::Model(dir) => format!("model:{}", dir.display()),
+            PolicySpec::OpenAi { url, model } => format!("openai:{url}#{model}"),
+            PolicySpec::Predictions(file) => format!("predictions:{}", file.display()),
+        }
+    }
+
+    /// Whether the scheduler answers in text (its answers go through the parser).
+    pub fn is_text(&self) -> bool {
+        matches!(
+            self,
+            PolicySpec::Model(_) | PolicySpec::OpenAi { .. } | PolicySpec::Predictions(_)
+        )
+    }
+}
+
+impl FromStr for PolicySpec {
+    type Err = EvalError;
+
+    fn from_str(s: &str) -> Result<Self, EvalError> {
+        let s = s.trim();
+        let nonempty = |rest: &str, what: &str| {
+            if rest.is_empty() {
+                Err(EvalError::policy(s, format!("{what} is empty")))
+            } else {
+                Ok(rest.to_string())
+            }
+        };
+        if let Some(rest) = s.strip_prefix("model:") {
+            return Ok(PolicySpec::Model(nonempty(rest, "DIR")?.into()));
+        }
+        if let Some(rest) = s.strip_prefix("predictions:") {
+            return Ok(PolicySpec::Predictions(nonempty(rest, "FILE")?.into()));
+        }
+        if let Some(rest) = s.strip_prefix("openai:") {
+            let (url, model) = rest.rsplit_once('#').ok_or_else(|| {
+                EvalError::policy(
+                    s,
+                    "write openai:URL#MODEL, e.g. openai:http://127.0.0.1:8000/v1#qwen",
+                )
+            })?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(EvalError::policy(
+                    s,
+                    "the URL must start with http:// or https://",
+                ));
+            }
+            return Ok(PolicySpec::OpenAi {
+                url: url.to_string(),
+                model: nonempty(model, "MODEL")?,
+            });
+        }
+        match s {
+            "ls" => Ok(PolicySpec::LocalSearch),
+            "optimal" => Ok(PolicySpec::Optimal),
+            _ => Rule::from_name(s).map(PolicySpec::Rule).ok_or_else(|| {
+                EvalError::policy(
+                    s,
+                    "unknown scheduler: use a rule (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random), \
+                     ls, optimal, model:DIR, openai:URL#MODEL or predictions:FILE",
+                )
+            }),
+        }
+    }
+}
+
+/// Parses a comma-separated list of schedulers; a scheduler named twice is an error.
+pub fn parse_list(list: &str) -> Result<Vec<PolicySpec>, EvalError> {
+    let mut out: Vec<PolicySpec> = Vec::new();
+    for part in list.split(',').filter(|p| !p.trim().is_empty()) {
+        let spec: PolicySpec = part.parse()?;
+        if out.contains(&spec) {
+            return Err(EvalError::policy(part.trim(), "named twice"));
+        }
+        out.push(spec);
+    }
+    if out.is_empty() {
+        return Err(EvalError::Input("no scheduler given".into()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind() {
+        let list = parse_list(
+            "fcfs, sjf,ls,optimal,model:runs/x,predictions:p.jsonl,openai:http://h:1/v1#m",
+        )
+        .unwrap();
+        assert_eq!(list.len(), 7);
+        assert_eq!(list[0], PolicySpec::Rule(Rule::Fcfs));
+        assert_eq!(
+            list[6],
+            PolicySpec::OpenAi {
+                url: "http://h:1/v1".into(),
+                model: "m".into()
+            }
+        );
+        assert_eq!(list[6].name(), "openai:http://h:1/v1#m");
+        assert!(parse_list("fcfs,fcfs").is_err());
+        assert!(parse_list("nope").is_err());
+        assert!(parse_list("openai:h#m").is_err());
+        assert!(parse_list("model:").is_err());
+        assert!(parse_list("").is_err());
+    }
+}

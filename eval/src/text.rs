@@ -1,0 +1,210 @@
+//! Schedulers that answer in text, and how a text answer is scored.
+//!
+//! A reply goes through the dataset's answer parser ([`schedlm_dataset::parse_answer`]). A
+//! clean reply (strict mode) is *valid* and scored by its own order. Anything else (a defect,
+//! no order, no reply at all) is *invalid*: it is scored by the FCFS order (the fallback a
+//! site would run), and the lenient repair of the reply is scored too, so a report can show
+//! validity and both scores.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use schedlm_dataset::{parse_answer, IdMap, Mode, ParseError, Template};
+use schedlm_model::{dispatch, Instance, Objective, OrderError, Problem, Variant};
+use schedlm_solver::rules::{self, Rule, RuleContext};
+
+use crate::error::EvalError;
+
+/// One answer of a text scheduler.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reply {
+    /// The raw text; `None` when there is none (`error` says why).
+    pub output: Option<String>,
+    /// A best-of-N answer, for schedulers that sample several.
+    pub best_of: Option<String>,
+    /// Whether best-of-N samples were drawn (then a missing `best_of` means none was valid,
+    /// and the best-of column is reported even if no answer has one).
+    pub sampled: bool,
+    /// Decision time in seconds, when measured.
+    pub seconds: Option<f64>,
+    /// Why there is no output (request failed, missing prediction, ...).
+    pub error: Option<String>,
+}
+
+/// What a text scheduler is asked: the rendered prompt, and the snapshot it shows (for
+/// schedulers that render prompts themselves or check their samples, like schedlm models).
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub system: &'a str,
+    pub user: &'a str,
+    pub instance: &'a Instance,
+    pub objective: Objective,
+    pub variant: Variant,
+    /// The template `system` and `user` were rendered with.
+    pub template: Template,
+}
+
+/// A scheduler that answers in text.
+pub trait TextModel: Sync {
+    fn answer(&self, ask: &Ask<'_>) -> Reply;
+}
+
+/// Loads the scheduler of `model:DIR`. This library does not depend on the finetune crate,
+/// so it cannot load schedlm models itself: the default loader ([`load_model`]) refuses, and
+/// the `schedlm` binary passes one that wraps `schedlm_finetune::Predictor`.
+#[derive(Clone)]
+pub struct ModelLoader(pub LoadFn);
+
+/// The function behind a [`ModelLoader`].
+pub type LoadFn = Arc<dyn Fn(&Path) -> Result<Box<dyn TextModel>, EvalError> + Send + Sync>;
+
+impl ModelLoader {
+    pub fn load(&self, dir: &Path) -> Result<Box<dyn TextModel>, EvalError> {
+        (self.0)(dir)
+    }
+}
+
+impl Default for ModelLoader {
+    fn default() -> Self {
+        ModelLoader(Arc::new(load_model))
+    }
+}
+
+impl std::fmt::Debug for ModelLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelLoader")
+    }
+}
+
+/// The default loader of `model:DIR`: refuses, pointing to `predictions:FILE`.
+///
+/// The `schedlm` binary replaces it (src/cmd/eval.rs, `FinetuneModel`): a `TextModel` holding
+/// `Mutex<Predictor>` whose `answer` calls `predict(ask.instance, ask.objective,
+/// ask.template, ..)` and returns the greedy text as `output` and the best-of-N answer as
+/// `best_of`, so the two are reported apart.
+pub fn load_model(dir: &Path) -> Result<Box<dyn TextModel>, EvalError> {
+    Err(EvalError::policy(
+        &format!("model:{}", dir.display()),
+        "this build cannot load schedlm models (the schedlm binary can); run `schedlm \
+         predict` and evaluate its output with predictions:FILE",
+    ))
+}
+
+/// Asks `model` every question, at most `concurrency` at a time; replies in question order.
+pub fn answer_all(model: &dyn TextModel, asks: &[Ask<'_>], concurrency: usize) -> Vec<Reply> {
+    let next = AtomicUsize::new(0);
+    let replies: Mutex<Vec<Option<Reply>>> = Mutex::new(vec![None; asks.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..concurrency.clamp(1, asks.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(ask) = asks.get(i) else {
+                    break;
+                };
+                let reply = model.answer(ask);
+                if let Ok(mut all) = replies.lock() {
+                    all[i] = Some(reply);
+                }
+            });
+        }
+    });
+    replies
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| Reply {
+                error: Some("the request thread failed".into()),
+                ..Reply::default()
+            })
+        })
+        .collect()
+}
+
+/// The score of one text answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// The value that counts: the answer's own when valid, the FCFS fallback's when not.
+    pub value: f64,
+    /// The value of the leniently repaired answer (FCFS order when there is no text).
+    pub lenient_value: f64,
+    pub valid: bool,
+    /// The defects found, `; `-separated; empty for a valid answer.
+    pub defects: String,
+}
+
+/// The objective value of `order` (queue indices, a permutation) under the dispatcher.
+pub fn order_value(
+    problem: &Problem,
+    order: &[usize],
+    objective: Objective,
+    variant: Variant,
+) -> Result<f64, OrderError> {
+    let schedule = dispatch(problem, order, variant)?;
+    Ok(objective.value(problem, &schedule.start))
+}
+
+/// The FCFS fallback's value.
+pub fn fcfs_value(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+) -> Result<f64, OrderError> {
+    let order = rules::order(Rule::Fcfs, problem, &RuleContext::default());
+    order_value(problem, &order, objective, variant)
+}
+
+/// Scores a reply (or its absence, with the reason) on one instance.
+pub fn score_text(
+    problem: &Problem,
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    text: Result<&str, &str>,
+) -> Result<Scored, OrderError> {
+    let fallback = fcfs_value(problem, objective, variant)?;
+    let text = match text {
+        Ok(t) => t,
+        Err(why) => {
+            return Ok(Scored {
+                value: fallback,
+                lenient_value: fallback,
+                valid: false,
+                defects: why.to_string(),
+            })
+        }
+    };
+    let ids = IdMap::new(instance);
+    match parse_answer(text, &ids, instance, Mode::Strict) {
+        Ok(parsed) => {
+            let value = order_value(problem, &parsed.order, objective, variant)?;
+            Ok(Scored {
+                value,
+                lenient_value: value,
+                valid: true,
+                defects: String::new(),
+            })
+        }
+        Err(error) => {
+            let defects = match &error {
+                ParseError::Rejected(list) => list
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                other => other.to_string(),
+            };
+            let lenient = match parse_answer(text, &ids, instance, Mode::Lenient) {
+                Ok(p) => order_value(problem, &p.order, objective, variant)?,
+                Err(_) => fallback,
+            };
+            Ok(Scored {
+                value: fallback,
+                lenient_value: lenient,
+                valid: false,
+                defects,
+            })
+        }
+    }
+}

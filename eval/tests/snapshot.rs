@@ -1,0 +1,280 @@
+//! Snapshot evaluation end to end on small data: the report's files, and every number of
+//! summary.json recomputed here from instances.csv alone.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use schedlm_eval::data::read_records;
+use schedlm_eval::report::{snapshot_summary, write_snapshot_report};
+use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
+use schedlm_eval::spec::parse_list;
+use serde_json::Value;
+
+/// One CSV row as text cells by column name.
+type Cells = HashMap<String, String>;
+
+fn read_csv(path: &Path) -> Vec<Cells> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn f(c: &Cells, k: &str) -> f64 {
+    c[k].parse().unwrap()
+}
+
+fn close(a: f64, b: &Value, what: &str) {
+    let b = b
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: {b} is not a number"));
+    assert!(
+        (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+        "{what}: {a} != {b}"
+    );
+}
+
+fn run(dir: &Path, threads: usize) -> (Value, Vec<Cells>) {
+    let data_path = dir.join("test.jsonl");
+    let data = read_records(&data_path).unwrap();
+    let preds = dir.join("predictions.jsonl");
+    let policies = format!("fcfs,sjf,f1,ls,optimal,predictions:{}", preds.display());
+    let specs = parse_list(&policies).unwrap();
+    let options = SnapshotOptions {
+        node_limit: Some(20_000),
+        time_limit: std::time::Duration::from_secs(30),
+        ..SnapshotOptions::default()
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let eval = pool.install(|| evaluate(&data, &specs, &options)).unwrap();
+    let summary = snapshot_summary(&data_path, &data, &eval, &options);
+    let out = dir.join(format!("out{threads}"));
+    write_snapshot_report(&out, &summary, &eval.rows).unwrap();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    (json, read_csv(&out.join("instances.csv")))
+}
+
+#[test]
+fn summary_numbers_recompute_from_the_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = common::mixed();
+    common::write_records(&dir.path().join("test.jsonl"), &records);
+    std::fs::write(
+        dir.path().join("predictions.jsonl"),
+        common::predictions(&records),
+    )
+    .unwrap();
+    let (summary, rows) = run(dir.path(), 1);
+    let n = records.len();
+    assert_eq!(summary["records"], n);
+    assert_eq!(summary["proven"], n - 1);
+    let preds = format!(
+        "predictions:{}",
+        dir.path().join("predictions.jsonl").display()
+    );
+    let names: Vec<&str> = summary["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    let best_of = format!("{preds} (best-of)");
+    assert_eq!(
+        names,
+        vec![
+            "fcfs",
+            "sjf",
+            "f1",
+            "ls",
+            "optimal",
+            preds.as_str(),
+            best_of.as_str()
+        ]
+    );
+    assert_eq!(rows.len(), n * names.len());
+
+    for p in summary["policies"].as_array().unwrap() {
+        let name = p["policy"].as_str().unwrap();
+        let mine: Vec<&Cells> = rows.iter().filter(|r| r["policy"] == name).collect();
+        assert_eq!(p["instances"], mine.len());
+        let mean = |k: &str| mine.iter().map(|r| f(r, k)).sum::<f64>() / mine.len() as f64;
+        close(mean("value"), &p["mean_value"], name);
+        close(mean("lenient_value"), &p["mean_lenient_value"], name);
+        let share =
+            |k: &str| mine.iter().filter(|r| r[k] == "true").count() as f64 / mine.len() as f64;
+        close(share("optimal"), &p["optimal_share"], name);
+        close(share("valid"), &p["valid_share"], name);
+        // Gaps from value and reference, not from the gap column.
+        let mut gaps: Vec<f64> = mine
+            .iter()
+            .map(|r| (f(r, "value") - f(r, "reference")).max(0.0) / f(r, "reference"))
+            .collect();
+        gaps.sort_by(f64::total_cmp);
+        let k = gaps.len();
+        close(gaps.iter().sum::<f64>() / k as f64, &p["gap"]["mean"], name);
+        let median = if k % 2 == 1 {
+            gaps[k / 2]
+        } else {
+            (gaps[k / 2 - 1] + gaps[k / 2]) / 2.0
+        };
+        close(median, &p["gap"]["median"], name);
+        let rank = (9 * k).div_ceil(10);
+        close(gaps[rank - 1], &p["gap"]["p90"], name);
+        close(gaps[k - 1], &p["gap"]["max"], name);
+    }
+
+    // Wins, ties and losses of every pair.
+    for pair in summary["pairs"].as_array().unwrap() {
+        let (a, b) = (pair["a"].as_str().unwrap(), pair["b"].as_str().unwrap());
+        let value = |p: &str, id: &str| {
+            rows.iter()
+                .find(|r| r["policy"] == p && r["record"] == id)
+                .map(|r| f(r, "value"))
+                .unwrap()
+        };
+        let (mut w, mut t, mut l) = (0, 0, 0);
+        for r in &records {
+            let (x, y) = (value(a, &r.id), value(b, &r.id));
+            if (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0) {
+                t += 1;
+            } else if x < y {
+                w += 1;
+            } else {
+                l += 1;
+            }
+        }
+        assert_eq!(
+            (
+                pair["wins"].as_u64(),
+                pair["ties"].as_u64(),
+                pair["losses"].as_u64()
+            ),
+            (Some(w), Some(t), Some(l)),
+            "{a} vs {b}"
+        );
+    }
+
+    // Rules and solvers are valid; the exact solver is optimal on every proven record.
+    for r in rows
+        .iter()
+        .filter(|r| !r["policy"].starts_with("predictions:"))
+    {
+        assert_eq!(r["valid"], "true");
+    }
+    for r in rows
+        .iter()
+        .filter(|r| r["policy"] == "optimal" && r["proven"] == "true")
+    {
+        assert_eq!(r["optimal"], "true", "{}", r["record"]);
+    }
+    // Predictions: labels valid and optimal, garbage and missing invalid and scored by FCFS.
+    let p: Vec<&Cells> = rows.iter().filter(|r| r["policy"] == preds).collect();
+    assert_eq!(p[0]["valid"], "true");
+    assert_eq!(p[3]["valid"], "false");
+    assert_eq!(p[3]["value"], p[3]["fcfs_value"]);
+    assert_eq!(p[n - 1]["defects"], "missing prediction");
+    assert_eq!(p[n - 1]["value"], p[n - 1]["fcfs_value"]);
+    let notes = summary["notes"].to_string();
+    assert!(
+        notes.contains("1 of 12 records have no prediction"),
+        "{notes}"
+    );
+    assert!(notes.contains("not-in-data"), "{notes}");
+
+    // Every per-family and per-queue-length group from the rows of that group.
+    for (key, column) in [("by_family", "family"), ("by_queue", "queue")] {
+        for g in summary[key].as_array().unwrap() {
+            let label = g["group"].as_str().unwrap();
+            let members: Vec<&Cells> = rows
+                .iter()
+                .filter(|r| r["policy"] == g["policy"].as_str().unwrap() && r[column] == label)
+                .collect();
+            assert_eq!(g["instances"], members.len(), "{key} {label}");
+            let gaps: Vec<f64> = members.iter().map(|r| f(r, "gap")).collect();
+            let what = format!("{key} {label}");
+            close(
+                gaps.iter().sum::<f64>() / gaps.len() as f64,
+                &g["gap"]["mean"],
+                &what,
+            );
+            let valid = members.iter().filter(|r| r["valid"] == "true").count();
+            close(
+                valid as f64 / members.len() as f64,
+                &g["valid_share"],
+                &what,
+            );
+        }
+    }
+    // Mean decision time over the rows that measured one.
+    for p in summary["policies"].as_array().unwrap() {
+        let name = p["policy"].as_str().unwrap();
+        let times: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["policy"] == name && !r["seconds"].is_empty())
+            .map(|r| f(r, "seconds"))
+            .collect();
+        if times.is_empty() {
+            assert!(p["mean_seconds"].is_null(), "{name}");
+        } else {
+            close(
+                times.iter().sum::<f64>() / times.len() as f64,
+                &p["mean_seconds"],
+                name,
+            );
+        }
+    }
+
+    // Per-group counts add up.
+    let groups = summary["by_family"].as_array().unwrap();
+    let hpc = groups
+        .iter()
+        .find(|g| g["group"] == "hpc" && g["policy"] == "fcfs")
+        .unwrap();
+    assert_eq!(hpc["instances"], 8);
+
+    // The same bytes with another thread count, timing aside.
+    let (summary4, rows4) = run(dir.path(), 4);
+    let strip = |rows: &[Cells]| -> Vec<Vec<(String, String)>> {
+        rows.iter()
+            .map(|r| {
+                let mut v: Vec<(String, String)> = r
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "seconds")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                v.sort();
+                v
+            })
+            .collect()
+    };
+    assert_eq!(strip(&rows), strip(&rows4));
+    assert_eq!(summary["pairs"], summary4["pairs"]);
+
+    // The reports exist and carry the headline and the plots.
+    let out = dir.path().join("out1");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Best: **ls**"), "{md}");
+    assert!(md.contains("of answers valid"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 2);
+    assert!(!html.contains("NaN"));
+    assert!(
+        !html.contains("src=") && !html.contains("<link"),
+        "self-contained"
+    );
+}

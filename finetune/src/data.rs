@@ -1,0 +1,99 @@
+//! Records in, token sequences out: reading a data set file, tokenizing prompt and answer, and
+//! grouping examples of similar length into batches.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use schedlm_dataset::Record;
+
+use crate::error::{FinetuneError, Result};
+use crate::tokenizer::TextTokenizer;
+
+/// Reads a data set file (JSON Lines, one [`Record`] a line; blank lines are skipped).
+pub fn read_records(path: &Path) -> Result<Vec<Record>> {
+    let file = std::fs::File::open(path).map_err(|e| FinetuneError::io(path, e))?;
+    let mut records = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| FinetuneError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str(&line).map_err(|e| FinetuneError::Data {
+            path: path.to_path_buf(),
+            line: i + 1,
+            message: e.to_string(),
+        })?;
+        records.push(record);
+    }
+    Ok(records)
+}
+
+/// The system and user messages of a record (from `messages`, else split from `prompt`).
+pub fn system_user(record: &Record) -> (String, String) {
+    let role = |r: &str| record.messages.iter().find(|m| m.role == r);
+    if let (Some(s), Some(u)) = (role("system"), role("user")) {
+        return (s.content.clone(), u.content.clone());
+    }
+    let prompt = record.prompt.strip_suffix('\n').unwrap_or(&record.prompt);
+    match prompt.split_once("\n\n") {
+        Some((s, u)) => (s.to_string(), u.to_string()),
+        None => (String::new(), prompt.to_string()),
+    }
+}
+
+/// One tokenized record: prompt then answer (with its end token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    pub tokens: Vec<u32>,
+    /// Tokens of the prompt; the loss covers the rest.
+    pub prompt_len: usize,
+}
+
+impl Example {
+    /// Tokenizes a record's prompt (through the tokenizer's chat format) and answer.
+    pub fn new(record: &Record, tokenizer: &TextTokenizer) -> Result<Example> {
+        let (system, user) = system_user(record);
+        let mut tokens = tokenizer.encode_prompt(&system, &user)?;
+        let prompt_len = tokens.len();
+        tokens.extend(tokenizer.encode_answer(&record.completion)?);
+        Ok(Example { tokens, prompt_len })
+    }
+
+    /// Answer tokens (the loss is taken on these).
+    pub fn answer_len(&self) -> usize {
+        self.tokens.len() - self.prompt_len
+    }
+}
+
+/// Tokenizes records; those longer than `context` tokens are left out and counted.
+pub fn examples(
+    records: &[Record],
+    tokenizer: &TextTokenizer,
+    context: usize,
+) -> Result<(Vec<Example>, usize)> {
+    let mut out = Vec::with_capacity(records.len());
+    let mut skipped = 0;
+    for record in records {
+        let example = Example::new(record, tokenizer)?;
+        if example.tokens.len() > context || example.answer_len() == 0 {
+            skipped += 1;
+        } else {
+            out.push(example);
+        }
+    }
+    Ok((out, skipped))
+}
+
+/// Batches of example indices for one epoch: examples sorted by length (so a batch pads
+/// little) cut into batches of `batch`, in an order shuffled by `(seed, epoch)`.
+pub fn batches(examples: &[Example], batch: usize, seed: u64, epoch: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    order.sort_by_key(|&i| (examples[i].tokens.len(), i));
+    let mut out: Vec<Vec<usize>> = order.chunks(batch.max(1)).map(<[usize]>::to_vec).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (epoch as u64).wrapping_mul(0x9E37_79B9));
+    out.shuffle(&mut rng);
+    out
+}

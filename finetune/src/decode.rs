@@ -1,0 +1,182 @@
+//! Decoding: greedy or sampled (temperature, top-k), with or without the key/value cache, with
+//! or without the order constraint.
+
+use candle_core::{Device, Tensor};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use schedlm_model::Variant;
+use serde::{Deserialize, Serialize};
+
+use crate::constrain::{allowed, OrderConstraint};
+use crate::error::{FinetuneError, Result};
+use crate::model::Model;
+use crate::nn::KvCache;
+
+/// How to decode an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecodeOptions {
+    /// Allow only tokens that continue a valid order (every answer is valid by construction).
+    pub constrained: bool,
+    /// Temperature of the best-of samples (the main answer is always greedy).
+    pub temperature: f32,
+    /// Sample only among the `k` most likely tokens.
+    pub top_k: Option<usize>,
+    /// Samples for best-of-N (`0` or `1`: none).
+    pub best_of: usize,
+    pub seed: u64,
+    pub max_new_tokens: usize,
+    /// Reuse keys and values of earlier tokens (off only to measure what the cache saves).
+    pub use_cache: bool,
+    /// Dispatcher variant that scores best-of samples.
+    pub variant: Variant,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            constrained: true,
+            temperature: 1.0,
+            top_k: None,
+            best_of: 1,
+            seed: 1,
+            max_new_tokens: 512,
+            use_cache: true,
+            variant: Variant::Serial,
+        }
+    }
+}
+
+/// How to choose each token: greedy, or sampled.
+pub enum Chooser<'a> {
+    Greedy,
+    Sample {
+        temperature: f32,
+        top_k: Option<usize>,
+        rng: &'a mut ChaCha8Rng,
+    },
+}
+
+/// What decoding needs to know about tokens.
+pub struct Vocab<'a> {
+    /// Decoded text of every token.
+    pub pieces: &'a [String],
+    /// Tokens made only of `J`, digits and spaces.
+    pub candidates: &'a [u32],
+    /// The end-of-answer token.
+    pub end: u32,
+    /// Tokens that stop unconstrained decoding.
+    pub stop: &'a [u32],
+}
+
+/// A prompt already run through the model: its cache and the logits of its last token.
+pub struct Primed {
+    pub cache: KvCache,
+    pub logits: Vec<f32>,
+    pub prompt: Vec<u32>,
+}
+
+/// Logits of the last position of [1, t, vocab].
+fn last_logits(logits: &Tensor) -> Result<Vec<f32>> {
+    let t = logits.dim(1)?;
+    Ok(logits
+        .narrow(1, t - 1, 1)?
+        .flatten_all()?
+        .to_vec1::<f32>()?)
+}
+
+/// Runs the prompt through the model once.
+pub fn prime(model: &Model, prompt: &[u32], device: &Device) -> Result<Primed> {
+    if prompt.is_empty() {
+        return Err(FinetuneError::Model("empty prompt".into()));
+    }
+    let mut cache = model.cache();
+    let ids = Tensor::new(prompt, device)?.unsqueeze(0)?;
+    let logits = last_logits(&model.forward(&ids, Some(&mut cache))?)?;
+    Ok(Primed {
+        cache,
+        logits,
+        prompt: prompt.to_vec(),
+    })
+}
+
+/// Picks a token among `allowed` (all when `None`).
+fn choose(logits: &[f32], allowed: Option<&[u32]>, chooser: &mut Chooser) -> Option<u32> {
+    let mut cand: Vec<(u32, f32)> = match allowed {
+        Some(a) => a.iter().map(|&t| (t, logits[t as usize])).collect(),
+        None => logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, l))
+            .collect(),
+    };
+    cand.retain(|(_, l)| !l.is_nan());
+    match chooser {
+        Chooser::Greedy => cand
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|c| c.0),
+        Chooser::Sample {
+            temperature,
+            top_k,
+            rng,
+        } => {
+            cand.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            if let Some(k) = top_k {
+                cand.truncate((*k).max(1));
+            }
+            let top = cand.first()?.1;
+            let t = temperature.max(1e-4);
+            let weights: Vec<f32> = cand.iter().map(|c| ((c.1 - top) / t).exp()).collect();
+            let total: f32 = weights.iter().sum();
+            let mut x = rng.random::<f32>() * total;
+            for (c, w) in cand.iter().zip(&weights) {
+                if x < *w {
+                    return Some(c.0);
+                }
+                x -= w;
+            }
+            cand.last().map(|c| c.0)
+        }
+    }
+}
+
+/// Generates an answer after a primed prompt; returns its tokens (without the end token).
+/// `jobs`: the queue length when constrained.
+pub fn generate(
+    model: &Model,
+    primed: &Primed,
+    vocab: &Vocab,
+    jobs: Option<usize>,
+    chooser: &mut Chooser,
+    options: &DecodeOptions,
+    device: &Device,
+) -> Result<Vec<u32>> {
+    let mut constraint = jobs.map(OrderConstraint::new);
+    let mut cache = primed.cache.clone();
+    let mut logits = primed.logits.clone();
+    let mut seq = primed.prompt.clone();
+    let mut out = Vec::new();
+    while out.len() < options.max_new_tokens && seq.len() < model.context() {
+        let mask = constraint
+            .as_ref()
+            .map(|c| allowed(c, vocab.candidates, vocab.pieces, vocab.end));
+        let token = choose(&logits, mask.as_deref(), chooser)
+            .ok_or_else(|| FinetuneError::Model("no token may follow".into()))?;
+        if let Some(c) = constraint.as_mut() {
+            c.advance(&vocab.pieces[token as usize], token == vocab.end);
+        }
+        if token == vocab.end || (constraint.is_none() && vocab.stop.contains(&token)) {
+            break;
+        }
+        out.push(token);
+        seq.push(token);
+        logits = if options.use_cache {
+            let ids = Tensor::new(&[token], device)?.unsqueeze(0)?;
+            last_logits(&model.forward(&ids, Some(&mut cache))?)?
+        } else {
+            let ids = Tensor::new(seq.as_slice(), device)?.unsqueeze(0)?;
+            last_logits(&model.forward(&ids, None)?)?
+        };
+    }
+    Ok(out)
+}

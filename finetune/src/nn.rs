@@ -1,0 +1,108 @@
+//! Building blocks shared by the models: norms, causal attention and the key/value cache.
+//!
+//! Everything is written with basic tensor operations, so gradients flow through all of it.
+
+use candle_core::{DType, Tensor, D};
+
+use crate::softmax::causal_softmax;
+
+use crate::error::Result;
+
+/// Keys and values of every layer for the tokens seen so far, for incremental decoding.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+    len: usize,
+}
+
+impl KvCache {
+    /// An empty cache for a model of `layers` layers.
+    pub fn new(layers: usize) -> KvCache {
+        KvCache {
+            layers: vec![None; layers],
+            len: 0,
+        }
+    }
+
+    /// Tokens cached.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends this step's keys and values of `layer` ([b, heads, t, d]) and returns all of
+    /// them.
+    pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> Result<(Tensor, Tensor)> {
+        let joined = match self.layers[layer].take() {
+            Some((pk, pv)) => (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?),
+            None => (k, v),
+        };
+        self.layers[layer] = Some(joined.clone());
+        Ok(joined)
+    }
+
+    /// Records that `t` more tokens went through every layer.
+    pub fn advance(&mut self, t: usize) {
+        self.len += t;
+    }
+}
+
+/// Layer norm over the last dimension.
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f64) -> Result<Tensor> {
+    let mean = x.mean_keepdim(D::Minus1)?;
+    let centred = x.broadcast_sub(&mean)?;
+    let var = centred.sqr()?.mean_keepdim(D::Minus1)?;
+    let normed = centred.broadcast_div(&(var + eps)?.sqrt()?)?;
+    Ok(normed.broadcast_mul(weight)?.broadcast_add(bias)?)
+}
+
+/// RMS norm over the last dimension.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
+    let ms = x.sqr()?.mean_keepdim(D::Minus1)?;
+    let normed = x.broadcast_div(&(ms + eps)?.sqrt()?)?;
+    Ok(normed.broadcast_mul(weight)?)
+}
+
+/// `x * sigmoid(x)`.
+pub fn silu(x: &Tensor) -> Result<Tensor> {
+    Ok((x / (x.neg()?.exp()? + 1.0)?)?)
+}
+
+/// Causal attention of queries `q` [b, h, t, d] (positions `start..start + t`) over keys and
+/// values `k`, `v` [b, h, start + t, d]; returns [b, t, h * d].
+pub fn causal_attention(q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Result<Tensor> {
+    let (b, h, t, d) = q.dims4()?;
+    let scores = q.matmul(&k.t()?)?;
+    let weights = causal_softmax(&scores, start, 1.0 / (d as f64).sqrt())?;
+    let out = weights.matmul(v)?;
+    Ok(out.transpose(1, 2)?.reshape((b, t, h * d))?)
+}
+
+/// Splits [b, t, h * d] into heads: [b, h, t, d].
+pub fn split_heads(x: &Tensor, heads: usize) -> Result<Tensor> {
+    let (b, t, c) = x.dims3()?;
+    Ok(x.reshape((b, t, heads, c / heads))?
+        .transpose(1, 2)?
+        .contiguous()?)
+}
+
+/// Repeats each key/value head `n` times (grouped-query attention).
+pub fn repeat_kv(x: &Tensor, n: usize) -> Result<Tensor> {
+    if n == 1 {
+        return Ok(x.clone());
+    }
+    let (b, h, t, d) = x.dims4()?;
+    Ok(x.unsqueeze(2)?
+        .expand((b, h, n, t, d))?
+        .reshape((b, h * n, t, d))?)
+}
+
+/// Mean negative log-likelihood of `targets` under `logits` [n, vocab] (f32).
+pub fn nll(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let logp = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    let picked = logp.gather(&targets.unsqueeze(1)?, 1)?;
+    Ok(picked.neg()?.mean_all()?)
+}

@@ -1,0 +1,172 @@
+//! [`Predictor`]: a trained run directory that answers snapshots with queue orders.
+
+use std::path::Path;
+
+use candle_core::Device;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use schedlm_dataset::{parse_answer, render, IdMap, Mode, Template};
+use schedlm_model::{dispatch, Instance, Objective, Problem, Variant};
+use serde::{Deserialize, Serialize};
+
+use crate::constrain::answer_tokens;
+use crate::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
+use crate::error::{FinetuneError, Result};
+use crate::model::{self, Loaded};
+
+/// A model's answer to one snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// Raw model output of greedy decoding.
+    pub text: String,
+    /// The best valid order among `best_of` samples (by the dispatcher's objective value);
+    /// `None` without best-of or when no sample was valid.
+    pub best_of: Option<String>,
+    /// Tokens generated greedily.
+    pub tokens: usize,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Samples that parsed as a valid order (of `best_of`).
+    pub valid_samples: usize,
+    /// Objective value of `best_of`.
+    pub best_value: Option<f64>,
+}
+
+/// A loaded model with its tokenizer, ready to decode.
+pub struct Predictor {
+    loaded: Loaded,
+    pieces: Vec<String>,
+    candidates: Vec<u32>,
+    stop: Vec<u32>,
+    device: Device,
+}
+
+impl Predictor {
+    /// Loads the model of a run directory (written by training) onto the CPU.
+    pub fn load(dir: &Path) -> Result<Predictor> {
+        Predictor::load_on(dir, &Device::Cpu)
+    }
+
+    /// Loads onto `device`.
+    pub fn load_on(dir: &Path, device: &Device) -> Result<Predictor> {
+        Ok(Predictor::from_loaded(model::load(dir, device)?, device))
+    }
+
+    /// Wraps a model already in memory.
+    pub fn from_loaded(loaded: Loaded, device: &Device) -> Predictor {
+        let pieces = loaded.tokenizer.pieces();
+        let candidates = answer_tokens(&pieces);
+        let stop = loaded.tokenizer.stop_tokens();
+        Predictor {
+            loaded,
+            pieces,
+            candidates,
+            stop,
+            device: device.clone(),
+        }
+    }
+
+    pub fn loaded(&self) -> &Loaded {
+        &self.loaded
+    }
+
+    /// Answers a snapshot rendered with `objective` and `template`: greedy, and best of
+    /// `options.best_of` samples when it is 2 or more.
+    pub fn predict(
+        &mut self,
+        instance: &Instance,
+        objective: Objective,
+        template: Template,
+        options: &DecodeOptions,
+    ) -> Result<Prediction> {
+        let rendered = render(instance, objective, template);
+        let tok = &self.loaded.tokenizer;
+        let prompt = tok.encode_prompt(&rendered.system, &rendered.user)?;
+        let model = &self.loaded.model;
+        // A constrained answer needs at least `J`, digits per job and the end token.
+        let room = if options.constrained {
+            2 * instance.queue.len() + 1
+        } else {
+            1
+        };
+        if prompt.len() + room > model.context() {
+            return Err(FinetuneError::PromptTooLong {
+                tokens: prompt.len(),
+                context: model.context(),
+            });
+        }
+        let primed = prime(model, &prompt, &self.device)?;
+        let vocab = Vocab {
+            pieces: &self.pieces,
+            candidates: &self.candidates,
+            end: tok.end_token(),
+            stop: &self.stop,
+        };
+        let jobs = options.constrained.then_some(instance.queue.len());
+        let greedy = generate(
+            model,
+            &primed,
+            &vocab,
+            jobs,
+            &mut Chooser::Greedy,
+            options,
+            &self.device,
+        )?;
+        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+        let mut best: Option<(f64, String)> = None;
+        let mut valid_samples = 0;
+        let samples = if options.best_of >= 2 {
+            options.best_of
+        } else {
+            0
+        };
+        for _ in 0..samples {
+            let mut chooser = Chooser::Sample {
+                temperature: options.temperature,
+                top_k: options.top_k,
+                rng: &mut rng,
+            };
+            let tokens = generate(
+                model,
+                &primed,
+                &vocab,
+                jobs,
+                &mut chooser,
+                options,
+                &self.device,
+            )?;
+            let text = tok.decode_clean(&tokens)?;
+            let Some(value) =
+                order_value(&text, &rendered.ids, instance, objective, options.variant)
+            else {
+                continue;
+            };
+            valid_samples += 1;
+            if best.as_ref().is_none_or(|(v, _)| value < *v) {
+                best = Some((value, text));
+            }
+        }
+        Ok(Prediction {
+            text: tok.decode_clean(&greedy)?,
+            tokens: greedy.len(),
+            prompt_tokens: prompt.len(),
+            valid_samples,
+            best_value: best.as_ref().map(|b| b.0),
+            best_of: best.map(|b| b.1),
+        })
+    }
+}
+
+/// The objective value of a strictly valid answer under the dispatcher; `None` if invalid.
+pub fn order_value(
+    text: &str,
+    ids: &IdMap,
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+) -> Option<f64> {
+    let parsed = parse_answer(text, ids, instance, Mode::Strict).ok()?;
+    let problem = Problem::new(instance).ok()?;
+    let schedule = dispatch(&problem, &parsed.order, variant).ok()?;
+    Some(objective.value(&problem, &schedule.start))
+}

@@ -1,0 +1,80 @@
+//! Shared helpers of the finetune tests: small generated and solved data sets.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use schedlm_dataset::{make_record, Record, RecordOptions, SplitSpec, Template};
+use schedlm_finetune::data::{examples, Example};
+use schedlm_finetune::model::{build, Loaded, ModelSpec};
+use schedlm_finetune::{GptConfig, TextTokenizer};
+use schedlm_generator::{generate, Config, Family, Load};
+use schedlm_model::{Objective, Problem, Variant};
+use schedlm_solver::portfolio::{solve, SolveOptions};
+
+/// `count` solved records of HPC snapshots with `jobs` queued jobs (min..=max) on one busy node.
+pub fn records(count: usize, seed: u64, jobs: (usize, usize)) -> Vec<Record> {
+    let mut config = Config::new(Family::Hpc, seed);
+    config.queue_min = jobs.0;
+    config.queue_max = jobs.1;
+    config.servers = Some(1);
+    config.load = Some(Load::Jobs(1));
+    let options = RecordOptions {
+        template: Template::Compact,
+        objective: Objective::Bsld,
+        variant: Variant::Serial,
+        plan: false,
+        split: SplitSpec::default(),
+    };
+    let solve_options = SolveOptions {
+        time_limit: Duration::from_millis(200),
+        ..SolveOptions::default()
+    };
+    generate(&config, count)
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, instance)| {
+            let problem = Problem::new(instance).unwrap();
+            let solution = solve(&problem, &solve_options).unwrap();
+            make_record(
+                i as u64, "hpc", instance, &problem, &solution, "auto", &options,
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+/// Texts a tokenizer is trained on: prompts and answers.
+pub fn texts(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .flat_map(|r| [r.prompt.clone(), r.completion.clone()])
+        .collect()
+}
+
+/// A very small GPT with its tokenizer trained on `records`.
+pub fn tiny_model(records: &[Record], seed: u64, width: usize, layers: usize) -> Loaded {
+    let tokenizer = TextTokenizer::train_bpe(&texts(records), 1000).unwrap();
+    let config = GptConfig {
+        vocab_size: tokenizer.vocab_size(),
+        context: 768,
+        layers,
+        width,
+        heads: 4,
+    };
+    build(
+        &ModelSpec::Gpt { config },
+        Some(tokenizer),
+        seed,
+        &candle_core::Device::Cpu,
+    )
+    .unwrap()
+}
+
+/// Tokenized records.
+pub fn tokenized(records: &[Record], loaded: &Loaded) -> Vec<Example> {
+    let (ex, skipped) = examples(records, &loaded.tokenizer, 768).unwrap();
+    let lens: Vec<usize> = ex.iter().map(|e| e.tokens.len()).collect();
+    assert_eq!(skipped, 0, "kept lengths {lens:?}");
+    ex
+}

@@ -1,0 +1,104 @@
+//! `schedlm predict`: answer every record of a data set file with a trained model and write
+//! one prediction line per record.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use schedlm_dataset::{parse_answer, render, Mode, Template};
+use schedlm_finetune::data::read_records;
+use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
+use serde_json::json;
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// Run directory written by `schedlm finetune`.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Records to answer (JSON Lines, e.g. DIR/test.jsonl).
+    pub file: PathBuf,
+    /// Output file (JSON Lines: id, output, best_of, tokens, time_ms).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Let the model write anything (no constraint to valid orders), to measure it alone.
+    #[arg(long)]
+    pub unconstrained: bool,
+    /// Also sample N answers and keep the best valid one under the dispatcher (`best_of`).
+    #[arg(long, default_value_t = 1)]
+    pub best_of: usize,
+    /// Temperature of the best-of samples (the main output is always greedy).
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+    /// Sample among the K most likely tokens only.
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 512)]
+    pub max_new_tokens: usize,
+    /// Recompute every token at every step (to measure what the key/value cache saves).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Answer only the first N records.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+pub fn run(args: &PredictArgs) -> Result<()> {
+    let mut predictor = Predictor::load(&args.model)
+        .with_context(|| format!("loading {}", args.model.display()))?;
+    let mut records = read_records(&args.file)?;
+    records.truncate(args.limit.unwrap_or(usize::MAX));
+    let options = DecodeOptions {
+        constrained: !args.unconstrained,
+        temperature: args.temperature,
+        top_k: args.top_k,
+        best_of: args.best_of,
+        seed: args.seed,
+        max_new_tokens: args.max_new_tokens,
+        use_cache: !args.no_cache,
+        variant: Default::default(),
+    };
+    let file = std::fs::File::create(&args.output)
+        .with_context(|| format!("creating {}", args.output.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let (mut valid, mut too_long, started) = (0usize, 0usize, Instant::now());
+    for record in &records {
+        let template = Template::from_name(&record.template).with_context(|| {
+            format!("record {}: unknown template {}", record.id, record.template)
+        })?;
+        let options = DecodeOptions {
+            variant: record.variant,
+            ..options.clone()
+        };
+        let t0 = Instant::now();
+        let p = match predictor.predict(&record.instance, record.objective, template, &options) {
+            Ok(p) => p,
+            Err(e @ FinetuneError::PromptTooLong { .. }) => {
+                too_long += 1;
+                let line = json!({"id": record.id, "output": "", "best_of": null, "tokens": 0,
+                                  "time_ms": 0.0, "error": e.to_string()});
+                writeln!(out, "{line}")?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let time_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let ids = render(&record.instance, record.objective, template).ids;
+        valid += usize::from(parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok());
+        let line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
+                          "tokens": p.tokens, "time_ms": time_ms});
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "predict: {} records, {valid} greedy answers valid, {too_long} prompts too long for the \
+         context (empty output), {:.2} decisions/s",
+        records.len(),
+        records.len() as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}
