@@ -32,7 +32,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the main job end to end on embedded defaults: generate snapshots of every family,
-    /// schedule them with every priority rule and print a comparison table.
+    /// schedule them with every priority rule and print a comparison table with the proven
+    /// optimum; then build a small dataset, train a tiny GPT on it, and evaluate rules, local
+    /// search, the optimum and the model on its test split, ending with a report.
     Pipeline(PipelineArgs),
     /// Sample seeded cluster snapshots and write them as JSON Lines.
     Generate(GenerateArgs),
@@ -230,10 +232,24 @@ pub struct PipelineArgs {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub time_limit: Duration,
 
-    /// Directory that receives the generated snapshots and every rule's schedules; nothing is
-    /// written when absent.
-    #[arg(long, short = 'o')]
-    pub out: Option<PathBuf>,
+    /// Directory that receives everything the pipeline makes: the snapshots of the table
+    /// (`<family>.jsonl`), the dataset (`data/`), the trained model (`model/`) and the report
+    /// (`report/report.html`, `report.md`, `summary.json`, `instances.csv`).
+    #[arg(long, short = 'o', default_value = "schedlm-out")]
+    pub out: PathBuf,
+
+    /// Stop after the comparison table (nothing is written).
+    #[arg(long)]
+    pub table_only: bool,
+
+    /// Snapshots of the dataset the tiny model is trained on (family `uniform`, queues of
+    /// 4..6 jobs, so that prompts fit the model's context); 90/5/5 split.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(20..))]
+    pub train_count: u64,
+
+    /// Training epochs of the tiny GPT.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub epochs: u64,
 }
 
 /// Parses a duration such as `10s`, `500ms`, `2m` or `1h 30m`.

@@ -6,7 +6,7 @@ use common::{generate_file, path_str, run, tempdir, FAMILIES, POLICIES};
 
 #[test]
 fn pipeline_prints_every_rule_for_every_family() {
-    let out = run(&["pipeline", "-n", "5"]).ok();
+    let out = run(&["pipeline", "-n", "5", "--table-only"]).ok();
     let text = out.stdout_text();
     // Split the table into one section per family.
     let mut sections: Vec<(String, Vec<&str>)> = Vec::new();
@@ -101,7 +101,7 @@ fn pipeline_table_agrees_with_generate_and_schedule() {
     // `pipeline -n 5 --seed 3` = `generate -n 5 --seed 3` then `schedule` with every rule
     // (random with the same seed): its means and best-bsld shares must match.
     let table = parse_table(
-        &run(&["pipeline", "-n", "5", "--seed", "3"])
+        &run(&["pipeline", "-n", "5", "--seed", "3", "--table-only"])
             .ok()
             .stdout_text(),
     );
@@ -178,19 +178,44 @@ fn pipeline_table_agrees_with_generate_and_schedule() {
 }
 
 #[test]
-fn pipeline_writes_snapshots_when_asked() {
+fn pipeline_runs_end_to_end_to_a_report() {
     let dir = tempdir();
     let out_dir = dir.path().join("run");
-    run(&[
+    let out = run(&[
         "pipeline",
         "-n",
         "3",
         "--queue",
         "3..4",
+        "--train-count",
+        "30",
+        "--epochs",
+        "1",
         "-o",
         &path_str(&out_dir),
     ])
     .ok();
+    // The learning loop: dataset, model, report with the model among the policies.
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("report/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let text = summary.to_string();
+    assert!(text.contains("model:"), "{text}");
+    assert!(text.contains("optimal"), "{text}");
+    for f in [
+        "data/train.jsonl",
+        "data/manifest.json",
+        "report/report.html",
+        "report/instances.csv",
+    ] {
+        assert!(out_dir.join(f).exists(), "{f} missing");
+    }
+    assert!(
+        out.stdout_text().contains("report: "),
+        "{}",
+        out.stdout_text()
+    );
     for family in FAMILIES {
         let file = out_dir.join(format!("{family}.jsonl"));
         assert!(file.exists(), "{} missing", file.display());

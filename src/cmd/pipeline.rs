@@ -1,10 +1,14 @@
-//! `schedlm pipeline`: the main job on embedded defaults. For now: generate snapshots of every
-//! family, schedule them with every priority rule, solve them (bsld) with the `auto` portfolio,
-//! and print a comparison table with each rule's gap to the proven optimum.
+//! `schedlm pipeline`: the main job on embedded defaults. Generate snapshots of every family,
+//! schedule them with every priority rule, solve them (bsld) with the `auto` portfolio, and
+//! print a comparison table with each rule's gap to the proven optimum. Then the learning loop
+//! on a small scale, through the same commands a user runs: `dataset build`, `finetune` (a tiny
+//! GPT from scratch), and `eval` of rules, local search, the optimum and the model on the
+//! held-out split, which writes the report.
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use clap::Parser;
 use rayon::prelude::*;
 use schedlm_generator::Family;
 use schedlm_model::{Objective, Objectives, Problem, Variant};
@@ -13,7 +17,7 @@ use schedlm_solver::rules::{Rule, RuleContext};
 
 use super::generate::snapshots;
 use super::schedule::schedule_with;
-use crate::args::PipelineArgs;
+use crate::args::{Cli, PipelineArgs};
 use crate::io::{create_output, write_jsonl};
 
 const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
@@ -60,14 +64,91 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
             })
             .collect::<Result<_>>()?;
         print_table(family, &results);
-        if let Some(dir) = &args.out {
-            write_family(dir, family, &instances)?;
+        if !args.table_only {
+            write_family(&args.out, family, &instances)?;
         }
     }
-    if let Some(dir) = &args.out {
-        println!("snapshots written under {}", dir.display());
+    if args.table_only {
+        return Ok(());
     }
+    println!("\nsnapshots written under {}", args.out.display());
+    learn(args)
+}
+
+/// Builds a dataset, trains a tiny model on it and evaluates it against the rules and the
+/// optimum, by running the subcommands with these arguments.
+fn learn(args: &PipelineArgs) -> Result<()> {
+    let out = |p: &str| args.out.join(p).display().to_string();
+    let (data, model, report) = (out("data"), out("model"), out("report"));
+    let seed = args.seed.to_string();
+    let steps: [(&str, Vec<String>); 3] = [
+        (
+            "building the dataset",
+            strings(&[
+                "dataset",
+                "build",
+                "--family",
+                "uniform",
+                "--queue",
+                "4..6",
+                "--count",
+                &args.train_count.to_string(),
+                "--seed",
+                &seed,
+                "--time-limit",
+                "2s",
+                "-o",
+                &data,
+            ]),
+        ),
+        (
+            "training a tiny GPT from scratch",
+            strings(&[
+                "finetune",
+                "--model",
+                "gpt-tiny",
+                "--train",
+                &format!("{data}/train.jsonl"),
+                "--val",
+                &format!("{data}/val.jsonl"),
+                "--epochs",
+                &args.epochs.to_string(),
+                "--seed",
+                &seed,
+                "--out",
+                &model,
+            ]),
+        ),
+        (
+            "evaluating on the test split",
+            strings(&[
+                "eval",
+                "--data",
+                &format!("{data}/test.jsonl"),
+                "--policies",
+                &format!("fcfs,sjf,saf,f1,wfp3,ls,optimal,model:{model}"),
+                "--seed",
+                &seed,
+                "--report",
+                &report,
+            ]),
+        ),
+    ];
+    for (what, argv) in steps {
+        println!("\n== {what}: schedlm {}", argv.join(" "));
+        let cli = Cli::try_parse_from(std::iter::once("schedlm".to_string()).chain(argv))
+            .map_err(|e| anyhow::anyhow!("pipeline step `{what}`: {e}"))?;
+        super::run(cli).with_context(|| format!("pipeline step `{what}`"))?;
+    }
+    println!(
+        "\nreport: {}/report.html (and report.md, summary.json, instances.csv)",
+        report
+    );
     Ok(())
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
 }
 
 fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) {
