@@ -35,7 +35,8 @@ pub fn options(windows: Option<(usize, usize)>) -> OnlineOptions {
         start_rule: StartRule::Easy,
         windows,
         seed: 4,
-        time_limit: std::time::Duration::from_secs(5),
+        // Short: with the node limit, `optimal` never reaches the MILP stage (needs 0.5 s).
+        time_limit: std::time::Duration::from_millis(100),
         node_limit: Some(500),
         ls_evaluations: 500,
         template: schedlm_dataset::Template::Compact,
