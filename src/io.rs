@@ -5,7 +5,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use schedlm_model::{problems, Instance, Problem};
+use schedlm_model::{Instance, Problem};
 
 /// One non-blank line of an input file: its 1-based number and its text.
 pub struct Line {
@@ -37,13 +37,7 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
 
 /// Parses and validates one line as an instance; the error lists every problem found.
 pub fn parse_instance(text: &str) -> std::result::Result<(Instance, Problem), String> {
-    let instance: Instance =
-        serde_json::from_str(text).map_err(|e| format!("not an instance: {e}"))?;
-    let found = problems(&instance);
-    if !found.is_empty() {
-        let reasons: Vec<String> = found.iter().map(|e| e.to_string()).collect();
-        return Err(reasons.join("; "));
-    }
+    let instance = schedlm_dataset::build::parse_valid(text)?;
     let problem = Problem::new(&instance).map_err(|e| e.to_string())?;
     Ok((instance, problem))
 }

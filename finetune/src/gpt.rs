@@ -6,7 +6,7 @@ use candle_nn::{embedding, linear, linear_no_bias, Embedding, Linear, VarBuilder
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FinetuneError, Result};
-use crate::nn::{causal_attention, layer_norm, split_heads, KvCache};
+use crate::nn::{causal_attention, check_context, layer_norm, split_heads, KvCache};
 
 /// The size of a GPT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,13 +149,7 @@ impl Gpt {
     pub fn hidden(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
         let (_, t) = ids.dims2()?;
         let start = cache.as_ref().map_or(0, |c| c.len());
-        if start + t > self.config.context {
-            return Err(FinetuneError::Model(format!(
-                "sequence of {} tokens is longer than the context of {}",
-                start + t,
-                self.config.context
-            )));
-        }
+        check_context(start + t, self.config.context)?;
         let pos = Tensor::arange(start as u32, (start + t) as u32, ids.device())?;
         let mut x = self
             .wte

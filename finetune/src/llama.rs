@@ -11,7 +11,7 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FinetuneError, Result};
-use crate::nn::{causal_attention, repeat_kv, rms_norm, silu, split_heads, KvCache};
+use crate::nn::{causal_attention, check_context, repeat_kv, rms_norm, silu, split_heads, KvCache};
 
 /// The shape of a Llama model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,13 +211,7 @@ impl Llama {
     pub fn hidden(&self, ids: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
         let start = cache.as_ref().map_or(0, |c| c.len());
-        if start + t > self.config.context {
-            return Err(FinetuneError::Model(format!(
-                "sequence of {} tokens is longer than the context of {}",
-                start + t,
-                self.config.context
-            )));
-        }
+        check_context(start + t, self.config.context)?;
         let mut x =
             self.embed
                 .index_select(&ids.flatten_all()?, 0)?

@@ -106,3 +106,13 @@ pub fn nll(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     let picked = logp.gather(&targets.unsqueeze(1)?, 1)?;
     Ok(picked.neg()?.mean_all()?)
 }
+
+/// Fails when a sequence of `tokens` (cached ones included) does not fit a `context`.
+pub(crate) fn check_context(tokens: usize, context: usize) -> crate::error::Result<()> {
+    if tokens > context {
+        return Err(crate::error::FinetuneError::Model(format!(
+            "sequence of {tokens} tokens is longer than the context of {context}"
+        )));
+    }
+    Ok(())
+}
