@@ -16,7 +16,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use schedlm_dataset::{parse_answer, render, Mode, Template};
-use schedlm_generator::swf::{cluster, job_id, read_swf, ClusterShape, SwfOptions, Trace};
+use schedlm_generator::cut::window_jobs;
+use schedlm_generator::swf::{cluster, read_swf, ClusterShape, SwfOptions};
 use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, Simulation, StartRule};
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::local::{self, LsOptions};
@@ -199,21 +200,6 @@ fn windows(n: usize, options: &OnlineOptions) -> Result<Vec<Window>, EvalError> 
     }
 }
 
-fn sim_jobs(trace: &Trace, w: Window) -> Vec<SimJob> {
-    trace.jobs[w.start..w.start + w.count]
-        .iter()
-        .map(|j| SimJob {
-            id: job_id(j),
-            submit: j.submit,
-            demand: vec![j.procs],
-            walltime: j.walltime,
-            runtime: j.runtime,
-            user: (j.user >= 0).then(|| j.user.to_string()),
-            estimate: None,
-        })
-        .collect()
-}
-
 /// Replays every window with every scheduler.
 pub fn evaluate_online(
     path: &Path,
@@ -239,8 +225,12 @@ pub fn evaluate_online(
     let mut replays = Vec::new();
     for spec in specs {
         for (k, &w) in windows.iter().enumerate() {
-            let sim = Simulation::new(resources.clone(), servers.clone(), sim_jobs(&trace, w))
-                .map_err(|e| EvalError::Input(format!("window {k}: {e}")))?;
+            let sim = Simulation::new(
+                resources.clone(),
+                servers.clone(),
+                window_jobs(&trace, w.start..w.start + w.count, None),
+            )
+            .map_err(|e| EvalError::Input(format!("window {k}: {e}")))?;
             let mut policy = Consulted {
                 kind: kind(spec, origin, options)?,
                 decisions: 0,

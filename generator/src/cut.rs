@@ -62,6 +62,8 @@
 //! assert_eq!(cut.instances[2].queue[1].user.as_deref(), Some("u8"));
 //! ```
 
+use std::ops::Range;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use schedlm_model::sim::{Policy, SimError, SimJob, SimState, Simulation, StartRule};
@@ -197,11 +199,18 @@ pub enum CutError {
 /// The trace's jobs as replay jobs, in trace order: id `j<number>`, demand = requested
 /// processors, user `u<user>` (none for a negative user id).
 pub fn sim_jobs(trace: &Trace) -> Vec<SimJob> {
-    trace
-        .jobs
+    window_jobs(trace, 0..trace.jobs.len(), None)
+}
+
+/// The jobs `range` of the trace as replay jobs, as [`sim_jobs`] makes them, with planning
+/// lengths (`estimate`) from `plans` (indexed like the trace's jobs) when given.
+pub fn window_jobs(trace: &Trace, range: Range<usize>, plans: Option<&[Time]>) -> Vec<SimJob> {
+    trace.jobs[range.clone()]
         .iter()
-        .map(|j| SimJob {
+        .zip(range)
+        .map(|(j, i)| SimJob {
             user: (j.user >= 0).then(|| format!("u{}", j.user)),
+            estimate: plans.map(|p| p[i]),
             ..SimJob::new(job_id(j), j.submit, vec![j.procs], j.walltime, j.runtime)
         })
         .collect()

@@ -9,11 +9,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use schedlm_generator::cut::window_jobs;
 use schedlm_generator::estimate::{completions, predict_online, Estimator, Predictor};
-use schedlm_generator::swf::{
-    cluster, job_id, read_swf_with_waits, ClusterShape, SwfOptions, Trace,
-};
-use schedlm_model::sim::{SimJob, SimResult, Simulation, StartRule, Summary};
+use schedlm_generator::swf::{cluster, read_swf_with_waits, ClusterShape, SwfOptions, Trace};
+use schedlm_model::sim::{SimResult, Simulation, StartRule, Summary};
 use schedlm_model::Server;
 use schedlm_solver::policy::{random_windows, RulePolicy};
 use schedlm_solver::rules::{Rule, RuleContext};
@@ -218,7 +217,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
 
     let mut replayed = Vec::with_capacity(windows.len());
     for (k, &w) in windows.iter().enumerate() {
-        let jobs = sim_jobs(&trace, w, plans.as_deref());
+        let jobs = window_jobs(&trace, w.start..w.start + w.count, plans.as_deref());
         let sim = Simulation::new(resources.clone(), servers.clone(), jobs)
             .with_context(|| format!("window {k} ({}:{})", w.start, w.count))?;
         let mut policy = RulePolicy::new(
@@ -283,24 +282,6 @@ fn windows(args: &ReplayArgs, n: usize) -> Result<Vec<Window>> {
         }
     }
     Ok(args.window.clone())
-}
-
-/// The window's jobs as replay jobs: demand = requested processors; planning lengths from
-/// `plans` (indexed like the trace) when given.
-fn sim_jobs(trace: &Trace, w: Window, plans: Option<&[i64]>) -> Vec<SimJob> {
-    trace.jobs[w.start..w.start + w.count]
-        .iter()
-        .enumerate()
-        .map(|(i, j)| SimJob {
-            estimate: plans.map(|p| p[w.start + i]),
-            id: job_id(j),
-            submit: j.submit,
-            demand: vec![j.procs],
-            walltime: j.walltime,
-            runtime: j.runtime,
-            user: (j.user >= 0).then(|| j.user.to_string()),
-        })
-        .collect()
 }
 
 fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
