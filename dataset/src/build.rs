@@ -22,6 +22,7 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rayon::prelude::*;
@@ -311,10 +312,13 @@ pub fn build(
     let chunk_size = tuning.chunk.max(1);
     let chunks = chunk_iter(&args.source, chunk_size)?;
     let context = Context::new(args, shard);
+    // Chunks are numbered from 0, so the source's chunk count is the highest number + 1.
+    let chunk_count = AtomicU64::new(0);
     chunks
         .par_bridge()
         .try_for_each(|chunk| -> Result<(), BuildError> {
             let chunk = chunk?;
+            chunk_count.fetch_max(chunk.number + 1, Ordering::Relaxed);
             let n = chunk.items.len() as u64;
             if !done.contains(&chunk.number) {
                 let lines = context.run_chunk(&chunk)?;
@@ -323,7 +327,7 @@ pub fn build(
             progress(n);
             Ok(())
         })?;
-    let total_chunks = source_len(&args.source)?.div_ceil(chunk_size);
+    let total_chunks = chunk_count.into_inner();
     let manifest = assemble(dir, &parts, args, shard, total_chunks)?;
     Ok(BuildReport {
         manifest,
