@@ -48,5 +48,5 @@ pub use prompt::{
     answer, answer_line, human, objective_sentence, order_line, plan_line, render, Rendered,
     Template,
 };
-pub use record::{make_record, Message, Record, RecordOptions};
+pub use record::{make_record, read_records, Message, Record, RecordOptions};
 pub use split::{Split, SplitSpec};

@@ -8,11 +8,15 @@
 //! `messages` unchanged.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Lines};
+use std::path::{Path, PathBuf};
 
 use schedlm_model::{Instance, Objective, Problem, Variant};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
 
+use crate::build::BuildError;
 use crate::canonical::{fingerprint, Fingerprint};
 use crate::prompt::{answer, render, Template};
 use crate::split::{Split, SplitSpec};
@@ -185,5 +189,58 @@ impl Record {
                     .ok_or_else(|| id.clone())
             })
             .collect()
+    }
+}
+
+/// Reads a dataset file record by record: yields each non-blank line's 1-based number and its
+/// record, or the error naming the file and line.
+pub fn read_records(path: &Path) -> Result<RecordReader, BuildError> {
+    let file = File::open(path).map_err(|source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(RecordReader {
+        path: path.to_path_buf(),
+        lines: BufReader::new(file).lines(),
+        line: 0,
+    })
+}
+
+/// The iterator of [`read_records`].
+pub struct RecordReader {
+    path: PathBuf,
+    lines: Lines<BufReader<File>>,
+    line: u64,
+}
+
+impl Iterator for RecordReader {
+    type Item = Result<(u64, Record), BuildError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        for text in self.lines.by_ref() {
+            self.line += 1;
+            let text = match text {
+                Ok(t) => t,
+                Err(source) => {
+                    return Some(Err(BuildError::Io {
+                        path: self.path.clone(),
+                        source,
+                    }))
+                }
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            return Some(
+                serde_json::from_str(&text)
+                    .map(|r| (self.line, r))
+                    .map_err(|e| BuildError::Record {
+                        path: self.path.clone(),
+                        line: self.line,
+                        reason: e.to_string(),
+                    }),
+            );
+        }
+        None
     }
 }

@@ -1,15 +1,13 @@
 //! What a built dataset holds: counts, lengths, label quality and how good the rules already are.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use schedlm_solver::portfolio::relative_gap;
 use serde::Serialize;
 
 use crate::build::BuildError;
-use crate::record::Record;
+use crate::record::read_records;
 use crate::split::Split;
 
 /// Min, mean, median, 90th percentile and max of a sample.
@@ -88,24 +86,9 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
         if !path.exists() {
             continue;
         }
-        let file = File::open(&path).map_err(|source| BuildError::Io {
-            path: path.clone(),
-            source,
-        })?;
         s.records.insert(split, 0);
-        for (i, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(|source| BuildError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let r: Record = serde_json::from_str(&line).map_err(|e| BuildError::Record {
-                path: path.clone(),
-                line: i as u64 + 1,
-                reason: e.to_string(),
-            })?;
+        for item in read_records(&path)? {
+            let (_, r) = item?;
             total += 1;
             *s.records.entry(split).or_default() += 1;
             *s.families

@@ -1,9 +1,9 @@
 //! Reading dataset records (JSON Lines, one [`Record`] per line) for evaluation.
 
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::Path;
 
+use schedlm_dataset::build::BuildError;
 use schedlm_dataset::Record;
 use schedlm_model::{Objective, Problem, Variant};
 
@@ -30,16 +30,21 @@ pub struct Dataset {
 /// valid instance and a finite value and bound. Ids must be unique, and every record must share
 /// the first record's objective and variant (means over different objectives mean nothing).
 pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
-    let file = std::fs::File::open(path).map_err(|e| EvalError::io(path, e))?;
+    let data_error = |e: BuildError| match e {
+        BuildError::Io { source, .. } => EvalError::io(path, source),
+        BuildError::Record { line, reason, .. } => EvalError::line(
+            path,
+            line as usize,
+            format!("not a dataset record: {reason}"),
+        ),
+        other => EvalError::Input(other.to_string()),
+    };
     let mut records = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line_no = i + 1;
-        let text = line.map_err(|e| EvalError::io(path, e))?;
-        if text.trim().is_empty() {
-            continue;
-        }
-        let loaded = parse_record(path, line_no, &text)?;
+    for item in schedlm_dataset::read_records(path).map_err(data_error)? {
+        let (line_no, record) = item.map_err(data_error)?;
+        let line_no = line_no as usize;
+        let loaded = load(path, line_no, record)?;
         if let Some(first) = seen.insert(loaded.record.id.clone(), line_no) {
             return Err(EvalError::line(
                 path,
@@ -76,9 +81,7 @@ pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
     })
 }
 
-fn parse_record(path: &Path, line: usize, text: &str) -> Result<Loaded, EvalError> {
-    let record: Record = serde_json::from_str(text)
-        .map_err(|e| EvalError::line(path, line, format!("not a dataset record: {e}")))?;
+fn load(path: &Path, line: usize, record: Record) -> Result<Loaded, EvalError> {
     let problem = Problem::new(&record.instance).map_err(|e| {
         EvalError::line(
             path,

@@ -1,12 +1,12 @@
 //! Records in, token sequences out: reading a data set file, tokenizing prompt and answer, and
 //! grouping examples of similar length into batches.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use schedlm_dataset::build::BuildError;
 use schedlm_dataset::Record;
 
 use crate::error::{FinetuneError, Result};
@@ -14,21 +14,23 @@ use crate::tokenizer::TextTokenizer;
 
 /// Reads a data set file (JSON Lines, one [`Record`] a line; blank lines are skipped).
 pub fn read_records(path: &Path) -> Result<Vec<Record>> {
-    let file = std::fs::File::open(path).map_err(|e| FinetuneError::io(path, e))?;
-    let mut records = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| FinetuneError::io(path, e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record = serde_json::from_str(&line).map_err(|e| FinetuneError::Data {
+    let data_error = |e: BuildError| match e {
+        BuildError::Io { path, source } => FinetuneError::io(path, source),
+        BuildError::Record { path, line, reason } => FinetuneError::Data {
+            path,
+            line: line as usize,
+            message: reason,
+        },
+        other => FinetuneError::Data {
             path: path.to_path_buf(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        records.push(record);
-    }
-    Ok(records)
+            line: 0,
+            message: other.to_string(),
+        },
+    };
+    schedlm_dataset::read_records(path)
+        .map_err(data_error)?
+        .map(|item| item.map(|(_, r)| r).map_err(data_error))
+        .collect()
 }
 
 /// The system and user messages of a record (from `messages`, else split from `prompt`).
