@@ -292,3 +292,146 @@ fn model_directory_greedy_and_best_of_reported_apart() {
         assert!(!line.ends_with(','), "{line}");
     }
 }
+
+/// A predictions file that answers the queue order (J1 J2 ... Jn) on every record, and one
+/// that answers the longest jobs first: the headline sets each against the rules, says the first is the
+/// queue order on 100% of the records and no better than FCFS, and says "worse than" where
+/// the numbers say so.
+#[test]
+fn queue_order_answers_are_called_out() {
+    let dir = tempdir();
+    let out = path_str(&dir.path().join("data"));
+    run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--family",
+        "uniform",
+        "-n",
+        "24",
+        "--queue",
+        "5..8",
+        "--split",
+        "0/0/100",
+        "--node-limit",
+        "20000",
+        "--seed",
+        "5",
+        "-o",
+        &out,
+    ])
+    .ok();
+    let data = format!("{out}/test.jsonl");
+    let records = read_jsonl(Path::new(&data));
+    let (mut queue, mut reversed) = (String::new(), String::new());
+    for r in &records {
+        let n = r["instance"]["queue"].as_array().unwrap().len();
+        let ids: Vec<String> = (1..=n).map(|k| format!("J{k}")).collect();
+        queue += &format!("{}\n", json!({"id": r["id"], "output": ids.join(" ")}));
+        // Longest walltime first.
+        let mut longest: Vec<usize> = (0..n).collect();
+        longest.sort_by_key(|&k| {
+            let walltime = r["instance"]["queue"][k]["walltime"].as_i64().unwrap();
+            (-walltime, k)
+        });
+        let longest: Vec<String> = longest.iter().map(|k| ids[*k].clone()).collect();
+        reversed += &format!("{}\n", json!({"id": r["id"], "output": longest.join(" ")}));
+    }
+    let (qp, rp) = (
+        dir.path().join("queue.jsonl"),
+        dir.path().join("longest.jsonl"),
+    );
+    fs::write(&qp, queue).unwrap();
+    fs::write(&rp, reversed).unwrap();
+    let (qname, rname) = (
+        format!("predictions:{}", path_str(&qp)),
+        format!("predictions:{}", path_str(&rp)),
+    );
+    let report = dir.path().join("out");
+    let r = run(&[
+        "eval",
+        "--data",
+        &data,
+        "--policies",
+        &format!("fcfs,sjf,{qname},{rname}"),
+        "--report",
+        &path_str(&report),
+    ])
+    .ok();
+    let stdout = r.stdout_text();
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(report.join("summary.json")).unwrap()).unwrap();
+    let stats = |name: &str| {
+        summary["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["policy"] == name)
+            .unwrap()
+            .clone()
+    };
+    let gap = |p: &Value| p["gap"]["mean"].as_f64().unwrap();
+    let (q, rev, fcfs, sjf) = (stats(&qname), stats(&rname), stats("fcfs"), stats("sjf"));
+    let fcfs_gap = summary["fcfs_gap"]["mean"].as_f64().unwrap();
+    assert_eq!(fcfs_gap, gap(&fcfs));
+    // The queue order is FCFS's order here: same value on every record.
+    assert_eq!(q["same_as_queue_order"], 1.0);
+    assert_eq!(fcfs["same_as_queue_order"], 1.0);
+    assert_eq!(gap(&q), fcfs_gap);
+    assert_eq!(q["vs_best_rule"], fcfs["vs_best_rule"]);
+    assert_eq!(q["vs_best_rule"]["wins"], 0);
+    // This data set has SJF better than FCFS, and longest-first worse than FCFS.
+    assert_eq!(summary["best_single_rule"]["rule"], "sjf");
+    assert_eq!(summary["best_single_rule"]["source"], "policies");
+    assert!(gap(&sjf) < fcfs_gap, "{summary}");
+    assert!(gap(&rev) > fcfs_gap, "{summary}");
+    let best = summary["best_rule_per_instance_gap"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(best <= gap(&sjf));
+
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: mean gap")))
+            .unwrap_or_else(|| panic!("no sentence for {name} in:\n{stdout}"))
+            .to_string()
+    };
+    let ql = line(&qname);
+    assert!(
+        ql.contains(&format!(
+            "mean gap {} (best rule per instance {}, best single rule sjf {}, FCFS {}), no \
+             better than FCFS and worse than the best single rule sjf;",
+            pct(gap(&q)),
+            pct(best),
+            pct(gap(&sjf)),
+            pct(fcfs_gap)
+        )),
+        "{ql}"
+    );
+    assert!(
+        ql.contains("answers identical to the queue order on 100.0%, to the best rule's order on"),
+        "{ql}"
+    );
+    let rl = line(&rname);
+    assert!(
+        rl.contains("), worse than FCFS and worse than the best single rule sjf;"),
+        "{rl}"
+    );
+    // Rules get no such sentence; the reports carry the same one.
+    assert!(!stdout.contains("fcfs: mean gap"), "{stdout}");
+    let md = fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains(&format!("**{qname}**: mean gap")), "{md}");
+    assert!(md.contains("## Against the rules"), "{md}");
+    assert!(md.contains("best rule per instance (reference)"), "{md}");
+    let html = fs::read_to_string(report.join("report.html")).unwrap();
+    assert!(html.contains("no better than FCFS and worse than the best single rule sjf"));
+    assert!(html.contains("best rule per instance (reference)"));
+    let baselines = fs::read_to_string(report.join("baselines.csv")).unwrap();
+    assert!(
+        baselines.starts_with("record,line,source,fcfs,sjf,"),
+        "{baselines}"
+    );
+    assert_eq!(baselines.lines().count(), 1 + records.len());
+}

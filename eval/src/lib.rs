@@ -14,12 +14,15 @@
 //!   (strict parse; an invalid answer counts as invalid and is scored by the FCFS fallback).
 //! - [`openai`]: a client for OpenAI-compatible chat-completions endpoints.
 //! - [`snapshot`]: snapshot evaluation, one [`snapshot::Row`] per (policy, record).
+//! - [`baseline`]: the classic rules on each record (the best rule per instance and the queue
+//!   order), the reference for "does it beat the rules, or just repeat one?".
 //! - [`stats`]: every summary number, computed from the rows alone.
 //! - [`online`]: online evaluation (trace replay with each policy consulted at every event).
 //! - [`report`]: `summary.json`, per-instance CSV, `report.md` and `report.html` with SVG plots.
 //!
 //! docs/eval.md describes the command, the definitions of every number and the files.
 
+pub mod baseline;
 pub mod data;
 pub mod error;
 pub mod online;

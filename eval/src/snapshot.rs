@@ -16,14 +16,13 @@ use schedlm_solver::portfolio::{relative_gap, solve, Method, SolveOptions};
 use schedlm_solver::rules::{self, RuleContext};
 use serde::{Deserialize, Serialize};
 
+use crate::baseline::{record_rules, RecordRules};
 use crate::data::{Dataset, Loaded};
 use crate::error::EvalError;
 use crate::openai::{Client, ClientOptions};
 use crate::predictions::{read_predictions, Prediction};
 use crate::spec::PolicySpec;
-use crate::text::{
-    answer_all, order_value, score_text, Ask, ModelLoader, Reply, Scored, TextModel,
-};
+use crate::text::{answer_all, placed, score_text, Ask, ModelLoader, Reply, Scored, TextModel};
 
 /// Values within this relative distance are equal (ties, "solved optimally").
 pub const TOLERANCE: f64 = 1e-9;
@@ -91,6 +90,17 @@ pub struct Row {
     pub defects: String,
     /// Decision time in seconds; empty when not measured.
     pub seconds: Option<f64>,
+    /// The best rule per instance ([`crate::baseline`]): the classic rule whose order the
+    /// `same_as_best_rule_order` column compares with.
+    pub best_rule: String,
+    /// The best rule per instance's value (the minimum of the classic rules' values).
+    pub best_rule_value: f64,
+    /// Whether the placed order (after the dependency repair) equals the queue order's
+    /// (`J1 J2 ... Jn` repaired); always false for an invalid answer.
+    pub same_as_queue_order: bool,
+    /// Whether the placed order equals the best rule's placed order; always false for an
+    /// invalid answer.
+    pub same_as_best_rule_order: bool,
 }
 
 /// The rows of an evaluation and what the report must mention about its inputs.
@@ -101,6 +111,8 @@ pub struct Evaluation {
     pub rows: Vec<Row>,
     /// Remarks on the inputs (ids in a predictions file that are not in the data, ...).
     pub notes: Vec<String>,
+    /// The classic rules on every record, in file order.
+    pub rules: Vec<RecordRules>,
 }
 
 /// An order (or a text answer) for one record, before scoring.
@@ -115,19 +127,32 @@ pub fn evaluate(
     specs: &[PolicySpec],
     options: &SnapshotOptions,
 ) -> Result<Evaluation, EvalError> {
-    let mut eval = Evaluation {
-        policies: Vec::new(),
-        rows: Vec::new(),
-        notes: Vec::new(),
-    };
     // Load every scheduler first, so a bad one fails before any work is done.
     let sources: Vec<Source> = specs
         .iter()
         .map(|s| prepare(s, options))
         .collect::<Result<_, _>>()?;
+    let mut eval = Evaluation {
+        policies: Vec::new(),
+        rows: Vec::new(),
+        notes: Vec::new(),
+        rules: data
+            .records
+            .par_iter()
+            .map(|r| record_rules(r, data.objective, data.variant))
+            .collect(),
+    };
+    let disagree = eval.rules.iter().filter(|r| r.disagrees).count();
+    if disagree > 0 {
+        eval.notes.push(format!(
+            "{disagree} of {} records have baselines whose best value differs from the \
+             evaluator's dispatch of the classic rules (the recorded baselines are used)",
+            data.records.len()
+        ));
+    }
     for (spec, source) in specs.iter().zip(&sources) {
         for (name, decisions) in decide(data, spec, source, options, &mut eval.notes)? {
-            let rows = score_all(data, &name, decisions)?;
+            let rows = score_all(data, &eval.rules, &name, decisions)?;
             eval.policies.push(name);
             eval.rows.extend(rows);
         }
@@ -344,17 +369,38 @@ fn text_columns(name: String, replies: Vec<Reply>) -> Vec<(String, Decisions)> {
     out
 }
 
-fn score_all(data: &Dataset, policy: &str, decisions: Decisions) -> Result<Vec<Row>, EvalError> {
+fn score_all(
+    data: &Dataset,
+    rules: &[RecordRules],
+    policy: &str,
+    decisions: Decisions,
+) -> Result<Vec<Row>, EvalError> {
     data.records
         .par_iter()
+        .zip(rules.par_iter())
         .zip(decisions.into_par_iter())
-        .map(|(r, (decision, seconds))| score_one(data, r, policy, &decision, seconds))
+        .map(|((r, rr), (decision, seconds))| score_one(data, r, rr, policy, &decision, seconds))
         .collect()
+}
+
+/// Whether `value` is optimal (within [`TOLERANCE`] of `reference`) and its gap:
+/// (value - reference) / reference, 0 when optimal, `None` when undefined (zero reference,
+/// non-zero value).
+pub fn gap_to(value: f64, reference: f64) -> (bool, Option<f64>) {
+    let optimal = value <= reference + TOLERANCE * reference.abs().max(1.0);
+    // Within the tolerance the gap is 0 (floating-point sums differ in the last bits).
+    let gap = if optimal {
+        0.0
+    } else {
+        relative_gap(value, reference)
+    };
+    (optimal, gap.is_finite().then_some(gap))
 }
 
 fn score_one(
     data: &Dataset,
     r: &Loaded,
+    rules: &RecordRules,
     policy: &str,
     decision: &Decision,
     seconds: Option<f64>,
@@ -365,12 +411,13 @@ fn score_one(
     let fcfs = crate::text::fcfs_value(&r.problem, objective, variant).map_err(bad)?;
     let scored = match decision {
         Decision::Order(order) => {
-            let value = order_value(&r.problem, order, objective, variant).map_err(bad)?;
+            let (placed, value) = placed(&r.problem, order, objective, variant).map_err(bad)?;
             Scored {
                 value,
                 lenient_value: value,
                 valid: true,
                 defects: String::new(),
+                order: Some(placed),
             }
         }
         Decision::Text(text) => {
@@ -384,13 +431,8 @@ fn score_one(
     } else {
         rec.lower_bound
     };
-    let optimal = scored.value <= reference + TOLERANCE * reference.abs().max(1.0);
-    // Within the tolerance the gap is 0 (floating-point sums differ in the last bits).
-    let gap = if optimal {
-        0.0
-    } else {
-        relative_gap(scored.value, reference)
-    };
+    let (optimal, gap) = gap_to(scored.value, reference);
+    let same = |other: &[usize]| scored.valid && scored.order.as_deref() == Some(other);
     Ok(Row {
         policy: policy.to_string(),
         record: rec.id.clone(),
@@ -400,13 +442,17 @@ fn score_one(
         reference,
         proven: rec.proven_optimal,
         value: scored.value,
-        gap: gap.is_finite().then_some(gap),
+        gap,
         optimal,
         valid: scored.valid,
         lenient_value: scored.lenient_value,
         fcfs_value: fcfs,
-        defects: scored.defects,
         seconds,
+        best_rule: rules.best_rule.name().to_string(),
+        best_rule_value: rules.best_value,
+        same_as_queue_order: same(&rules.queue_order),
+        same_as_best_rule_order: same(&rules.best_order),
+        defects: scored.defects,
     })
 }
 

@@ -11,13 +11,23 @@
 //! - policy A *wins* against B on a record when A's value is lower by more than the
 //!   tolerance of [`crate::snapshot::TOLERANCE`] (relative, floor 1), *ties* within it;
 //! - the queue-length groups are the exact lengths when there are at most 12 distinct ones,
-//!   else 8 equal-width ranges.
+//!   else 8 equal-width ranges;
+//! - against the rules ([`crate::baseline`]): a policy's wins, ties and losses against the
+//!   best rule per instance compare its value with the row's `best_rule_value`; the shares of
+//!   answers identical to the queue order and to the best rule's order are over all the
+//!   policy's rows (an invalid answer is never identical); the gaps of the best rule per
+//!   instance and of FCFS take every record once (`best_rule_value`, `fcfs_value` against the
+//!   record's reference); the best single rule is the classic rule with the lowest mean gap
+//!   among the classic rules evaluated as policies, or, when none was, among every classic
+//!   rule's values on the records (their baselines).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
+use schedlm_solver::rules::Rule;
 use serde::{Deserialize, Serialize};
 
-use crate::snapshot::{Row, TOLERANCE};
+use crate::baseline::RecordRules;
+use crate::snapshot::{gap_to, Row, TOLERANCE};
 
 /// Gap statistics of one policy or group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +54,46 @@ pub struct PolicyStats {
     pub valid_share: f64,
     /// Mean decision time in seconds over the rows that measured one.
     pub mean_seconds: Option<f64>,
+    /// Record by record against the best rule per instance (each record's best classic rule).
+    pub vs_best_rule: Tally,
+    /// Share of rows whose placed order is the queue order's (invalid answers never are).
+    pub same_as_queue_order: f64,
+    /// Share of rows whose placed order is the best rule per instance's (invalid answers never
+    /// are).
+    pub same_as_best_rule_order: f64,
+}
+
+/// Wins, ties and losses against a reference, record by record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub wins: usize,
+    pub ties: usize,
+    pub losses: usize,
+}
+
+impl Tally {
+    /// Counts `value` against `reference` (lower is better; equal within the tolerance ties).
+    pub fn add(&mut self, value: f64, reference: f64) {
+        if tied(value, reference) {
+            self.ties += 1;
+        } else if value < reference {
+            self.wins += 1;
+        } else {
+            self.losses += 1;
+        }
+    }
+}
+
+/// The classic rule with the lowest mean gap over the evaluated records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestSingleRule {
+    /// The rule's name (`sjf`, ...).
+    pub rule: String,
+    /// `policies`: chosen among the classic rules evaluated as policies; `baselines`: no
+    /// classic rule was evaluated, so chosen among every classic rule's values on the records
+    /// (their `baselines`, computed when missing).
+    pub source: String,
+    pub gap: GapStats,
 }
 
 /// Wins, ties and losses of `a` against `b` over the records both scored.
@@ -78,10 +128,27 @@ pub struct Stats {
     pub pairs: Vec<Pair>,
     pub by_queue: Vec<Group>,
     pub by_family: Vec<Group>,
+    /// Gap of the best rule per instance, every record once (`best_rule_value` against the
+    /// record's reference).
+    pub best_rule_per_instance_gap: GapStats,
+    /// Mean value of the best rule per instance, every record once.
+    pub best_rule_per_instance_mean_value: f64,
+    /// Gap of FCFS, every record once (`fcfs_value` against the record's reference), whether
+    /// or not `fcfs` was evaluated as a policy.
+    pub fcfs_gap: GapStats,
+    /// The classic rule with the lowest mean gap; `None` when no rule's values are known.
+    pub best_single_rule: Option<BestSingleRule>,
 }
 
-/// Computes the statistics of `rows` for `policies` (in that order).
+/// Computes the statistics of `rows` for `policies` (in that order); the best single rule
+/// only among the classic rules evaluated as policies.
 pub fn summarize(policies: &[String], rows: &[Row]) -> Stats {
+    summarize_with(policies, rows, &[])
+}
+
+/// [`summarize`], with every classic rule's values on the records (`rules`) to choose the
+/// best single rule from when no classic rule was evaluated as a policy.
+pub fn summarize_with(policies: &[String], rows: &[Row], rules: &[RecordRules]) -> Stats {
     let of = |p: &str| -> Vec<&Row> { rows.iter().filter(|r| r.policy == p).collect() };
     let per: Vec<PolicyStats> = policies.iter().map(|p| policy_stats(p, &of(p))).collect();
     let mut ranking: Vec<&PolicyStats> = per.iter().collect();
@@ -91,13 +158,86 @@ pub fn summarize(policies: &[String], rows: &[Row]) -> Stats {
             .then(b.optimal_share.total_cmp(&a.optimal_share))
     });
     let bins = queue_bins(rows);
+    let records = per_record(rows);
     Stats {
         ranking: ranking.iter().map(|s| s.policy.clone()).collect(),
         pairs: pairs(policies, rows),
         by_queue: groups(policies, rows, |r| bin_label(&bins, r.queue)),
         by_family: groups(policies, rows, |r| r.family.clone()),
+        best_rule_per_instance_gap: gap_stats_of(
+            records
+                .iter()
+                .map(|r| gap_to(r.best_rule_value, r.reference).1),
+        ),
+        best_rule_per_instance_mean_value: mean(records.iter().map(|r| r.best_rule_value))
+            .unwrap_or(f64::NAN),
+        fcfs_gap: gap_stats_of(records.iter().map(|r| gap_to(r.fcfs_value, r.reference).1)),
+        best_single_rule: best_single_rule(&per, &records, rules),
         policies: per,
     }
+}
+
+/// The first row of every record, in order of first appearance.
+fn per_record(rows: &[Row]) -> Vec<&Row> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    rows.iter()
+        .filter(|r| seen.insert(r.record.as_str()))
+        .collect()
+}
+
+/// Whether a policy name is a classic rule.
+fn classic(name: &str) -> bool {
+    Rule::from_name(name).is_some_and(|r| Rule::CLASSIC.contains(&r))
+}
+
+/// The classic rule with the lowest mean gap (ties: the first, in command-line order or in
+/// [`Rule::CLASSIC`] order): among the policies when some are classic rules, else from
+/// `rules` (every record of `records` that has them).
+fn best_single_rule(
+    per: &[PolicyStats],
+    records: &[&Row],
+    rules: &[RecordRules],
+) -> Option<BestSingleRule> {
+    let lowest = |candidates: Vec<(String, GapStats)>, source: &str| {
+        let mut best: Option<(String, GapStats)> = None;
+        for (rule, gap) in candidates {
+            let Some(m) = gap.mean else { continue };
+            if best
+                .as_ref()
+                .and_then(|(_, b)| b.mean)
+                .is_none_or(|b| m < b)
+            {
+                best = Some((rule, gap));
+            }
+        }
+        best.map(|(rule, gap)| BestSingleRule {
+            rule,
+            source: source.to_string(),
+            gap,
+        })
+    };
+    let listed: Vec<(String, GapStats)> = per
+        .iter()
+        .filter(|p| classic(&p.policy))
+        .map(|p| (p.policy.clone(), p.gap.clone()))
+        .collect();
+    if !listed.is_empty() {
+        return lowest(listed, "policies");
+    }
+    let by_id: BTreeMap<&str, &RecordRules> =
+        rules.iter().map(|r| (r.record.as_str(), r)).collect();
+    let candidates = Rule::CLASSIC
+        .iter()
+        .map(|&rule| {
+            let gaps = records.iter().filter_map(|row| {
+                let values = &by_id.get(row.record.as_str())?.values;
+                let &(_, v) = values.iter().find(|(r, _)| *r == rule)?;
+                Some(gap_to(v, row.reference).1)
+            });
+            (rule.name().to_string(), gap_stats_of(gaps))
+        })
+        .collect();
+    lowest(candidates, "baselines")
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -114,7 +254,13 @@ fn share(rows: &[&Row], f: impl Fn(&Row) -> bool) -> f64 {
 
 /// Gap statistics of rows.
 pub fn gap_stats(rows: &[&Row]) -> GapStats {
-    let mut gaps: Vec<f64> = rows.iter().filter_map(|r| r.gap).collect();
+    gap_stats_of(rows.iter().map(|r| r.gap))
+}
+
+/// Gap statistics of gaps (`None`: undefined).
+pub fn gap_stats_of(gaps: impl IntoIterator<Item = Option<f64>>) -> GapStats {
+    let all: Vec<Option<f64>> = gaps.into_iter().collect();
+    let mut gaps: Vec<f64> = all.iter().filter_map(|g| *g).collect();
     gaps.sort_by(f64::total_cmp);
     let n = gaps.len();
     let median = (n > 0).then(|| {
@@ -130,7 +276,7 @@ pub fn gap_stats(rows: &[&Row]) -> GapStats {
         median,
         p90,
         max: gaps.last().copied(),
-        undefined: rows.len() - n,
+        undefined: all.len() - n,
     }
 }
 
@@ -144,6 +290,12 @@ fn policy_stats(policy: &str, rows: &[&Row]) -> PolicyStats {
         optimal_share: share(rows, |r| r.optimal),
         valid_share: share(rows, |r| r.valid),
         mean_seconds: mean(rows.iter().filter_map(|r| r.seconds)),
+        vs_best_rule: rows.iter().fold(Tally::default(), |mut t, r| {
+            t.add(r.value, r.best_rule_value);
+            t
+        }),
+        same_as_queue_order: share(rows, |r| r.same_as_queue_order),
+        same_as_best_rule_order: share(rows, |r| r.same_as_best_rule_order),
     }
 }
 
@@ -278,11 +430,201 @@ mod tests {
             fcfs_value: value,
             defects: String::new(),
             seconds: None,
+            best_rule: "sjf".into(),
+            best_rule_value: value,
+            same_as_queue_order: false,
+            same_as_best_rule_order: false,
         };
         Row {
             gap: (reference > 0.0).then(|| (value - reference) / reference),
             ..gap
         }
+    }
+
+    /// Record `r1`..`r6`: (best rule value, FCFS value); every reference is 1.
+    const RECORDS: [(f64, f64); 6] = [
+        (1.0, 1.5),
+        (1.2, 1.2),
+        (1.5, 2.0),
+        (1.1, 1.1),
+        (2.0, 3.0),
+        (1.3, 1.4),
+    ];
+
+    /// A row of a record of [`RECORDS`] (0-based `k`) with the given value and flags.
+    fn rule_row(policy: &str, k: usize, value: f64, valid: bool, queue: bool, best: bool) -> Row {
+        let (best_value, fcfs) = RECORDS[k];
+        Row {
+            valid,
+            fcfs_value: fcfs,
+            best_rule_value: best_value,
+            same_as_queue_order: queue,
+            same_as_best_rule_order: best,
+            ..row(policy, &format!("r{}", k + 1), 4, value, 1.0)
+        }
+    }
+
+    /// FCFS, SJF and two text policies on [`RECORDS`]: `predictions:p` answers FCFS's order
+    /// on r1, r2 (where FCFS is the best rule) and r6, the best rule's order on r3, an invalid
+    /// answer on r4 (scored by FCFS, never identical) and beats the best rule on r5;
+    /// `model:m` answers FCFS's order everywhere.
+    fn against_rules_rows() -> Vec<Row> {
+        let mut rows = Vec::new();
+        for (k, &(best, fcfs)) in RECORDS.iter().enumerate() {
+            let fcfs_is_best = tied(fcfs, best);
+            rows.push(rule_row("fcfs", k, fcfs, true, true, fcfs_is_best));
+        }
+        for (k, v) in [1.2, 1.3, 1.5, 1.2, 2.0, 1.3].into_iter().enumerate() {
+            rows.push(rule_row("sjf", k, v, true, false, false));
+        }
+        let p = "predictions:p";
+        rows.push(rule_row(p, 0, 1.5, true, true, false));
+        rows.push(rule_row(p, 1, 1.2, true, true, true));
+        rows.push(rule_row(p, 2, 1.5, true, false, true));
+        rows.push(rule_row(p, 3, 1.1, false, false, false));
+        rows.push(rule_row(p, 4, 1.5, true, false, false));
+        rows.push(rule_row(p, 5, 1.4, true, true, false));
+        for (k, &(best, fcfs)) in RECORDS.iter().enumerate() {
+            rows.push(rule_row("model:m", k, fcfs, true, true, tied(fcfs, best)));
+        }
+        rows
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-12)
+    }
+
+    #[test]
+    fn text_policies_against_the_rules() {
+        let rows = against_rules_rows();
+        let names: Vec<String> = ["fcfs", "sjf", "predictions:p", "model:m"]
+            .map(String::from)
+            .to_vec();
+        let s = summarize(&names, &rows);
+        let p = &s.policies[2];
+        assert_eq!(
+            p.vs_best_rule,
+            Tally {
+                wins: 1,
+                ties: 3,
+                losses: 2
+            }
+        );
+        assert_eq!(p.same_as_queue_order, 3.0 / 6.0);
+        assert_eq!(p.same_as_best_rule_order, 2.0 / 6.0);
+        let m = &s.policies[3];
+        assert_eq!(
+            m.vs_best_rule,
+            Tally {
+                wins: 0,
+                ties: 2,
+                losses: 4
+            }
+        );
+        assert_eq!(
+            (m.same_as_queue_order, m.same_as_best_rule_order),
+            (1.0, 2.0 / 6.0)
+        );
+        // FCFS never beats the best rule per instance (it is one of the rules).
+        assert_eq!(s.policies[0].vs_best_rule.wins, 0);
+        // Every record once: best rule gaps 0 .2 .5 .1 1 .3, FCFS gaps .5 .2 1 .1 2 .4.
+        assert!(close(s.best_rule_per_instance_gap.mean, 2.1 / 6.0));
+        assert_eq!(s.best_rule_per_instance_gap.max, Some(1.0));
+        assert!(close(Some(s.best_rule_per_instance_mean_value), 8.1 / 6.0));
+        assert!(close(s.fcfs_gap.mean, 4.2 / 6.0));
+        let single = s.best_single_rule.as_ref().unwrap();
+        assert_eq!(
+            (single.rule.as_str(), single.source.as_str()),
+            ("sjf", "policies")
+        );
+        assert!(close(single.gap.mean, 2.5 / 6.0));
+
+        // The headline says it in words.
+        let summary = crate::report::SnapshotSummary {
+            data: "d.jsonl".into(),
+            objective: "bsld".into(),
+            variant: "serial".into(),
+            records: 6,
+            proven: 6,
+            settings: crate::report::Settings {
+                optimal_time_limit_s: 1.0,
+                optimal_node_limit: None,
+                seed: 1,
+                ls_evaluations: 1,
+            },
+            notes: Vec::new(),
+            stats: s.clone(),
+        };
+        let lines = crate::report::markdown::headline(&summary);
+        let line = |name: &str| {
+            lines
+                .iter()
+                .find(|l| l.starts_with(&format!("**{name}**: mean gap")))
+                .cloned()
+                .unwrap_or_else(|| panic!("no sentence for {name}: {lines:?}"))
+        };
+        assert_eq!(
+            line("predictions:p"),
+            "**predictions:p**: mean gap 36.7% (best rule per instance 35.0%, best single rule \
+             sjf 41.7%, FCFS 70.0%), better than both FCFS and the best single rule sjf; \
+             against the best rule per instance: 1 win, 3 ties, 2 losses; answers identical \
+             to the queue order on 50.0%, to the best rule's order on 33.3%."
+        );
+        let m = line("model:m");
+        assert!(
+            m.contains("FCFS 70.0%), no better than FCFS and worse than the best single rule sjf;")
+                && m.contains("0 wins, 2 ties, 4 losses")
+                && m.contains("queue order on 100.0%"),
+            "{m}"
+        );
+        // Rules get no such sentence.
+        assert!(!lines.iter().any(|l| l.starts_with("**fcfs**: mean gap")));
+    }
+
+    #[test]
+    fn best_single_rule_from_the_baselines_without_rule_policies() {
+        let rows: Vec<Row> = against_rules_rows()
+            .into_iter()
+            .filter(|r| r.policy == "model:m")
+            .collect();
+        // Per record: every classic rule at its FCFS value, but ljf at half the distance.
+        let rules: Vec<RecordRules> = RECORDS
+            .iter()
+            .enumerate()
+            .map(|(k, &(best, fcfs))| RecordRules {
+                record: format!("r{}", k + 1),
+                line: k + 1,
+                values: Rule::CLASSIC
+                    .iter()
+                    .map(|&r| {
+                        (
+                            r,
+                            if r == Rule::Ljf {
+                                (1.0 + fcfs) / 2.0
+                            } else {
+                                fcfs
+                            },
+                        )
+                    })
+                    .collect(),
+                from_record: true,
+                best_rule: Rule::Ljf,
+                best_value: best,
+                best_order: Vec::new(),
+                queue_order: Vec::new(),
+                disagrees: false,
+            })
+            .collect();
+        let s = summarize_with(&["model:m".to_string()], &rows, &rules);
+        let single = s.best_single_rule.unwrap();
+        assert_eq!(
+            (single.rule.as_str(), single.source.as_str()),
+            ("ljf", "baselines")
+        );
+        assert!(close(single.gap.mean, 2.1 / 6.0));
+        assert!(summarize(&["model:m".to_string()], &rows)
+            .best_single_rule
+            .is_none());
     }
 
     #[test]

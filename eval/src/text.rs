@@ -132,6 +132,8 @@ pub struct Scored {
     pub valid: bool,
     /// The defects found, `; `-separated; empty for a valid answer.
     pub defects: String,
+    /// The placed order of a valid answer (after the dependency repair); `None` when invalid.
+    pub order: Option<Vec<usize>>,
 }
 
 /// The objective value of `order` (queue indices, a permutation) under the dispatcher.
@@ -143,6 +145,19 @@ pub fn order_value(
 ) -> Result<f64, OrderError> {
     let schedule = dispatch(problem, order, variant)?;
     Ok(objective.value(problem, &schedule.start))
+}
+
+/// The placed order (after the dependency repair) and the objective value of `order` (queue
+/// indices, a permutation) under the dispatcher.
+pub fn placed(
+    problem: &Problem,
+    order: &[usize],
+    objective: Objective,
+    variant: Variant,
+) -> Result<(Vec<usize>, f64), OrderError> {
+    let schedule = dispatch(problem, order, variant)?;
+    let value = objective.value(problem, &schedule.start);
+    Ok((schedule.order, value))
 }
 
 /// The FCFS fallback's value.
@@ -172,18 +187,20 @@ pub fn score_text(
                 lenient_value: fallback,
                 valid: false,
                 defects: why.to_string(),
+                order: None,
             })
         }
     };
     let ids = IdMap::new(instance);
     match parse_answer(text, &ids, instance, Mode::Strict) {
         Ok(parsed) => {
-            let value = order_value(problem, &parsed.order, objective, variant)?;
+            let (order, value) = placed(problem, &parsed.order, objective, variant)?;
             Ok(Scored {
                 value,
                 lenient_value: value,
                 valid: true,
                 defects: String::new(),
+                order: Some(order),
             })
         }
         Err(error) => {
@@ -204,6 +221,7 @@ pub fn score_text(
                 lenient_value: lenient,
                 valid: false,
                 defects,
+                order: None,
             })
         }
     }

@@ -7,10 +7,14 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use schedlm_eval::data::read_records;
-use schedlm_eval::report::{snapshot_summary, write_snapshot_report};
+use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
 use schedlm_eval::spec::parse_list;
-use serde_json::Value;
+use schedlm_generator::Family;
+use schedlm_model::{dispatch, repair, Problem};
+use schedlm_solver::bnb::best_rule;
+use schedlm_solver::rules::Rule;
+use serde_json::{json, Value};
 
 /// One CSV row as text cells by column name.
 type Cells = HashMap<String, String>;
@@ -64,6 +68,7 @@ fn run(dir: &Path, threads: usize) -> (Value, Vec<Cells>) {
     let summary = snapshot_summary(&data_path, &data, &eval, &options);
     let out = dir.join(format!("out{threads}"));
     write_snapshot_report(&out, &summary, &eval.rows).unwrap();
+    write_baselines(&out, &eval.rules).unwrap();
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     (json, read_csv(&out.join("instances.csv")))
@@ -167,6 +172,93 @@ fn summary_numbers_recompute_from_the_csv() {
             (Some(w), Some(t), Some(l)),
             "{a} vs {b}"
         );
+    }
+
+    // Against the rules: every number from the CSV's best-rule and same-order columns.
+    let tied = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0);
+    for p in summary["policies"].as_array().unwrap() {
+        let name = p["policy"].as_str().unwrap();
+        let mine: Vec<&Cells> = rows.iter().filter(|r| r["policy"] == name).collect();
+        let (mut w, mut t, mut l) = (0u64, 0u64, 0u64);
+        for r in &mine {
+            let (x, y) = (f(r, "value"), f(r, "best_rule_value"));
+            if tied(x, y) {
+                t += 1;
+            } else if x < y {
+                w += 1;
+            } else {
+                l += 1;
+            }
+        }
+        let v = &p["vs_best_rule"];
+        assert_eq!(
+            (v["wins"].as_u64(), v["ties"].as_u64(), v["losses"].as_u64()),
+            (Some(w), Some(t), Some(l)),
+            "{name}"
+        );
+        for k in ["same_as_queue_order", "same_as_best_rule_order"] {
+            let same = mine.iter().filter(|r| r[k] == "true").count();
+            close(same as f64 / mine.len() as f64, &p[k], name);
+            // An invalid answer is never identical.
+            assert!(mine.iter().all(|r| r[k] == "false" || r["valid"] == "true"));
+        }
+        if name == "fcfs" {
+            // The generated queues are listed by submit time: FCFS is the queue order.
+            close(1.0, &p["same_as_queue_order"], name);
+            assert_eq!(v["wins"], 0);
+        }
+    }
+    let fcfs_rows: Vec<&Cells> = rows.iter().filter(|r| r["policy"] == "fcfs").collect();
+    let mean_gap = |column: &str| {
+        fcfs_rows
+            .iter()
+            .map(|r| (f(r, column) - f(r, "reference")).max(0.0) / f(r, "reference"))
+            .sum::<f64>()
+            / n as f64
+    };
+    close(
+        mean_gap("best_rule_value"),
+        &summary["best_rule_per_instance_gap"]["mean"],
+        "best rule per instance",
+    );
+    close(
+        mean_gap("fcfs_value"),
+        &summary["fcfs_gap"]["mean"],
+        "fcfs gap",
+    );
+    close(
+        mean_gap("value"),
+        &summary["fcfs_gap"]["mean"],
+        "fcfs policy",
+    );
+    // The best single rule: the listed classic rule (fcfs, sjf, f1) with the lowest mean gap.
+    let gap_of = |name: &str| {
+        summary["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["policy"] == name)
+            .and_then(|p| p["gap"]["mean"].as_f64())
+            .unwrap()
+    };
+    let single = ["fcfs", "sjf", "f1"]
+        .into_iter()
+        .min_by(|a, b| gap_of(a).total_cmp(&gap_of(b)))
+        .unwrap();
+    assert_eq!(summary["best_single_rule"]["rule"], single);
+    assert_eq!(summary["best_single_rule"]["source"], "policies");
+    // baselines.csv: the best rule value is the lowest classic rule's, as in instances.csv.
+    let baselines = read_csv(&dir.path().join("out1").join("baselines.csv"));
+    assert_eq!(baselines.len(), n);
+    for (b, r) in baselines.iter().zip(&fcfs_rows) {
+        assert_eq!(b["record"], r["record"]);
+        assert_eq!(b["source"], "record");
+        let lowest = Rule::CLASSIC
+            .iter()
+            .map(|rule| f(b, rule.name()))
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(lowest, f(r, "best_rule_value"));
+        assert_eq!(b["best_rule"], r["best_rule"]);
     }
 
     // Rules and solvers are valid; the exact solver is optimal on every proven record.
@@ -276,5 +368,107 @@ fn summary_numbers_recompute_from_the_csv() {
     assert!(
         !html.contains("src=") && !html.contains("<link"),
         "self-contained"
+    );
+}
+
+/// The prompt ids of a queue order: `J3 J1 J2`.
+fn answer(order: &[usize]) -> String {
+    order
+        .iter()
+        .map(|j| format!("J{}", j + 1))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A predictions file that answers the queue order, the best rule's order, the label or the
+/// queue order with extra words (invalid) in turn: wins, ties and losses against the best rule
+/// per instance and both "identical" shares are exactly what this test computes by itself
+/// from the records (with the solver's `best_rule`, the dispatcher and the records' baselines).
+#[test]
+fn text_answers_against_the_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = common::records(Family::Uniform, 16, 41);
+    common::write_records(&dir.path().join("test.jsonl"), &records);
+    let n = records.len();
+    let (mut wins, mut ties, mut losses, mut queue, mut best) = (0, 0, 0, 0, 0);
+    let mut preds = String::new();
+    let tied = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0);
+    for (i, r) in records.iter().enumerate() {
+        let problem = Problem::new(&r.instance).unwrap();
+        let (obj, variant) = (r.objective, r.variant);
+        let all: Vec<usize> = (0..problem.jobs()).collect();
+        let queue_order = repair(&problem, &all);
+        let (best_order, _) = best_rule(&problem, obj, variant);
+        let label: Vec<usize> = r.order_indices().unwrap();
+        let (text, order) = match i % 4 {
+            0 => (answer(&all), Some(all.clone())),
+            1 => (answer(&best_order), Some(best_order.clone())),
+            2 => (answer(&label), Some(label)),
+            _ => (format!("{}\nI am sure.", answer(&all)), None),
+        };
+        preds += &format!("{}\n", json!({"id": r.id, "output": text}));
+        let run = |o: &[usize]| {
+            let s = dispatch(&problem, o, variant).unwrap();
+            (s.order.clone(), obj.value(&problem, &s.start))
+        };
+        let (placed, value) = run(order.as_deref().unwrap_or(&all));
+        let lowest = Rule::CLASSIC
+            .iter()
+            .map(|rule| r.baselines[rule.name()])
+            .fold(f64::INFINITY, f64::min);
+        if tied(value, lowest) {
+            ties += 1;
+        } else if value < lowest {
+            wins += 1;
+        } else {
+            losses += 1;
+        }
+        if order.is_some() {
+            queue += usize::from(placed == queue_order);
+            best += usize::from(placed == best_order);
+        }
+    }
+    let preds_path = dir.path().join("p.jsonl");
+    std::fs::write(&preds_path, preds).unwrap();
+    let data = read_records(&dir.path().join("test.jsonl")).unwrap();
+    let name = format!("predictions:{}", preds_path.display());
+    let specs = parse_list(&format!("fcfs,sjf,{name}")).unwrap();
+    let options = SnapshotOptions::default();
+    let eval = evaluate(&data, &specs, &options).unwrap();
+    let summary = snapshot_summary(&preds_path, &data, &eval, &options);
+    let p = summary
+        .stats
+        .policies
+        .iter()
+        .find(|p| p.policy == name)
+        .unwrap();
+    // The data set makes every count matter: some of each, and the shares differ.
+    assert!(wins > 0 && ties > 0 && losses > 0, "{wins} {ties} {losses}");
+    assert!(queue != best && queue < n && best < n, "{queue} {best}");
+    assert_eq!(
+        (
+            p.vs_best_rule.wins,
+            p.vs_best_rule.ties,
+            p.vs_best_rule.losses
+        ),
+        (wins, ties, losses)
+    );
+    assert_eq!(p.same_as_queue_order, queue as f64 / n as f64);
+    assert_eq!(p.same_as_best_rule_order, best as f64 / n as f64);
+    assert_eq!(p.valid_share, 0.75);
+    // The headline says so, with the same numbers.
+    let lines = schedlm_eval::report::markdown::headline(&summary);
+    let sentence = lines
+        .iter()
+        .find(|l| l.starts_with(&format!("**{name}**: mean gap")))
+        .unwrap();
+    let share = |k: usize| format!("{:.1}%", 100.0 * k as f64 / n as f64);
+    assert!(
+        sentence.contains(&format!(
+            "identical to the queue order on {}, to the best rule's order on {}.",
+            share(queue),
+            share(best)
+        )),
+        "{sentence}"
     );
 }

@@ -15,7 +15,7 @@ use schedlm_eval::report::markdown::{headline, policy_rows};
 use schedlm_eval::report::online::{
     headline as online_headline, online_summary, write_online_report,
 };
-use schedlm_eval::report::{snapshot_summary, write_snapshot_report};
+use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
 use schedlm_eval::spec::parse_list;
 use schedlm_eval::text::{Ask, ModelLoader, Reply, TextModel};
@@ -32,7 +32,10 @@ use crate::cmd::replay::RandomWindows;
 /// gives per scheduler the mean objective, the gap to the proven optimum (or to the lower
 /// bound, marked as such), the share solved optimally, the validity of text answers (invalid
 /// ones are scored by FCFS) and the decision time, wins/ties/losses between every pair, and
-/// breakdowns by queue length and family.
+/// breakdowns by queue length and family. Each text scheduler is also set against the rules:
+/// its mean gap next to the best rule per instance's, the best single rule's and FCFS's, its
+/// wins/ties/losses against the best rule per instance, and how often its order is the queue
+/// order or the best rule's order.
 ///
 /// Online evaluation (`--trace`): replays windows of an SWF trace with each scheduler consulted
 /// at every event and reports mean bsld, wait and utilization per scheduler and window.
@@ -226,8 +229,12 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
     let options = args.snapshot_options();
     let eval = evaluate(&data, specs, &options)?;
     let summary = snapshot_summary(path, &data, &eval, &options);
-    let written = write_snapshot_report(&args.report, &summary, &eval.rows)
+    let mut written = write_snapshot_report(&args.report, &summary, &eval.rows)
         .with_context(|| format!("cannot write the report to {}", args.report.display()))?;
+    written.push(
+        write_baselines(&args.report, &eval.rules)
+            .with_context(|| format!("cannot write the report to {}", args.report.display()))?,
+    );
     for line in headline(&summary) {
         println!("{}", line.replace("**", ""));
     }
@@ -269,7 +276,10 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> 
 fn parse_template(s: &str) -> Result<Template, String> {
     Template::from_name(s)
         .or_else(|| Template::from_name(&format!("{s}-v1")))
-        .ok_or_else(|| format!("`{s}` is not a template: use compact-v1 or verbose-v1"))
+        .ok_or_else(|| {
+            let names: Vec<&str> = Template::ALL.iter().map(|t| t.name()).collect();
+            format!("`{s}` is not a template: use one of {}", names.join(", "))
+        })
 }
 
 /// Prints a table with aligned columns.

@@ -2,11 +2,13 @@
 
 use std::fmt::Write as _;
 
-use super::markdown::{group_rows, headline, pair_rows, policy_rows};
+use super::markdown::{
+    group_rows, headline, pair_rows, policy_rows, rules_note, rules_rows, BEST_RULE_LABEL,
+};
 use super::plot::{cdf, svg, Chart, Line};
 use super::SnapshotSummary;
 use crate::error::EvalError;
-use crate::snapshot::Row;
+use crate::snapshot::{gap_to, Row};
 use crate::stats::queue_bins;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;\
@@ -86,6 +88,9 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     }
     b.push_str("</ul>\n<h2>Policies (best first)</h2>\n");
     b.push_str(&table(policy_rows(s)));
+    b.push_str("<h2>Against the rules</h2>\n");
+    b.push_str(&table(rules_rows(s)));
+    let _ = writeln!(b, "<p>{}</p>", escape(&rules_note()));
     b.push_str("<h2>Gaps</h2>\n<div class=\"plots\">\n");
     b.push_str(&figure(&gap_cdf(s, rows)?));
     b.push_str(&figure(&gap_by_queue(s, rows)?));
@@ -106,22 +111,45 @@ fn names(s: &SnapshotSummary) -> Vec<&str> {
     s.stats.policies.iter().map(|p| p.policy.as_str()).collect()
 }
 
-/// CDF of the gap (in %) per policy.
+/// The rows of one policy, standing for the records: the best rule per instance's gap of a
+/// record is the same in every policy's row.
+fn record_rows(s: &SnapshotSummary, rows: &[Row]) -> Vec<Row> {
+    let first = s.stats.policies.first().map(|p| p.policy.as_str());
+    rows.iter()
+        .filter(|r| Some(r.policy.as_str()) == first)
+        .map(|r| Row {
+            gap: gap_to(r.best_rule_value, r.reference).1,
+            ..r.clone()
+        })
+        .collect()
+}
+
+/// CDF of the gap (in %) per policy, and of the best rule per instance (dashed).
 fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
-    let lines: Vec<Line> = names(s)
+    let cdf_of = |rows: &[Row], p: &str| {
+        let gaps: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.policy == p)
+            .filter_map(|r| r.gap.map(|g| g * 100.0))
+            .collect();
+        cdf(&gaps)
+    };
+    let mut lines: Vec<Line> = names(s)
         .into_iter()
-        .map(|p| {
-            let gaps: Vec<f64> = rows
-                .iter()
-                .filter(|r| r.policy == p)
-                .filter_map(|r| r.gap.map(|g| g * 100.0))
-                .collect();
-            Line {
-                name: p.to_string(),
-                points: cdf(&gaps),
-            }
+        .map(|p| Line {
+            name: p.to_string(),
+            points: cdf_of(rows, p),
+            reference: false,
         })
         .collect();
+    let reference = record_rows(s, rows);
+    if let Some(first) = reference.first() {
+        lines.push(Line {
+            name: BEST_RULE_LABEL.to_string(),
+            points: cdf_of(&reference, &first.policy),
+            reference: true,
+        });
+    }
     svg(&Chart {
         title: "Gap to the reference: CDF per policy",
         x_label: "gap (%)",
@@ -131,34 +159,43 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
     })
 }
 
-/// Mean gap (in %) per queue-length group and policy, at the group's mean length.
+/// Mean gap (in %) per queue-length group and policy, at the group's mean length, and of the
+/// best rule per instance (dashed).
 fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
     let bins = queue_bins(rows);
-    let lines: Vec<Line> = names(s)
+    let by_queue = |rows: &[Row], p: &str| -> Vec<(f64, f64)> {
+        bins.iter()
+            .filter_map(|&(lo, hi)| {
+                let members: Vec<&Row> = rows
+                    .iter()
+                    .filter(|r| r.policy == p && lo <= r.queue && r.queue <= hi)
+                    .collect();
+                let gaps: Vec<f64> = members.iter().filter_map(|r| r.gap).collect();
+                if gaps.is_empty() {
+                    return None;
+                }
+                let len =
+                    members.iter().map(|r| r.queue as f64).sum::<f64>() / members.len() as f64;
+                Some((len, 100.0 * gaps.iter().sum::<f64>() / gaps.len() as f64))
+            })
+            .collect()
+    };
+    let mut lines: Vec<Line> = names(s)
         .into_iter()
-        .map(|p| {
-            let points = bins
-                .iter()
-                .filter_map(|&(lo, hi)| {
-                    let members: Vec<&Row> = rows
-                        .iter()
-                        .filter(|r| r.policy == p && lo <= r.queue && r.queue <= hi)
-                        .collect();
-                    let gaps: Vec<f64> = members.iter().filter_map(|r| r.gap).collect();
-                    if gaps.is_empty() {
-                        return None;
-                    }
-                    let len =
-                        members.iter().map(|r| r.queue as f64).sum::<f64>() / members.len() as f64;
-                    Some((len, 100.0 * gaps.iter().sum::<f64>() / gaps.len() as f64))
-                })
-                .collect();
-            Line {
-                name: p.to_string(),
-                points,
-            }
+        .map(|p| Line {
+            name: p.to_string(),
+            points: by_queue(rows, p),
+            reference: false,
         })
         .collect();
+    let reference = record_rows(s, rows);
+    if let Some(first) = reference.first() {
+        lines.push(Line {
+            name: BEST_RULE_LABEL.to_string(),
+            points: by_queue(&reference, &first.policy),
+            reference: true,
+        });
+    }
     svg(&Chart {
         title: "Mean gap versus queue length",
         x_label: "queued jobs",

@@ -1,9 +1,15 @@
 //! `report.md`: the headline first, then the tables; every number from the summary.
 
+use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use schedlm_solver::rules::Rule;
+
 use super::{num, pct, secs, SnapshotSummary};
-use crate::stats::{Group, PolicyStats};
+use crate::stats::{tied, Group, PolicyStats};
+
+/// The label of the best rule per instance in tables and plots.
+pub const BEST_RULE_LABEL: &str = "best rule per instance (reference)";
 
 /// Whether a policy answers in text (its validity matters).
 pub fn is_text(policy: &str) -> bool {
@@ -45,6 +51,7 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
         }
     }
     for p in s.stats.policies.iter().filter(|p| is_text(&p.policy)) {
+        out.push(against_rules(s, p));
         out.push(format!(
             "**{}**: {} of answers valid; invalid answers are scored by FCFS (mean {} {}; with \
              lenient repair instead: {}).",
@@ -65,6 +72,94 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
     out
 }
 
+/// How mean gap `a` compares with mean gap `b` (equal within the tolerance), when both are
+/// defined.
+fn compare(a: Option<f64>, b: Option<f64>) -> Option<Ordering> {
+    let (a, b) = (a?, b?);
+    Some(if tied(a, b) {
+        Ordering::Equal
+    } else if a < b {
+        Ordering::Less
+    } else {
+        Ordering::Greater
+    })
+}
+
+/// The verdict on a mean gap against FCFS's and the best single rule's, in words: "worse than
+/// FCFS", "better than FCFS but worse than the best single rule sjf", ...
+pub fn verdict(gap: Option<f64>, fcfs: Option<f64>, single: Option<(&str, Option<f64>)>) -> String {
+    let words = |o: Ordering, equal: &'static str| match o {
+        Ordering::Greater => "worse than",
+        Ordering::Equal => equal,
+        Ordering::Less => "better than",
+    };
+    let vs_fcfs = compare(gap, fcfs).map(|o| (o, format!("{} FCFS", words(o, "no better than"))));
+    let vs_single = single
+        .filter(|(rule, _)| *rule != "fcfs")
+        .and_then(|(rule, g)| {
+            compare(gap, g).map(|o| {
+                let w = words(o, "as good as");
+                (o, format!("{w} the best single rule {rule}"))
+            })
+        });
+    match (vs_fcfs, vs_single) {
+        (Some((Ordering::Less, _)), Some((Ordering::Less, _))) => {
+            let rule = single.map_or("", |(r, _)| r);
+            format!("better than both FCFS and the best single rule {rule}")
+        }
+        (Some((a, x)), Some((b, y))) => {
+            // "and" when both say the same kind of thing, "but" when they differ ("no better
+            // than FCFS" is bad news, "as good as the best single rule" good news).
+            let good = (a == Ordering::Less) == (b != Ordering::Greater);
+            format!("{x} {} {y}", if good { "and" } else { "but" })
+        }
+        (Some((_, x)), None) | (None, Some((_, x))) => x,
+        (None, None) => String::new(),
+    }
+}
+
+/// The sentence comparing a (text) policy with the rules: its mean gap next to the best rule
+/// per instance's, the best single rule's and FCFS's; a verdict; its wins, ties and losses
+/// against the best rule per instance; and how often it answered the queue order or the best
+/// rule's order.
+pub fn against_rules(s: &SnapshotSummary, p: &PolicyStats) -> String {
+    let st = &s.stats;
+    let single = st
+        .best_single_rule
+        .as_ref()
+        .map(|b| (b.rule.as_str(), b.gap.mean));
+    let single_words = match single {
+        Some((rule, g)) => format!(", best single rule {rule} {}", pct(g)),
+        None => String::new(),
+    };
+    let verdict = verdict(p.gap.mean, st.fcfs_gap.mean, single);
+    let verdict = if verdict.is_empty() {
+        verdict
+    } else {
+        format!(", {verdict}")
+    };
+    let t = &p.vs_best_rule;
+    format!(
+        "**{}**: mean gap {} (best rule per instance {}{single_words}, FCFS {}){verdict}; \
+         against the best rule per instance: {}, {}, {}; answers identical to the queue \
+         order on {}, to the best rule's order on {}.",
+        p.policy,
+        pct(p.gap.mean),
+        pct(st.best_rule_per_instance_gap.mean),
+        pct(st.fcfs_gap.mean),
+        count(t.wins, "win", "wins"),
+        count(t.ties, "tie", "ties"),
+        count(t.losses, "loss", "losses"),
+        pct(Some(p.same_as_queue_order)),
+        pct(Some(p.same_as_best_rule_order)),
+    )
+}
+
+/// `1 win`, `3 wins`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The report of a snapshot evaluation.
 pub fn snapshot(s: &SnapshotSummary) -> String {
     let mut md = String::new();
@@ -77,6 +172,9 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     }
     let _ = writeln!(md, "\n## Policies (best first)\n");
     md.push_str(&policy_table(s));
+    let _ = writeln!(md, "\n## Against the rules\n");
+    md.push_str(&table(rules_rows(s)));
+    let _ = writeln!(md, "\n{}", rules_note());
     let _ = writeln!(
         md,
         "\n## Wins / ties / losses (row policy against column policy)\n"
@@ -117,26 +215,124 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     .iter()
     .map(|h| h.to_string())
     .collect();
-    let rows = s
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let reference = s.stats.best_rule_per_instance_mean_value;
+    let mut placed = false;
+    for p in s
         .stats
         .ranking
         .iter()
         .filter_map(|n| s.stats.policies.iter().find(|p| &p.policy == n))
+    {
+        // The reference row goes where its mean value ranks it.
+        if !placed && reference.is_finite() && reference < p.mean_value {
+            rows.push(best_rule_row(s));
+            placed = true;
+        }
+        rows.push(vec![
+            p.policy.clone(),
+            num(p.mean_value),
+            pct(p.gap.mean),
+            pct(p.gap.median),
+            pct(p.gap.p90),
+            pct(p.gap.max),
+            pct(Some(p.optimal_share)),
+            pct(Some(p.valid_share)),
+            num(p.mean_lenient_value),
+            secs(p.mean_seconds),
+        ]);
+    }
+    if !placed && reference.is_finite() {
+        rows.push(best_rule_row(s));
+    }
+    (header, rows)
+}
+
+/// The policy table's row of the best rule per instance (not a scheduler: the best classic
+/// rule picked for each record after the fact).
+fn best_rule_row(s: &SnapshotSummary) -> Vec<String> {
+    let g = &s.stats.best_rule_per_instance_gap;
+    let dash = || "-".to_string();
+    vec![
+        BEST_RULE_LABEL.to_string(),
+        num(s.stats.best_rule_per_instance_mean_value),
+        pct(g.mean),
+        pct(g.median),
+        pct(g.p90),
+        pct(g.max),
+        dash(),
+        dash(),
+        dash(),
+        dash(),
+    ]
+}
+
+/// What the "Against the rules" table means.
+pub fn rules_note() -> String {
+    let names: Vec<&str> = Rule::CLASSIC.iter().map(|r| r.name()).collect();
+    format!(
+        "The best rule per instance is, on each record, the classic rule ({}) with the lowest \
+         value there, picked after the fact; wins/ties/losses compare each record's value with \
+         it. \"Same order\" compares placed orders (after the dependency repair); an invalid \
+         answer is never the same. The queue order is the listing order J1 J2 ... Jn (FCFS \
+         when the queue is listed by submit time).",
+        names.join(", ")
+    )
+}
+
+/// Per policy: mean gap, wins/ties/losses against the best rule per instance, and the shares
+/// of orders identical to the queue order and to the best rule's order (shared with the HTML
+/// report).
+pub fn rules_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "policy",
+        "mean gap",
+        "vs best rule per instance (W/T/L)",
+        "same order as queue",
+        "same order as best rule",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let st = &s.stats;
+    let mut rows: Vec<Vec<String>> = st
+        .policies
+        .iter()
         .map(|p| {
+            let t = &p.vs_best_rule;
             vec![
                 p.policy.clone(),
-                num(p.mean_value),
                 pct(p.gap.mean),
-                pct(p.gap.median),
-                pct(p.gap.p90),
-                pct(p.gap.max),
-                pct(Some(p.optimal_share)),
-                pct(Some(p.valid_share)),
-                num(p.mean_lenient_value),
-                secs(p.mean_seconds),
+                format!("{}/{}/{}", t.wins, t.ties, t.losses),
+                pct(Some(p.same_as_queue_order)),
+                pct(Some(p.same_as_best_rule_order)),
             ]
         })
         .collect();
+    let dash = || "-".to_string();
+    rows.push(vec![
+        BEST_RULE_LABEL.to_string(),
+        pct(st.best_rule_per_instance_gap.mean),
+        dash(),
+        dash(),
+        dash(),
+    ]);
+    if let Some(b) = &st.best_single_rule {
+        rows.push(vec![
+            format!("best single rule: {} (from {})", b.rule, b.source),
+            pct(b.gap.mean),
+            dash(),
+            dash(),
+            dash(),
+        ]);
+    }
+    rows.push(vec![
+        "FCFS (reference)".to_string(),
+        pct(st.fcfs_gap.mean),
+        dash(),
+        dash(),
+        dash(),
+    ]);
     (header, rows)
 }
 

@@ -1,8 +1,9 @@
 //! Report files: `summary.json` (every number), a per-instance CSV, `report.md` and a
 //! self-contained `report.html` with inline SVG plots.
 //!
-//! Snapshot reports write `instances.csv` (one [`Row`] per policy and record); online reports
-//! write `windows.csv` (one row per policy and window). Every number of the Markdown and HTML
+//! Snapshot reports write `instances.csv` (one [`Row`] per policy and record) and
+//! `baselines.csv` (every classic rule's value per record); online reports write
+//! `windows.csv` (one row per policy and window). Every number of the Markdown and HTML
 //! comes from `summary.json`, and every number of `summary.json` from the CSV
 //! ([`crate::stats`] says how).
 
@@ -15,10 +16,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use schedlm_solver::rules::Rule;
+
+use crate::baseline::RecordRules;
 use crate::data::Dataset;
 use crate::error::EvalError;
 use crate::snapshot::{Evaluation, Row, SnapshotOptions};
-use crate::stats::{summarize, Stats};
+use crate::stats::{summarize_with, Stats};
 
 /// Settings of a snapshot run, recorded in the summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,7 +89,7 @@ pub fn snapshot_summary(
             ls_evaluations: options.ls_evaluations,
         },
         notes: eval.notes.clone(),
-        stats: summarize(&eval.policies, &eval.rows),
+        stats: summarize_with(&eval.policies, &eval.rows, &eval.rules),
     }
 }
 
@@ -113,6 +117,39 @@ pub fn write_snapshot_report(
         written.push(path);
     }
     Ok(written)
+}
+
+/// Writes `baselines.csv` into `dir`: per record (file order) its id and line, where the rule
+/// values come from (`record`: its `baselines`; `computed`: dispatched here), every classic
+/// rule's value (one column per rule of [`Rule::CLASSIC`]), and the best rule per instance
+/// with its value. Returns the path written.
+pub fn write_baselines(dir: &Path, rules: &[RecordRules]) -> Result<PathBuf, EvalError> {
+    std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
+    let path = dir.join("baselines.csv");
+    let bad = |e: csv::Error| EvalError::Report(format!("{}: {e}", path.display()));
+    let mut w = csv::Writer::from_path(&path).map_err(bad)?;
+    let mut header = vec!["record".to_string(), "line".into(), "source".into()];
+    header.extend(Rule::CLASSIC.iter().map(|r| r.name().to_string()));
+    header.extend(["best_rule".to_string(), "best_rule_value".into()]);
+    w.write_record(&header).map_err(bad)?;
+    for r in rules {
+        let mut cells = vec![
+            r.record.clone(),
+            r.line.to_string(),
+            if r.from_record { "record" } else { "computed" }.to_string(),
+        ];
+        cells.extend(Rule::CLASSIC.iter().map(|rule| {
+            r.values
+                .iter()
+                .find(|(x, _)| x == rule)
+                .map(|(_, v)| v.to_string())
+                .unwrap_or_default()
+        }));
+        cells.extend([r.best_rule.name().to_string(), r.best_value.to_string()]);
+        w.write_record(&cells).map_err(bad)?;
+    }
+    w.flush().map_err(|e| EvalError::io(&path, e))?;
+    Ok(path)
 }
 
 /// Writes rows as CSV with a header (empty cells for absent numbers).

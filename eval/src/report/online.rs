@@ -411,6 +411,7 @@ fn bsld_over_time(s: &OnlineSummary, jobs: &[JobRow]) -> Result<String, EvalErro
             Line {
                 name: p.policy.clone(),
                 points,
+                reference: false,
             }
         })
         .collect();
@@ -449,6 +450,7 @@ fn series_cdf(
             Line {
                 name: p.policy.clone(),
                 points: weighted_cdf(&weighted),
+                reference: false,
             }
         })
         .collect();

@@ -9,6 +9,8 @@ use crate::error::EvalError;
 pub struct Line {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// A reference rather than a policy: drawn dashed, in black, without taking a color.
+    pub reference: bool,
 }
 
 /// What a chart shows.
@@ -152,17 +154,29 @@ fn draw(chart: &Chart<'_>, out: &mut String) -> Result<(), Box<dyn std::error::E
             .y_desc(chart.y_label)
             .light_line_style(WHITE.mix(0.0))
             .draw()?;
+        let mut colors = 0;
         for (i, line) in chart.lines.iter().enumerate() {
-            let color = color(i);
+            let color = if line.reference {
+                BLACK.to_rgba()
+            } else {
+                colors += 1;
+                color(colors - 1)
+            };
             let points = if chart.steps {
                 as_steps(&line.points)
             } else {
                 line.points.clone()
             };
             let style = color.stroke_width(2);
-            c.draw_series(LineSeries::new(points, style))?;
             let y = 40 + 18 * i as i32;
-            legend.draw(&PathElement::new(vec![(4, y), (24, y)], style))?;
+            if line.reference {
+                c.draw_series(DashedLineSeries::new(points, 6, 4, style))?;
+                legend.draw(&PathElement::new(vec![(4, y), (11, y)], style))?;
+                legend.draw(&PathElement::new(vec![(17, y), (24, y)], style))?;
+            } else {
+                c.draw_series(LineSeries::new(points, style))?;
+                legend.draw(&PathElement::new(vec![(4, y), (24, y)], style))?;
+            }
             legend.draw(&Text::new(
                 legend_name(&line.name),
                 (30, y - 6),
@@ -195,10 +209,18 @@ mod tests {
             weighted_cdf(&[(1.0, 3.0), (2.0, 1.0)]),
             vec![(1.0, 0.0), (1.0, 0.75), (2.0, 1.0)]
         );
-        let lines = [Line {
-            name: "a<b".into(),
-            points: cdf(&[0.0, 0.1, 0.5]),
-        }];
+        let lines = [
+            Line {
+                name: "a<b".into(),
+                points: cdf(&[0.0, 0.1, 0.5]),
+                reference: false,
+            },
+            Line {
+                name: "ref".into(),
+                points: cdf(&[0.0, 0.2]),
+                reference: true,
+            },
+        ];
         let s = svg(&Chart {
             title: "t",
             x_label: "x",
