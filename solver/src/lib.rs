@@ -23,6 +23,7 @@ pub mod rules;
 
 pub mod bnb;
 pub mod brute;
+pub mod canonical;
 pub mod cost;
 pub mod local;
 #[cfg(feature = "milp")]

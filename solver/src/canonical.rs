@@ -1,0 +1,289 @@
+//! Canonical labels: one documented choice among the orders that reach a target value.
+//!
+//! An instance often has many optimal orders, and a solver returns whichever it met first, so
+//! two nearly identical snapshots can carry unrelated labels. The canonical label removes that
+//! noise:
+//!
+//! 1. The **ranking rule** of an instance is the classic priority rule (SPEC section 6) whose
+//!    order has the lowest objective value under the dispatcher; rules within a relative 1e-9
+//!    of each other tie, and ties go to the first rule in [`PREFERENCE`] (SJF first). Its
+//!    order, before any dependency repair, is the instance's **ranking** of the jobs.
+//! 2. The **canonical order** for a target value V (the proven optimum, or the best value a
+//!    solver found) is the dependency-feasible order that comes first in the lexicographic
+//!    order of ranking positions among all orders whose value is at most V (relative 1e-9).
+//!
+//! So when the ranking rule's own order reaches V, the label is that rule's order; otherwise it
+//! keeps the longest ranking prefix that still allows V, and so on job by job. Similar snapshots
+//! get similar answers, and a model that reads the ranking learns "follow the best rule, except
+//! where it costs".
+//!
+//! [`lex_first`] finds the canonical order by depth-first search over the ranking, placing jobs
+//! with the dispatcher and pruning a prefix when its cost plus, for every unplaced job, its cost
+//! at its earliest start on the partial schedule already exceeds V. Pruning never removes an
+//! order that reaches V, so the first complete order the search meets is the canonical one. It
+//! uses no dominance rule (those would cut orders that tie). The search stops at a node limit,
+//! not a time limit, so its answer never depends on the machine.
+
+use schedlm_model::{Dispatcher, Objective, Problem, Variant};
+
+use crate::bnb::evaluate;
+use crate::cost::Cost;
+use crate::rules::{order, Rule, RuleContext};
+
+/// Which rule's ranking is used when several classic rules reach the same best value: the rules
+/// that are best on average for bounded slowdown first, FCFS and LJF last.
+pub const PREFERENCE: [Rule; 7] = [
+    Rule::Sjf,
+    Rule::Saf,
+    Rule::F1,
+    Rule::Wfp3,
+    Rule::Unicep,
+    Rule::Fcfs,
+    Rule::Ljf,
+];
+
+/// Default node limit of [`lex_first`]: far above what queues of up to 12 jobs need.
+pub const NODE_LIMIT: u64 = 2_000_000;
+
+/// The ranking rule of an instance and its ranking.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    pub rule: Rule,
+    /// Queue indices in the rule's order (before dependency repair).
+    pub order: Vec<usize>,
+    /// The objective value of the rule's (repaired) order.
+    pub value: f64,
+}
+
+fn tied(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The classic rule with the lowest value on `problem`, ties broken by [`PREFERENCE`].
+pub fn ranking(problem: &Problem, objective: Objective, variant: Variant) -> Ranking {
+    let mut best: Option<Ranking> = None;
+    for rule in PREFERENCE {
+        let o = order(rule, problem, &RuleContext::default());
+        let (_, value) = evaluate(problem, objective, variant, &o);
+        let better = match &best {
+            None => true,
+            Some(b) => value < b.value && !tied(value, b.value),
+        };
+        if better {
+            best = Some(Ranking {
+                rule,
+                order: o,
+                value,
+            });
+        }
+    }
+    best.unwrap_or(Ranking {
+        rule: Rule::Sjf,
+        order: Vec::new(),
+        value: 0.0,
+    })
+}
+
+/// What [`lex_first`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LexOutcome {
+    /// The canonical order, or `None` if the node limit stopped the search first.
+    pub order: Option<Vec<usize>>,
+    /// Search nodes (tentative placements) visited.
+    pub nodes: u64,
+}
+
+/// The first dependency-feasible order in the lexicographic order of `rank` (a permutation of
+/// the queue indices) whose objective value is at most `target` (relative 1e-9).
+///
+/// `target` should be a value some order reaches (e.g. a solver's); if none does, the result
+/// is `None` after an exhausted search.
+pub fn lex_first(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+    rank: &[usize],
+    target: f64,
+    node_limit: u64,
+) -> LexOutcome {
+    let cost = Cost::new(problem, objective);
+    let total = cost.total(target);
+    let mut search = Lex {
+        problem,
+        cost,
+        d: Dispatcher::new(problem, variant),
+        rank,
+        limit: total + 1e-9 * total.abs().max(1.0),
+        nodes: 0,
+        node_limit,
+    };
+    let start = if cost.is_max() {
+        f64::NEG_INFINITY
+    } else {
+        0.0
+    };
+    let order = match search.dfs(start) {
+        Step::Found => Some(search.d.placed_order().collect()),
+        Step::Exhausted | Step::Stopped => None,
+    };
+    LexOutcome {
+        order,
+        nodes: search.nodes,
+    }
+}
+
+enum Step {
+    Found,
+    Exhausted,
+    Stopped,
+}
+
+struct Lex<'p, 'r> {
+    problem: &'p Problem,
+    cost: Cost<'p>,
+    d: Dispatcher<'p>,
+    rank: &'r [usize],
+    /// Largest total that counts as reaching the target.
+    limit: f64,
+    nodes: u64,
+    node_limit: u64,
+}
+
+impl Lex<'_, '_> {
+    fn dfs(&mut self, total: f64) -> Step {
+        if self.d.len() == self.problem.jobs() {
+            return if total <= self.limit {
+                Step::Found
+            } else {
+                Step::Exhausted
+            };
+        }
+        for &j in self.rank {
+            if self.d.is_placed(j) || !self.d.is_ready(j) {
+                continue;
+            }
+            self.nodes += 1;
+            if self.nodes > self.node_limit {
+                return Step::Stopped;
+            }
+            let at = self.d.earliest(j);
+            let next = self.cost.add(total, self.cost.job(j, at.start));
+            if next > self.limit {
+                continue;
+            }
+            self.d.place_at(j, at);
+            if self.bound(next) <= self.limit {
+                match self.dfs(next) {
+                    Step::Exhausted => {}
+                    found_or_stopped => return found_or_stopped,
+                }
+            }
+            self.d.undo();
+        }
+        Step::Exhausted
+    }
+
+    /// `total` plus every unplaced job's cost at its earliest start on the partial schedule
+    /// (ready jobs) or at its release (jobs still waiting for a dependency): a lower bound on
+    /// the total of any completion, since placing more jobs never lets a job start earlier.
+    fn bound(&self, mut total: f64) -> f64 {
+        for j in 0..self.problem.jobs() {
+            if self.d.is_placed(j) {
+                continue;
+            }
+            let start = if self.d.is_ready(j) {
+                self.d.earliest(j).start
+            } else {
+                self.problem.released(j)
+            };
+            total = self.cost.add(total, self.cost.job(j, start));
+        }
+        total
+    }
+}
+
+/// The canonical label of an instance for a solver's order: the ranking, and the lexicographic
+/// first order (in ranking positions) that is as good as the solver's. Returns the solver's
+/// order unchanged (with `canonical == false`) if the node limit stops the search.
+pub fn canonical_order(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+    solver_order: &[usize],
+    node_limit: u64,
+) -> Canonical {
+    let ranking = ranking(problem, objective, variant);
+    let (placed, value) = evaluate(problem, objective, variant, solver_order);
+    let found = lex_first(
+        problem,
+        objective,
+        variant,
+        &ranking.order,
+        value,
+        node_limit,
+    );
+    let (order, canonical) = match found.order {
+        Some(o) => (o, true),
+        None => (placed, false),
+    };
+    Canonical {
+        ranking,
+        order,
+        canonical,
+        nodes: found.nodes,
+    }
+}
+
+/// See [`canonical_order`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Canonical {
+    pub ranking: Ranking,
+    /// The label: the canonical order, or the solver's placement order if the search stopped.
+    pub order: Vec<usize>,
+    /// Whether `order` is the canonical order.
+    pub canonical: bool,
+    pub nodes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlm_model::Instance;
+
+    fn problem(json: &str) -> Problem {
+        Problem::new(&Instance::from_json(json).unwrap()).unwrap()
+    }
+
+    /// Three identical jobs: every order is optimal, so the label is the ranking itself.
+    #[test]
+    fn ties_follow_the_ranking() {
+        let p = problem(
+            r#"{"now": 100, "resources": ["cores"], "servers": [{"id": "n", "capacity": [4]}],
+                "queue": [{"id": "a", "submit": 90, "demand": [4], "walltime": 60},
+                          {"id": "b", "submit": 50, "demand": [4], "walltime": 60},
+                          {"id": "c", "submit": 70, "demand": [4], "walltime": 60}]}"#,
+        );
+        let r = ranking(&p, Objective::Bsld, Variant::Serial);
+        // All rules tie on value; SJF is preferred and breaks walltime ties by submit.
+        assert_eq!(r.rule, Rule::Sjf);
+        assert_eq!(r.order, vec![1, 2, 0]);
+        let c = canonical_order(&p, Objective::Bsld, Variant::Serial, &[0, 1, 2], NODE_LIMIT);
+        assert!(c.canonical);
+        assert_eq!(c.order, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn node_limit_falls_back_to_the_solver_order() {
+        let p = problem(
+            r#"{"now": 0, "resources": ["cores"], "servers": [{"id": "n", "capacity": [4]}],
+                "queue": [{"id": "a", "submit": 0, "demand": [4], "walltime": 600},
+                          {"id": "b", "submit": 0, "demand": [4], "walltime": 60}]}"#,
+        );
+        let c = canonical_order(&p, Objective::Bsld, Variant::Serial, &[1, 0], 1);
+        assert!(!c.canonical);
+        assert_eq!(c.order, vec![1, 0]);
+        let c = canonical_order(&p, Objective::Bsld, Variant::Serial, &[1, 0], NODE_LIMIT);
+        assert!(c.canonical);
+        assert_eq!(c.order, vec![1, 0]);
+    }
+}

@@ -1,0 +1,124 @@
+//! Canonical labels against brute force: over every permutation, the first (in ranking
+//! positions) dependency-feasible order whose value is optimal must be what `lex_first` and
+//! `canonical_order` return, on every family, objective and variant, with and without
+//! dependencies.
+
+use rayon::prelude::*;
+use schedlm_generator::{generate_one, Config, Family};
+use schedlm_model::{dispatch, repair, Objective, Problem, Variant};
+use schedlm_solver::bnb::{self, BnbOptions};
+use schedlm_solver::brute::{brute_force, next_permutation};
+use schedlm_solver::canonical::{canonical_order, lex_first, ranking, NODE_LIMIT, PREFERENCE};
+use schedlm_solver::rules::{order, RuleContext};
+
+fn problem(family: Family, jobs: (usize, usize), deps: f64, index: u64) -> Problem {
+    let mut config = Config::new(family, 11);
+    config.queue_min = jobs.0;
+    config.queue_max = jobs.1;
+    config.dep_prob = deps;
+    let instance = generate_one(&config, index).expect("generator config is valid");
+    Problem::new(&instance).expect("generated instances are valid")
+}
+
+/// Brute force: walk permutations of ranking positions in lexicographic order; the first
+/// dependency-feasible one within 1e-9 of `target` is the canonical order.
+fn brute_canonical(
+    p: &Problem,
+    objective: Objective,
+    variant: Variant,
+    rank: &[usize],
+    target: f64,
+) -> Vec<usize> {
+    let limit = target + 1e-9 * target.abs().max(1.0);
+    let mut positions: Vec<usize> = (0..p.jobs()).collect();
+    loop {
+        let candidate: Vec<usize> = positions.iter().map(|&k| rank[k]).collect();
+        if repair(p, &candidate) == candidate {
+            let s = dispatch(p, &candidate, variant).unwrap();
+            if objective.value(p, &s.start) <= limit {
+                return candidate;
+            }
+        }
+        assert!(
+            next_permutation(&mut positions),
+            "no order reaches the target"
+        );
+    }
+}
+
+#[test]
+fn canonical_equals_brute_force() {
+    let mut cases = Vec::new();
+    let mut index = 0;
+    for family in [Family::Uniform, Family::Hpc, Family::Dl] {
+        for objective in Objective::ALL {
+            for variant in [Variant::Serial, Variant::Strict] {
+                for deps in [0.0, 0.4] {
+                    for _ in 0..3 {
+                        cases.push((family, objective, variant, deps, index));
+                        index += 1;
+                    }
+                }
+            }
+        }
+    }
+    let canonical_not_solver = cases
+        .par_iter()
+        .map(|&(family, objective, variant, deps, index)| {
+            let p = problem(family, (4, 7), deps, index);
+            let (_, optimum) = brute_force(&p, objective, variant);
+            let r = ranking(&p, objective, variant);
+            let expected = brute_canonical(&p, objective, variant, &r.order, optimum);
+            let found = lex_first(&p, objective, variant, &r.order, optimum, NODE_LIMIT);
+            assert_eq!(
+                found.order.as_ref(),
+                Some(&expected),
+                "{family:?} {objective:?} {variant:?} deps {deps} #{index}"
+            );
+            // From a solver's proven optimum, the same label.
+            let solved = bnb::solve(&p, objective, variant, &BnbOptions::default());
+            assert!(solved.proven_optimal());
+            let c = canonical_order(&p, objective, variant, &solved.order, NODE_LIMIT);
+            assert!(c.canonical);
+            assert_eq!(c.order, expected);
+            usize::from(c.order != solved.order)
+        })
+        .sum::<usize>();
+    // The check can fail: canonical labels differ from the solver's own choice somewhere.
+    assert!(canonical_not_solver > 0);
+}
+
+/// When the ranking rule's order is optimal, the label is that order; the ranking rule is a
+/// rule of least value, ties going to the earlier rule of PREFERENCE.
+#[test]
+fn optimal_ranking_rule_is_the_label() {
+    let (mut checked, mut sjf_optimal) = (0, 0);
+    for index in 0..60 {
+        let p = problem(Family::Uniform, (5, 7), 0.0, index);
+        let (objective, variant) = (Objective::Bsld, Variant::Serial);
+        let (_, optimum) = brute_force(&p, objective, variant);
+        let r = ranking(&p, objective, variant);
+        let values: Vec<f64> = PREFERENCE
+            .iter()
+            .map(|&rule| {
+                let o = order(rule, &p, &RuleContext::default());
+                bnb::evaluate(&p, objective, variant, &o).1
+            })
+            .collect();
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let first = values
+            .iter()
+            .position(|&v| (v - min).abs() <= 1e-9 * min.abs().max(1.0))
+            .unwrap();
+        assert_eq!(r.rule, PREFERENCE[first]);
+        let c = canonical_order(&p, objective, variant, &r.order, NODE_LIMIT);
+        if (r.value - optimum).abs() <= 1e-9 * optimum {
+            checked += 1;
+            sjf_optimal += usize::from(first == 0);
+            assert_eq!(c.order, r.order, "#{index}: optimal ranking rule not kept");
+        } else {
+            assert_ne!(c.order, r.order);
+        }
+    }
+    assert!(checked > 10 && sjf_optimal > 5, "{checked} {sjf_optimal}");
+}
