@@ -1,5 +1,6 @@
 //! Records in, token sequences out: reading a data set file, tokenizing prompt and answer, and
-//! grouping examples of similar length into batches.
+//! grouping examples of similar length into batches, in a shuffled order or (the curriculum)
+//! short queues first.
 
 use std::path::Path;
 
@@ -52,6 +53,8 @@ pub struct Example {
     pub tokens: Vec<u32>,
     /// Tokens of the prompt; the loss covers the rest.
     pub prompt_len: usize,
+    /// Jobs in the record's queue (what the curriculum orders by).
+    pub queue_len: usize,
 }
 
 impl Example {
@@ -61,7 +64,11 @@ impl Example {
         let mut tokens = tokenizer.encode_prompt(&system, &user)?;
         let prompt_len = tokens.len();
         tokens.extend(tokenizer.encode_answer(&record.completion)?);
-        Ok(Example { tokens, prompt_len })
+        Ok(Example {
+            tokens,
+            prompt_len,
+            queue_len: record.instance.queue.len(),
+        })
     }
 
     /// Answer tokens (the loss is taken on these).
@@ -89,13 +96,56 @@ pub fn examples(
     Ok((out, skipped))
 }
 
+/// The (seed, epoch) stream that orders an epoch's batches.
+fn epoch_rng(seed: u64, epoch: usize) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ (epoch as u64).wrapping_mul(0x9E37_79B9))
+}
+
 /// Batches of example indices for one epoch: examples sorted by length (so a batch pads
 /// little) cut into batches of `batch`, in an order shuffled by `(seed, epoch)`.
 pub fn batches(examples: &[Example], batch: usize, seed: u64, epoch: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..examples.len()).collect();
     order.sort_by_key(|&i| (examples[i].tokens.len(), i));
     let mut out: Vec<Vec<usize>> = order.chunks(batch.max(1)).map(<[usize]>::to_vec).collect();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (epoch as u64).wrapping_mul(0x9E37_79B9));
-    out.shuffle(&mut rng);
+    out.shuffle(&mut epoch_rng(seed, epoch));
     out
+}
+
+/// The curriculum's batches for one epoch: short queues first. Examples sorted by (queue
+/// length, tokens) are cut into batches of `batch` (so a batch holds one queue length, except
+/// where one length's examples run out mid-batch), batches are ordered by the queue length of
+/// their first example and shuffled by `(seed, epoch)` among those of the same length. As
+/// many batches as [`batches`].
+pub fn curriculum_batches(
+    examples: &[Example],
+    batch: usize,
+    seed: u64,
+    epoch: usize,
+) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    order.sort_by_key(|&i| (examples[i].queue_len, examples[i].tokens.len(), i));
+    let all: Vec<Vec<usize>> = order.chunks(batch.max(1)).map(<[usize]>::to_vec).collect();
+    let mut rng = epoch_rng(seed, epoch);
+    let mut out = Vec::with_capacity(all.len());
+    for group in all.chunk_by(|a, b| examples[a[0]].queue_len == examples[b[0]].queue_len) {
+        let mut group = group.to_vec();
+        group.shuffle(&mut rng);
+        out.extend(group);
+    }
+    out
+}
+
+/// The batches of an epoch: [`curriculum_batches`] with `curriculum`, else [`batches`].
+pub fn plan(
+    examples: &[Example],
+    batch: usize,
+    seed: u64,
+    epoch: usize,
+    curriculum: bool,
+) -> Vec<Vec<usize>> {
+    if curriculum {
+        curriculum_batches(examples, batch, seed, epoch)
+    } else {
+        batches(examples, batch, seed, epoch)
+    }
 }

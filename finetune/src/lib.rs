@@ -5,7 +5,10 @@
 //!
 //! - [`tokenizer`]: byte-level BPE trained on the data, or a pretrained model's tokenizer.
 //! - [`gpt`], [`llama`]: the models; [`pretrained`]: GGUF and Hugging Face loading.
-//! - [`train`]: the training loop with checkpoints and resume; [`data`]: records to batches.
+//! - [`train`]: the training loop with checkpoints and resume; [`data`]: records to batches
+//!   (shuffled, or a curriculum by queue length).
+//! - [`curve`]: learning curves (`curve.csv`, `curve.svg`); [`heldout`]: the held-out gap of
+//!   the model being trained.
 //! - [`constrain`], [`decode`], [`predict`]: answering snapshots.
 //!
 //! # The interface for evaluation
@@ -30,11 +33,14 @@
 //! # Ok(()) }
 //! ```
 
+mod adamw;
 pub mod constrain;
+pub mod curve;
 pub mod data;
 pub mod decode;
 pub mod error;
 pub mod gpt;
+pub mod heldout;
 mod io;
 pub mod llama;
 pub mod model;

@@ -13,6 +13,7 @@ use crate::constrain::answer_tokens;
 use crate::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
 use crate::error::{FinetuneError, Result};
 use crate::model::{self, Loaded};
+use crate::tokenizer::TextTokenizer;
 
 /// A model's answer to one snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,12 +33,43 @@ pub struct Prediction {
     pub best_value: Option<f64>,
 }
 
+/// What decoding needs to know about a tokenizer's tokens, computed once.
+pub struct AnswerTables {
+    /// Decoded text of every token.
+    pub pieces: Vec<String>,
+    /// Tokens that may appear in an answer.
+    pub candidates: Vec<u32>,
+    pub stop: Vec<u32>,
+    pub end: u32,
+}
+
+impl AnswerTables {
+    pub fn new(tokenizer: &TextTokenizer) -> AnswerTables {
+        let pieces = tokenizer.pieces();
+        let candidates = answer_tokens(&pieces);
+        AnswerTables {
+            pieces,
+            candidates,
+            stop: tokenizer.stop_tokens(),
+            end: tokenizer.end_token(),
+        }
+    }
+
+    /// The tables as [`generate`] takes them.
+    pub fn vocab(&self) -> Vocab<'_> {
+        Vocab {
+            pieces: &self.pieces,
+            candidates: &self.candidates,
+            end: self.end,
+            stop: &self.stop,
+        }
+    }
+}
+
 /// A loaded model with its tokenizer, ready to decode.
 pub struct Predictor {
     loaded: Loaded,
-    pieces: Vec<String>,
-    candidates: Vec<u32>,
-    stop: Vec<u32>,
+    tables: AnswerTables,
     device: Device,
 }
 
@@ -54,14 +86,9 @@ impl Predictor {
 
     /// Wraps a model already in memory.
     pub fn from_loaded(loaded: Loaded, device: &Device) -> Predictor {
-        let pieces = loaded.tokenizer.pieces();
-        let candidates = answer_tokens(&pieces);
-        let stop = loaded.tokenizer.stop_tokens();
         Predictor {
+            tables: AnswerTables::new(&loaded.tokenizer),
             loaded,
-            pieces,
-            candidates,
-            stop,
             device: device.clone(),
         }
     }
@@ -96,12 +123,7 @@ impl Predictor {
             });
         }
         let primed = prime(model, &prompt, &self.device)?;
-        let vocab = Vocab {
-            pieces: &self.pieces,
-            candidates: &self.candidates,
-            end: tok.end_token(),
-            stop: &self.stop,
-        };
+        let vocab = self.tables.vocab();
         let jobs = options.constrained.then_some(instance.queue.len());
         let greedy = generate(
             model,

@@ -1,10 +1,15 @@
 //! Tokenizers: a byte-level BPE trained on the data set for models trained from scratch, or the
 //! tokenizer of a pretrained model; both with their end token and chat format.
 //!
-//! Job ids of an answer (`J1`, `J12`, ...) always come out as a fixed short sequence: the
-//! byte-level pre-tokenizer splits letters from digits, so `J12` is the token of `J` (or ` J`)
-//! followed by the tokens of `12`, the same wherever it appears. Constrained decoding works on
-//! the decoded text of tokens, so it needs no more than that.
+//! Numbers are read digit by digit: a BPE trained here pre-tokenizes with `Digits` (every
+//! digit its own piece) then the byte-level split, so `4561` is always `4|5|6|1` and the model
+//! sees place value the same way in every number (a BPE free to merge digits learns `12`, `64`
+//! or `128` as single tokens and other numbers as odd pieces). Job ids of an answer (`J1`,
+//! `J12`, ...) come out as the token of `J` (or ` J`) followed by one token per digit, the same
+//! wherever they appear. Decoding is byte-level and gives back the text exactly. Run
+//! directories written before this change keep the pre-tokenizer saved in their
+//! `tokenizer.json` (byte-level only) and load as they were. Constrained decoding works on the
+//! decoded text of tokens, so it fits both.
 
 use std::path::Path;
 
@@ -12,6 +17,9 @@ use serde::{Deserialize, Serialize};
 use tokenizers::models::bpe::{BpeTrainerBuilder, BPE};
 use tokenizers::models::TrainerWrapper;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::{AddedToken, Tokenizer};
 
 use crate::error::{FinetuneError, Result};
@@ -21,6 +29,14 @@ pub const END_TEXT: &str = "<|endoftext|>";
 /// File names in a run directory.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
 pub const TOKENIZER_META_FILE: &str = "tokenizer_meta.json";
+
+/// Pre-tokenizer of BPEs trained here: each digit alone, then the byte-level split.
+fn digit_pre_tokenizer() -> Sequence {
+    Sequence::new(vec![
+        PreTokenizerWrapper::Digits(Digits::new(true)),
+        PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, true)),
+    ])
+}
 
 /// What the tokens mean beyond the vocabulary: ends, start, chat template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +77,8 @@ impl TextTokenizer {
         TextTokenizer { inner, meta }
     }
 
-    /// Trains a byte-level BPE of (about) `vocab_size` tokens on `texts`.
+    /// Trains a byte-level BPE of (about) `vocab_size` tokens on `texts`, every digit its own
+    /// pre-token (so no token holds two digits).
     pub fn train_bpe(texts: &[String], vocab_size: usize) -> Result<TextTokenizer> {
         let trainer = BpeTrainerBuilder::new()
             .show_progress(false)
@@ -72,7 +89,7 @@ impl TextTokenizer {
             .build();
         let mut trainer = TrainerWrapper::from(trainer);
         let mut inner = Tokenizer::new(BPE::default());
-        inner.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+        inner.with_pre_tokenizer(Some(digit_pre_tokenizer()));
         inner.with_decoder(Some(ByteLevel::new(false, true, true)));
         inner
             .train(&mut trainer, texts.iter().map(String::as_str))

@@ -1,23 +1,37 @@
 //! Training: loss on answer tokens only, AdamW with warmup then cosine decay, gradient
-//! clipping, batches of similar length, validation loss each epoch, checkpoints and resume.
+//! clipping, batches of similar length, evaluation points with learning curves, checkpoints
+//! and resume.
 //!
-//! A checkpoint is the run directory of [`crate::model`] plus `optimizer.safetensors` (AdamW
-//! moments) and `train_state.json` ([`TrainState`]: options, epochs done, steps, history).
-//! Batches of epoch `e` depend only on `(seed, e)`, so resuming after epoch `e` takes the
-//! same steps as a run that never stopped.
+//! A run is counted in optimizer steps: `steps` in all when given, else `epochs` times the
+//! batches of an epoch; the cosine schedule spans them. Batches are drawn epoch after epoch;
+//! those of epoch `e` depend only on `(seed, e)` (and `curriculum`), so the n-th step of a run
+//! trains on the same batch however often the run was stopped and resumed.
+//!
+//! Evaluation points come every `eval_every` steps (0: at each epoch end) and at the last
+//! step: validation loss, the held-out gap ([`crate::heldout`]) and a row of `curve.csv` with
+//! `curve.svg` redrawn ([`crate::curve`]). A checkpoint is written at every point and every
+//! epoch end: the run directory of [`crate::model`] plus `optimizer.safetensors` (AdamW
+//! moments) and `train_state.json` ([`TrainState`]: options, position as epochs done and steps
+//! into the current one, running counters, history). Resuming continues from that position,
+//! mid-epoch included, after dropping the curve rows past it: the weights and the curve come
+//! out as those of a run that never stopped (bit-identical weights, tested).
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
 use candle_core::{Device, Tensor, Var};
 use indicatif::{ProgressBar, ProgressStyle};
+use schedlm_dataset::Record;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{batches, Example};
+use crate::adamw::AdamW;
+use crate::curve::{self, CurvePoint};
+use crate::data::{batches, plan, Example};
 use crate::error::{FinetuneError, Result};
+use crate::heldout::{self, HeldOut};
 use crate::model::{self, sorted_vars, Loaded};
 use crate::nn::nll;
+use crate::predict::AnswerTables;
 
 pub const STATE_FILE: &str = "train_state.json";
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
@@ -25,6 +39,7 @@ pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 /// How to train.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainOptions {
+    /// Epochs of the run (ignored when `steps` is set).
     pub epochs: usize,
     /// Peak learning rate.
     pub lr: f64,
@@ -38,9 +53,25 @@ pub struct TrainOptions {
     /// Largest global gradient norm (0: no clipping).
     pub clip: f64,
     pub seed: u64,
+    /// Optimizer steps of the run; replaces `epochs` when set.
+    #[serde(default)]
+    pub steps: Option<usize>,
+    /// Steps between evaluation points (0: at each epoch end).
+    #[serde(default)]
+    pub eval_every: usize,
+    /// Validation records decoded greedily at each point for the held-out gap.
+    #[serde(default = "default_eval_records")]
+    pub eval_records: usize,
+    /// Order each epoch's batches by queue length, short queues first.
+    #[serde(default)]
+    pub curriculum: bool,
     /// Show a progress bar.
     #[serde(skip)]
     pub progress: bool,
+}
+
+fn default_eval_records() -> usize {
+    64
 }
 
 impl Default for TrainOptions {
@@ -54,6 +85,10 @@ impl Default for TrainOptions {
             weight_decay: 0.01,
             clip: 1.0,
             seed: 1,
+            steps: None,
+            eval_every: 0,
+            eval_records: default_eval_records(),
+            curriculum: false,
             progress: false,
         }
     }
@@ -66,10 +101,30 @@ pub struct EpochLog {
     pub steps: usize,
     /// Mean answer-token loss of the epoch's batches.
     pub train_loss: f64,
-    /// Answer-token loss on the validation examples (none given: `None`).
+    /// Answer-token loss on the validation examples, when the epoch ended on an evaluation
+    /// point (always with `eval_every` 0) and there are validation examples.
     pub val_loss: Option<f64>,
-    /// Training tokens (prompt and answer) per second.
+    /// Training tokens (prompt and answer) per second of training steps.
     pub tokens_per_s: f64,
+}
+
+/// Running totals, saved with each checkpoint so that a resumed run continues them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    /// Training tokens (prompt and answer) seen.
+    pub tokens_seen: u64,
+    /// Answer tokens seen (those the loss is taken on).
+    pub answer_tokens_seen: u64,
+    /// Seconds of the run up to the last point or checkpoint.
+    pub elapsed_s: f64,
+    /// Sum of batch losses and steps since the last evaluation point.
+    pub point_loss: f64,
+    pub point_steps: usize,
+    /// Sum of batch losses, tokens and step seconds of the current epoch.
+    pub epoch_loss: f64,
+    pub epoch_tokens: u64,
+    pub epoch_seconds: f64,
 }
 
 /// Where training stands; saved with every checkpoint.
@@ -78,84 +133,54 @@ pub struct TrainState {
     pub options: TrainOptions,
     /// Epochs finished.
     pub epoch: usize,
+    /// Steps taken in the current, unfinished epoch.
+    #[serde(default)]
+    pub epoch_step: usize,
     /// Optimizer steps taken.
     pub step: usize,
     /// Steps of the whole schedule.
     pub total_steps: usize,
     pub history: Vec<EpochLog>,
+    #[serde(default)]
+    pub counters: Counters,
 }
 
-/// AdamW with decoupled weight decay on matrices (not on vectors), moments kept as tensors.
-struct AdamW {
-    m: Vec<Tensor>,
-    v: Vec<Tensor>,
+/// Where a call to [`Trainer::fit`] and its variants stops early.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    Never,
+    /// After this many epochs (with their checkpoints).
+    Epochs(usize),
+    /// Before the step after this one, writing nothing more (as if killed).
+    Step(usize),
 }
 
-const BETA1: f64 = 0.9;
-const BETA2: f64 = 0.95;
-const EPS: f64 = 1e-8;
+impl Stop {
+    fn reached(self, state: &TrainState) -> bool {
+        match self {
+            Stop::Never => false,
+            Stop::Epochs(e) => state.epoch >= e,
+            Stop::Step(s) => state.step >= s,
+        }
+    }
+}
 
-impl AdamW {
-    fn new(params: &[(String, Var)]) -> Result<AdamW> {
-        let zeros = |v: &Var| v.zeros_like();
-        Ok(AdamW {
-            m: params
-                .iter()
-                .map(|(_, v)| zeros(v))
-                .collect::<candle_core::Result<_>>()?,
-            v: params
-                .iter()
-                .map(|(_, v)| zeros(v))
-                .collect::<candle_core::Result<_>>()?,
-        })
+/// Seconds of a run: those before this session and this session's.
+struct Clock {
+    started: Instant,
+    before: f64,
+}
+
+impl Clock {
+    fn new(before: f64) -> Clock {
+        Clock {
+            started: Instant::now(),
+            before,
+        }
     }
 
-    fn step(
-        &mut self,
-        params: &[(String, Var)],
-        grads: &[Tensor],
-        lr: f64,
-        t: usize,
-        wd: f64,
-    ) -> Result<()> {
-        let c1 = 1.0 - BETA1.powi(t as i32);
-        let c2 = 1.0 - BETA2.powi(t as i32);
-        for (i, ((_, var), g)) in params.iter().zip(grads).enumerate() {
-            self.m[i] = ((&self.m[i] * BETA1)? + (g * (1.0 - BETA1))?)?;
-            self.v[i] = ((&self.v[i] * BETA2)? + (g.sqr()? * (1.0 - BETA2))?)?;
-            let update = ((&self.m[i] / c1)? / ((&self.v[i] / c2)?.sqrt()? + EPS)?)?;
-            let theta = var.as_tensor().detach();
-            let decay = if var.rank() >= 2 { 1.0 - lr * wd } else { 1.0 };
-            var.set(&((theta * decay)? - (update * lr)?)?)?;
-        }
-        Ok(())
-    }
-
-    fn save(&self, params: &[(String, Var)], path: &Path) -> Result<()> {
-        let mut map = HashMap::new();
-        for (i, (name, _)) in params.iter().enumerate() {
-            map.insert(format!("m.{name}"), self.m[i].clone());
-            map.insert(format!("v.{name}"), self.v[i].clone());
-        }
-        Ok(candle_core::safetensors::save(&map, path)?)
-    }
-
-    fn load(params: &[(String, Var)], path: &Path, device: &Device) -> Result<AdamW> {
-        let mut map = candle_core::safetensors::load(path, device)?;
-        let mut get = |key: String| {
-            map.remove(&key).ok_or_else(|| {
-                FinetuneError::Model(format!("{}: no tensor `{key}`", path.display()))
-            })
-        };
-        let mut opt = AdamW {
-            m: Vec::new(),
-            v: Vec::new(),
-        };
-        for (name, _) in params {
-            opt.m.push(get(format!("m.{name}"))?);
-            opt.v.push(get(format!("v.{name}"))?);
-        }
-        Ok(opt)
+    fn elapsed(&self) -> f64 {
+        self.before + self.started.elapsed().as_secs_f64()
     }
 }
 
@@ -165,7 +190,12 @@ pub struct Trainer {
     params: Vec<(String, Var)>,
     opt: AdamW,
     pub state: TrainState,
+    /// The evaluation points of this session, in order.
+    pub points: Vec<CurvePoint>,
     device: Device,
+    held_out: Vec<HeldOut>,
+    tables: Option<AnswerTables>,
+    clock: Clock,
 }
 
 /// Input ids [b, T], and for each answer token its target and flat position in [b * T].
@@ -201,17 +231,34 @@ impl Trainer {
         let state = TrainState {
             options,
             epoch: 0,
+            epoch_step: 0,
             step: 0,
             total_steps: 0,
             history: Vec::new(),
+            counters: Counters::default(),
         };
-        Ok(Trainer {
+        Ok(Trainer::assemble(loaded, params, opt, state, device))
+    }
+
+    fn assemble(
+        loaded: Loaded,
+        params: Vec<(String, Var)>,
+        opt: AdamW,
+        state: TrainState,
+        device: &Device,
+    ) -> Trainer {
+        let clock = Clock::new(state.counters.elapsed_s);
+        Trainer {
             loaded,
             params,
             opt,
             state,
+            points: Vec::new(),
             device: device.clone(),
-        })
+            held_out: Vec::new(),
+            tables: None,
+            clock,
+        }
     }
 
     /// Resumes from the checkpoint in `dir`; `epochs` (if given) replaces the planned count.
@@ -223,13 +270,19 @@ impl Trainer {
         if let Some(e) = epochs {
             state.options.epochs = e;
         }
-        Ok(Trainer {
-            loaded,
-            params,
-            opt,
-            state,
-            device: device.clone(),
-        })
+        Ok(Trainer::assemble(loaded, params, opt, state, device))
+    }
+
+    /// Sets the records of the held-out gap: the first `eval_records` of `records` (in
+    /// order) that fit the context. Returns how many were taken. Without any, the curve's
+    /// gap columns stay empty.
+    pub fn set_held_out(&mut self, records: &[Record]) -> Result<usize> {
+        let (context, count) = (self.loaded.model.context(), self.state.options.eval_records);
+        self.held_out = heldout::held_out(records, &self.loaded, context, count)?;
+        if !self.held_out.is_empty() && self.tables.is_none() {
+            self.tables = Some(AnswerTables::new(&self.loaded.tokenizer));
+        }
+        Ok(self.held_out.len())
     }
 
     /// Mean loss over the answer tokens of a batch.
@@ -306,9 +359,18 @@ impl Trainer {
         })
     }
 
-    /// Trains the remaining epochs; after each, evaluates `val` and checkpoints into `out`.
+    /// Whether the run is done: `steps` steps taken, or else `epochs` epochs.
+    pub fn finished(&self) -> bool {
+        match self.state.options.steps {
+            Some(s) => self.state.step >= s,
+            None => self.state.epoch >= self.state.options.epochs,
+        }
+    }
+
+    /// Trains the rest of the run, evaluating `val` (and the held-out records) at each point
+    /// and checkpointing into `out`.
     pub fn fit(&mut self, train: &[Example], val: &[Example], out: Option<&Path>) -> Result<()> {
-        self.fit_until(train, val, out, usize::MAX)
+        self.fit_to(train, val, out, Stop::Never)
     }
 
     /// [`Trainer::fit`], stopping once `stop` epochs are done (the schedule still spans all).
@@ -319,64 +381,206 @@ impl Trainer {
         out: Option<&Path>,
         stop: usize,
     ) -> Result<()> {
+        self.fit_to(train, val, out, Stop::Epochs(stop))
+    }
+
+    /// [`Trainer::fit`], stopping after step `stop` without writing anything more, as a
+    /// run killed there would (a resume continues from the last checkpoint before it).
+    pub fn fit_until_step(
+        &mut self,
+        train: &[Example],
+        val: &[Example],
+        out: Option<&Path>,
+        stop: usize,
+    ) -> Result<()> {
+        self.fit_to(train, val, out, Stop::Step(stop))
+    }
+
+    fn fit_to(
+        &mut self,
+        train: &[Example],
+        val: &[Example],
+        out: Option<&Path>,
+        stop: Stop,
+    ) -> Result<()> {
         if train.is_empty() {
             return Err(FinetuneError::Config(
                 "no training example fits the context".into(),
             ));
         }
-        let per_epoch = train.len().div_ceil(self.state.options.batch.max(1));
-        self.state.total_steps = per_epoch * self.state.options.epochs;
-        while self.state.epoch < self.state.options.epochs.min(stop) {
-            let log = self.epoch(train, val)?;
-            self.state.history.push(log);
-            if let Some(dir) = out {
-                self.save(dir)?;
+        let o = self.state.options.clone();
+        let per_epoch = train.len().div_ceil(o.batch.max(1));
+        self.state.total_steps = o.steps.unwrap_or(per_epoch * o.epochs);
+        if let Some(dir) = out {
+            curve::truncate(dir, self.state.step)?;
+        }
+        self.clock = Clock::new(self.state.counters.elapsed_s);
+        let bar = progress_bar(self.state.total_steps, self.state.step, o.progress);
+        while !self.finished() && !stop.reached(&self.state) {
+            let batches = plan(train, o.batch, o.seed, self.state.epoch, o.curriculum);
+            self.run_epoch(&batches, train, val, out, stop, &bar)?;
+        }
+        bar.finish_and_clear();
+        Ok(())
+    }
+
+    /// Takes the steps left in the current epoch (until the run is done or `stop`).
+    fn run_epoch(
+        &mut self,
+        batches: &[Vec<usize>],
+        train: &[Example],
+        val: &[Example],
+        out: Option<&Path>,
+        stop: Stop,
+        bar: &ProgressBar,
+    ) -> Result<()> {
+        let start = self.state.epoch_step.min(batches.len());
+        for chunk in &batches[start..] {
+            if self.finished() || stop.reached(&self.state) {
+                break;
+            }
+            let batch: Vec<&Example> = chunk.iter().map(|&i| &train[i]).collect();
+            let loss = self.train_step(&batch)?;
+            let c = &self.state.counters;
+            let rate = c.epoch_tokens as f64 / c.epoch_seconds.max(1e-9);
+            bar.set_position(self.state.step as u64);
+            bar.set_message(format!("loss {loss:.4}  {rate:.0} tok/s"));
+            if let Some(p) = self.after_step(batches.len(), val, out)? {
+                bar.println(point_line(&p));
             }
         }
         Ok(())
     }
 
-    fn epoch(&mut self, train: &[Example], val: &[Example]) -> Result<EpochLog> {
-        let o = self.state.options.clone();
-        let plan = batches(train, o.batch, o.seed, self.state.epoch);
-        let bar = progress_bar(plan.len(), self.state.epoch + 1, o.epochs, o.progress);
+    /// [`Trainer::step`] with the run's counters.
+    fn train_step(&mut self, batch: &[&Example]) -> Result<f64> {
         let started = Instant::now();
-        let (mut tokens, mut loss_sum) = (0usize, 0.0);
-        for chunk in &plan {
-            let batch: Vec<&Example> = chunk.iter().map(|&i| &train[i]).collect();
-            let loss = self.step(&batch)?;
-            loss_sum += loss;
-            tokens += batch.iter().map(|e| e.tokens.len()).sum::<usize>();
-            let rate = tokens as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(format!("loss {loss:.4}  {rate:.0} tok/s"));
-            bar.inc(1);
+        let loss = self.step(batch)?;
+        let tokens: u64 = batch.iter().map(|e| e.tokens.len() as u64).sum();
+        let answer: u64 = batch.iter().map(|e| e.answer_len() as u64).sum();
+        let c = &mut self.state.counters;
+        c.tokens_seen += tokens;
+        c.answer_tokens_seen += answer;
+        c.point_loss += loss;
+        c.point_steps += 1;
+        c.epoch_loss += loss;
+        c.epoch_tokens += tokens;
+        c.epoch_seconds += started.elapsed().as_secs_f64();
+        self.state.epoch_step += 1;
+        Ok(loss)
+    }
+
+    /// After a step: the epoch's end, an evaluation point, a checkpoint, as due.
+    fn after_step(
+        &mut self,
+        epoch_len: usize,
+        val: &[Example],
+        out: Option<&Path>,
+    ) -> Result<Option<CurvePoint>> {
+        let every = self.state.options.eval_every;
+        let epoch_end = self.state.epoch_step >= epoch_len;
+        let epochs = self.state.epoch as f64 + self.state.epoch_step as f64 / epoch_len as f64;
+        if epoch_end {
+            self.state.epoch += 1;
+            self.state.epoch_step = 0;
         }
-        let tokens_per_s = tokens as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        let due = if every == 0 {
+            epoch_end
+        } else {
+            self.state.step % every == 0
+        };
+        let point = if due || self.finished() {
+            Some(self.point(epochs, val, out)?)
+        } else {
+            None
+        };
+        if epoch_end {
+            self.close_epoch(epoch_len, point.as_ref().and_then(|p| p.val_loss));
+        }
+        if let (Some(dir), true) = (out, point.is_some() || epoch_end) {
+            self.save(dir)?;
+        }
+        Ok(point)
+    }
+
+    /// Measures an evaluation point, appends it to the curve files in `out` and returns it.
+    fn point(&mut self, epochs: f64, val: &[Example], out: Option<&Path>) -> Result<CurvePoint> {
+        let elapsed_s = self.clock.elapsed();
         let val_loss = if val.is_empty() {
             None
         } else {
             Some(self.evaluate(val)?)
         };
-        bar.finish_and_clear();
-        self.state.epoch += 1;
-        Ok(EpochLog {
-            epoch: self.state.epoch,
-            steps: plan.len(),
-            train_loss: loss_sum / plan.len().max(1) as f64,
+        let gap = match &self.tables {
+            Some(t) => heldout::evaluate(&self.loaded, t, &self.held_out, &self.device)?,
+            None => None,
+        };
+        let c = &mut self.state.counters;
+        let point = CurvePoint {
+            step: self.state.step,
+            epoch: epochs,
+            tokens_seen: c.tokens_seen,
+            answer_tokens_seen: c.answer_tokens_seen,
+            elapsed_s,
+            train_loss: c.point_loss / c.point_steps.max(1) as f64,
             val_loss,
-            tokens_per_s,
-        })
+            val_gap_mean: gap.and_then(|g| g.gap_mean),
+            val_valid_share: gap.map(|g| g.valid_share),
+            val_optimal_share: gap.map(|g| g.optimal_share),
+        };
+        (c.point_loss, c.point_steps) = (0.0, 0);
+        if let Some(dir) = out {
+            curve::append(dir, &point)?;
+            curve::plot(dir, &run_title(dir), &curve::read(dir)?)?;
+        }
+        self.points.push(point.clone());
+        Ok(point)
+    }
+
+    /// Logs the epoch that just ended and resets its counters.
+    fn close_epoch(&mut self, steps: usize, val_loss: Option<f64>) {
+        let c = &mut self.state.counters;
+        self.state.history.push(EpochLog {
+            epoch: self.state.epoch,
+            steps,
+            train_loss: c.epoch_loss / steps.max(1) as f64,
+            val_loss,
+            tokens_per_s: c.epoch_tokens as f64 / c.epoch_seconds.max(1e-9),
+        });
+        (c.epoch_loss, c.epoch_tokens, c.epoch_seconds) = (0.0, 0, 0.0);
     }
 
     /// Writes a checkpoint (model, tokenizer, optimizer, state) into `dir`.
     pub fn save(&self, dir: &Path) -> Result<()> {
         model::save(&self.loaded, dir)?;
         self.opt.save(&self.params, &dir.join(OPTIMIZER_FILE))?;
-        crate::io::write_json(&dir.join(STATE_FILE), &self.state)
+        let mut state = self.state.clone();
+        state.counters.elapsed_s = self.clock.elapsed();
+        crate::io::write_json(&dir.join(STATE_FILE), &state)
     }
 }
 
-fn progress_bar(len: usize, epoch: usize, epochs: usize, show: bool) -> ProgressBar {
+/// The title of a run's curve: its directory.
+fn run_title(dir: &Path) -> String {
+    format!("schedlm finetune: {}", dir.display())
+}
+
+/// One line about an evaluation point, for the progress bar.
+fn point_line(p: &CurvePoint) -> String {
+    let opt = |v: Option<f64>, scale: f64| v.map_or("-".into(), |x| format!("{:.3}", x * scale));
+    format!(
+        "step {:>6}  epoch {:.2}  train loss {:.4}  val loss {}  gap {}%  valid {}  optimal {}",
+        p.step,
+        p.epoch,
+        p.train_loss,
+        opt(p.val_loss, 1.0),
+        opt(p.val_gap_mean, 100.0),
+        opt(p.val_valid_share, 1.0),
+        opt(p.val_optimal_share, 1.0),
+    )
+}
+
+fn progress_bar(len: usize, position: usize, show: bool) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
@@ -384,6 +588,7 @@ fn progress_bar(len: usize, epoch: usize, epochs: usize, show: bool) -> Progress
     let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style.progress_chars("=> "));
-    bar.set_prefix(format!("epoch {epoch}/{epochs}"));
+    bar.set_prefix("step");
+    bar.set_position(position as u64);
     bar
 }

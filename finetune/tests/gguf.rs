@@ -181,7 +181,11 @@ fn smollm2_lora_steps_save_reload_merge() {
         tokens.len(),
         tokens.len() - prompt_len
     );
-    let ex = Example { tokens, prompt_len };
+    let ex = Example {
+        tokens,
+        prompt_len,
+        queue_len: 0,
+    };
     let base_logits = run_logits(&model, &ex.tokens);
     let loaded = Loaded {
         spec: ModelSpec::Lora {

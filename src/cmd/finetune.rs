@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_finetune::data::{examples, read_records};
+use schedlm_dataset::Record;
+use schedlm_finetune::data::{examples, read_records, Example};
 use schedlm_finetune::model::{build, save_merged, Base, ModelSpec};
 use schedlm_finetune::train::STATE_FILE;
 use schedlm_finetune::Device;
@@ -16,18 +17,53 @@ pub struct FinetuneArgs {
     /// Training records (JSON Lines, e.g. DIR/train.jsonl from `schedlm dataset build`).
     #[arg(long)]
     pub train: PathBuf,
-    /// Validation records; their answer loss is reported after each epoch.
+    /// Validation records (e.g. DIR/val.jsonl). At each evaluation point their answer loss is
+    /// measured, and the first --eval-records of them are answered by the model for the
+    /// held-out gap (see curve.csv below).
     #[arg(long)]
     pub val: Option<PathBuf>,
     /// `gpt-tiny` (from scratch), `gguf:PATH` (e.g. SmolLM2-135M-Instruct, see
     /// scripts/fetch-smollm2.sh) or `hf:DIR|ORG/NAME` (Hugging Face layout, offline).
     #[arg(long, default_value = "gpt-tiny")]
     pub model: String,
-    /// Run directory: checkpoints after every epoch (model, tokenizer, optimizer, state).
+    /// Run directory. Holds the model and tokenizer, a checkpoint (optimizer.safetensors,
+    /// train_state.json) rewritten at every evaluation point and epoch end, and the learning
+    /// curves: curve.csv, one row per evaluation point (step, epoch, tokens_seen,
+    /// answer_tokens_seen, elapsed_s, train_loss, val_loss, val_gap_mean, val_valid_share,
+    /// val_optimal_share), and curve.svg, its plot.
     #[arg(long)]
     pub out: PathBuf,
-    #[arg(long, default_value_t = 10)]
-    pub epochs: usize,
+    /// Length of the run in epochs (passes over the training records) [default: 10].
+    /// Ignored when --steps is given. On --resume, replaces the run's planned length.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Length of the run in optimizer steps (one step = one batch of --batch records); replaces
+    /// --epochs. Batches are drawn epoch after epoch, each epoch a new order of all training
+    /// records, and the run stops after N steps, mid-epoch if it falls there; the learning-rate
+    /// schedule (warmup, then cosine decay) spans the N steps. On --resume, replaces the run's
+    /// planned length.
+    #[arg(long, value_name = "N")]
+    pub steps: Option<usize>,
+    /// Steps between evaluation points [default: 0, meaning one point at the end of each
+    /// epoch]. There is always a point after the last step. Each point measures the
+    /// validation loss and the held-out gap, appends a row to curve.csv, redraws curve.svg and
+    /// writes a checkpoint that --resume continues from.
+    #[arg(long, value_name = "K")]
+    pub eval_every: Option<usize>,
+    /// Validation records answered at each evaluation point [default: 64]. The first M (in
+    /// file order) that fit the context get a greedy constrained answer: val_gap_mean is the
+    /// mean of (value - lower bound) / lower bound (a fraction; curve.svg shows percent) and
+    /// val_optimal_share the share at the record's own value. They also get a greedy
+    /// unconstrained answer: val_valid_share is the share that is a valid order. 0 turns
+    /// these columns off. Costs two decodes per record per point.
+    #[arg(long, value_name = "M")]
+    pub eval_records: Option<usize>,
+    /// Curriculum by queue length: within each epoch, batches of short queues first (a batch
+    /// holds records of one queue length where the counts allow), in an order shuffled by
+    /// (--seed, epoch) among batches of the same length. Without it, batches of similar token
+    /// length come in a shuffled order.
+    #[arg(long)]
+    pub curriculum: bool,
     /// Peak learning rate [default: 1e-3 from scratch, 2e-4 with LoRA].
     #[arg(long)]
     pub lr: Option<f64>,
@@ -68,7 +104,10 @@ pub struct FinetuneArgs {
     /// Projections LoRA adapts: any of q,k,v,o,gate,up,down.
     #[arg(long, value_delimiter = ',', default_value = "q,v")]
     pub lora_targets: Vec<String>,
-    /// Continue the checkpoint in --out (up to --epochs epochs in all).
+    /// Continue the checkpoint in --out from where it stopped (mid-epoch included): the run
+    /// takes the same steps as one that never stopped, and curve.csv keeps its rows up to the
+    /// checkpoint. The training options are the run's own (train_state.json); only --epochs,
+    /// --steps, --eval-every and --eval-records, when given, replace theirs.
     #[arg(long)]
     pub resume: bool,
     /// Also write base and adapters folded together (merged.safetensors) after training.
@@ -111,8 +150,13 @@ fn spec(args: &FinetuneArgs, vocab_size: usize) -> Result<ModelSpec> {
 
 fn options(args: &FinetuneArgs) -> TrainOptions {
     let lora = args.model != "gpt-tiny";
+    let defaults = TrainOptions::default();
     TrainOptions {
-        epochs: args.epochs,
+        epochs: args.epochs.unwrap_or(defaults.epochs),
+        steps: args.steps,
+        eval_every: args.eval_every.unwrap_or(defaults.eval_every),
+        eval_records: args.eval_records.unwrap_or(defaults.eval_records),
+        curriculum: args.curriculum,
         lr: args.lr.unwrap_or(if lora { 2e-4 } else { 1e-3 }),
         batch: args.batch,
         warmup: args.warmup,
@@ -120,15 +164,35 @@ fn options(args: &FinetuneArgs) -> TrainOptions {
         clip: args.clip,
         seed: args.seed,
         progress: !args.quiet,
-        ..TrainOptions::default()
+        ..defaults
     }
+}
+
+/// On --resume: the run's options, with the length and evaluation options given.
+fn resumed_options(args: &FinetuneArgs, o: &mut TrainOptions) {
+    if let Some(e) = args.epochs {
+        o.epochs = e;
+    }
+    if args.steps.is_some() {
+        o.steps = args.steps;
+    }
+    if let Some(k) = args.eval_every {
+        o.eval_every = k;
+    }
+    if let Some(m) = args.eval_records {
+        o.eval_records = m;
+    }
+    if args.curriculum && !o.curriculum {
+        eprintln!("finetune: --curriculum ignored: the resumed run trains without it");
+    }
+    o.progress = !args.quiet;
 }
 
 fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
     if args.resume && args.out.join(STATE_FILE).is_file() {
         eprintln!("finetune: resuming {}", args.out.display());
-        let mut t = Trainer::resume(&args.out, Some(args.epochs), device)?;
-        t.state.options.progress = !args.quiet;
+        let mut t = Trainer::resume(&args.out, None, device)?;
+        resumed_options(args, &mut t.state.options);
         return Ok(t);
     }
     let records = read_records(&args.train)?;
@@ -146,7 +210,8 @@ fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
     Ok(Trainer::new(loaded, options(args), device)?)
 }
 
-fn load_examples(path: &Path, trainer: &Trainer) -> Result<Vec<schedlm_finetune::data::Example>> {
+/// The examples of a records file (those that fit the context), with the records.
+fn load_examples(path: &Path, trainer: &Trainer) -> Result<(Vec<Example>, Vec<Record>)> {
     let records = read_records(path).with_context(|| format!("reading {}", path.display()))?;
     let context = trainer.loaded.model.context();
     let (ex, skipped) = examples(&records, &trainer.loaded.tokenizer, context)?;
@@ -157,25 +222,11 @@ fn load_examples(path: &Path, trainer: &Trainer) -> Result<Vec<schedlm_finetune:
             records.len()
         );
     }
-    Ok(ex)
+    Ok((ex, records))
 }
 
-pub fn run(args: &FinetuneArgs) -> Result<()> {
-    let device = Device::Cpu;
-    let mut trainer = start(args, &device)?;
-    let train = load_examples(&args.train, &trainer)?;
-    let val = match &args.val {
-        Some(p) => load_examples(p, &trainer)?,
-        None => Vec::new(),
-    };
-    let tokens: usize = train.iter().map(|e| e.tokens.len()).sum();
-    eprintln!(
-        "finetune: {} training records ({tokens} tokens), {} validation records",
-        train.len(),
-        val.len()
-    );
-    let done = trainer.state.history.len();
-    trainer.fit(&train, &val, Some(&args.out))?;
+/// Prints the epochs and evaluation points of this session.
+fn report(trainer: &Trainer, done: usize) {
     for log in &trainer.state.history[done..] {
         let val = log.val_loss.map_or("-".to_string(), |v| format!("{v:.4}"));
         println!(
@@ -183,6 +234,42 @@ pub fn run(args: &FinetuneArgs) -> Result<()> {
             log.epoch, log.steps, log.train_loss, log.tokens_per_s
         );
     }
+    let opt = |v: Option<f64>, scale: f64| v.map_or("-".into(), |x| format!("{:.3}", x * scale));
+    for p in &trainer.points {
+        println!(
+            "step {:>6}  epoch {:.2}  tokens {:>9}  train loss {:.4}  val loss {}  gap {}%  \
+             valid {}  optimal {}",
+            p.step,
+            p.epoch,
+            p.tokens_seen,
+            p.train_loss,
+            opt(p.val_loss, 1.0),
+            opt(p.val_gap_mean, 100.0),
+            opt(p.val_valid_share, 1.0),
+            opt(p.val_optimal_share, 1.0),
+        );
+    }
+}
+
+pub fn run(args: &FinetuneArgs) -> Result<()> {
+    let device = Device::Cpu;
+    let mut trainer = start(args, &device)?;
+    let (train, _) = load_examples(&args.train, &trainer)?;
+    let val = match &args.val {
+        Some(p) => load_examples(p, &trainer)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let held_out = trainer.set_held_out(&val.1)?;
+    let tokens: usize = train.iter().map(|e| e.tokens.len()).sum();
+    eprintln!(
+        "finetune: {} training records ({tokens} tokens), {} validation records, \
+         {held_out} answered at each evaluation point",
+        train.len(),
+        val.0.len()
+    );
+    let done = trainer.state.history.len();
+    trainer.fit(&train, &val.0, Some(&args.out))?;
+    report(&trainer, done);
     if args.merge {
         let path = save_merged(&trainer.loaded, &args.out)?;
         eprintln!("finetune: wrote {}", path.display());
