@@ -163,7 +163,27 @@ fn every_record_is_consistent_and_optimal_labels_survive_brute_force() {
         );
         let completion = r["completion"].as_str().unwrap();
         assert_eq!(completion, content(2));
-        let first_line: Vec<String> = order_ids(&inst, &strings(&r["order"]));
+        // compact-v2 ranks the queue by the best rule (SPEC rules, ties to the first of the
+        // preference list) and numbers the jobs in that ranking.
+        let rule = ranking_rule(&content(1));
+        assert_eq!(r["ranking_rule"], rule.as_str());
+        let best = PREFERENCE
+            .iter()
+            .map(|&x| r["baselines"][x].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        let first_best = PREFERENCE
+            .iter()
+            .find(|&&x| close(r["baselines"][x].as_f64().unwrap(), best))
+            .unwrap();
+        assert_eq!(&rule, first_best, "{id}");
+        let ranking = reference::rule_order(&inst, &rule, 0);
+        // Canonical labels: the best rule's order whenever that rule is optimal.
+        assert_eq!(r["answer"], "canonical");
+        if close(best, label) {
+            let ranked = reference::repair(&inst, &ranking);
+            assert_eq!(order, ranked, "{id}: label is not the optimal {rule} order");
+        }
+        let first_line: Vec<String> = order_ids(&inst, &ranking, &strings(&r["order"]));
         let mut lines = completion.lines();
         assert_eq!(lines.next().unwrap(), first_line.join(" "));
         assert!(lines.next().unwrap().starts_with("plan: "), "{completion}");
@@ -186,11 +206,30 @@ fn every_record_is_consistent_and_optimal_labels_survive_brute_force() {
     }
 }
 
-/// Prompt ids of original job ids: J + queue position.
-fn order_ids(inst: &reference::Instance, ids: &[String]) -> Vec<String> {
+/// Prompt ids of original job ids: J + position in `ranking` (queue indices).
+fn order_ids(inst: &reference::Instance, ranking: &[usize], ids: &[String]) -> Vec<String> {
     ids.iter()
-        .map(|id| format!("J{}", inst.queue_index(id).unwrap() + 1))
+        .map(|id| {
+            let q = inst.queue_index(id).unwrap();
+            format!("J{}", ranking.iter().position(|&j| j == q).unwrap() + 1)
+        })
         .collect()
+}
+
+/// The rules in the order that breaks ties for the ranking rule (docs/learning.md).
+const PREFERENCE: [&str; 7] = ["sjf", "saf", "f1", "wfp3", "unicep", "fcfs", "ljf"];
+
+/// The rule named in a compact-v2 queue header, `queue by sjf (8): ...`.
+fn ranking_rule(user: &str) -> String {
+    let line = user
+        .lines()
+        .find(|l| l.starts_with("queue by "))
+        .unwrap_or_else(|| panic!("no ranked queue header in {user}"));
+    line["queue by ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 /// Deterministic labels: branch and bound with a node budget only.

@@ -317,6 +317,9 @@ fn queue_order_answers_are_called_out() {
         "20000",
         "--seed",
         "5",
+        // Prompt ids in queue order, so that `J1 J2 ...` is the queue order.
+        "--template",
+        "compact-v1",
         "-o",
         &out,
     ])

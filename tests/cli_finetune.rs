@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use schedlm_dataset::{
-    make_record, parse_answer, render, Mode, RecordOptions, SplitSpec, Template,
+    make_record, parse_answer, render, AnswerOrder, Mode, RecordOptions, SplitSpec, Template,
 };
 use schedlm_generator::{generate, Config, Family, Load};
 use schedlm_model::{Objective, Problem, Variant};
@@ -21,6 +21,7 @@ fn write_records(path: &Path, seed: u64, count: usize) -> Vec<schedlm_dataset::R
     (config.queue_min, config.queue_max, config.servers) = (3, 5, Some(1));
     config.load = Some(Load::Jobs(1));
     let options = RecordOptions {
+        answer: AnswerOrder::Solver,
         template: Template::Compact,
         objective: Objective::Bsld,
         variant: Variant::Serial,
@@ -99,7 +100,13 @@ fn finetune_then_predict_gives_valid_orders() {
     for (line, record) in lines.iter().zip(&held_out) {
         assert_eq!(line["id"], record.id.as_str());
         let text = line["output"].as_str().unwrap();
-        let ids = render(&record.instance, record.objective, Template::Compact).ids;
+        let ids = render(
+            &record.instance,
+            record.objective,
+            record.variant,
+            Template::Compact,
+        )
+        .ids;
         assert!(
             parse_answer(text, &ids, &record.instance, Mode::Strict).is_ok(),
             "{text:?}"

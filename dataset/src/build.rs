@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::canonical::fingerprint;
 use crate::prompt::Template;
-use crate::record::{make_record_with, RecordOptions};
+use crate::record::{make_record_with, AnswerOrder, RecordOptions};
 use crate::split::{Split, SplitSpec};
 
 /// Version tag of the on-disk layout; a manifest of another format is refused.
@@ -107,6 +107,9 @@ pub struct BuildArgs {
     /// Seed of the solver's local search.
     pub solver_seed: u64,
     pub template: Template,
+    /// Which optimal order is the label (`solver` in manifests written before the choice).
+    #[serde(default)]
+    pub answer: AnswerOrder,
     pub plan: bool,
     pub split: SplitSpec,
     /// Skip invalid input instances (listed in the manifest) instead of failing.
@@ -127,6 +130,7 @@ impl BuildArgs {
 
     fn record_options(&self) -> RecordOptions {
         RecordOptions {
+            answer: self.answer,
             template: self.template,
             objective: self.objective,
             variant: self.variant,

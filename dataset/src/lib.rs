@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use schedlm_dataset::{answer_line, parse_answer, render, Mode, Template};
-//! use schedlm_model::{Instance, Objective};
+//! use schedlm_model::{Instance, Objective, Variant};
 //!
 //! let instance = Instance::from_json(r#"{
 //!   "now": 100, "resources": ["cores"],
@@ -16,9 +16,14 @@
 //!   "queue": [{"id": "big", "submit": 40, "demand": [8], "walltime": 100},
 //!             {"id": "small", "submit": 90, "demand": [4], "walltime": 50}]
 //! }"#).unwrap();
-//! let rendered = render(&instance, Objective::Bsld, Template::Compact);
+//! let rendered = render(&instance, Objective::Bsld, Variant::Serial, Template::Compact);
 //! assert!(rendered.user.contains("J2 4 50 10")); // need, requested time, waited
 //! assert_eq!(rendered.ids.to_original("J2"), Some("small"));
+//!
+//! // compact-v2 lists and numbers the queue in the order of the best rule (here SJF):
+//! let ranked = render(&instance, Objective::Bsld, Variant::Serial, Template::CompactV2);
+//! assert!(ranked.user.contains("queue by sjf (2): id need time"));
+//! assert_eq!(ranked.ids.to_original("J1"), Some("small"));
 //!
 //! // The target for "small first":
 //! assert_eq!(answer_line(&["J2", "J1"]), "J2 J1");
@@ -45,8 +50,8 @@ pub use canonical::{fingerprint, Fingerprint};
 pub use ids::IdMap;
 pub use parse::{parse_answer, Defect, Mode, ParseError, Parsed};
 pub use prompt::{
-    answer, answer_line, human, objective_sentence, order_line, plan_line, render, Rendered,
-    Template,
+    answer, answer_line, human, objective_sentence, order_line, plan_line, prompt_ids, render,
+    Rendered, Template,
 };
-pub use record::{make_record, read_records, Message, Record, RecordOptions};
+pub use record::{make_record, read_records, AnswerOrder, Message, Record, RecordOptions};
 pub use split::{Split, SplitSpec};

@@ -1,12 +1,15 @@
 //! Rendering an instance as a prompt, and the answer and plan lines of a target.
 //!
-//! Two named, versioned templates ([`Template`]): `compact-v1` (few tokens, plain seconds) and
-//! `verbose-v1` (sentences, human units with the exact seconds in brackets). Every time is
-//! relative to the snapshot's `now`. Ids are the short prompt ids of [`IdMap`]. The text is a
-//! pure function of the instance, the objective and the template: lists follow instance order
-//! and nothing iterates a hash map.
+//! Three named, versioned templates ([`Template`]): `compact-v1` (few tokens, plain seconds),
+//! `verbose-v1` (sentences, human units with the exact seconds in brackets) and `compact-v2`
+//! (the queue ranked by the instance's best priority rule, times in a coarse unit; see
+//! [`Template::CompactV2`] and docs/learning.md). Every time is relative to the snapshot's
+//! `now`. Ids are the short prompt ids of [`IdMap`]. The text is a pure function of the
+//! instance, the objective, the dispatcher variant and the template: lists follow instance (or
+//! ranking) order and nothing iterates a hash map.
 
 use schedlm_model::{dispatch, Instance, Objective, OrderError, Problem, Schedule, Time, Variant};
+use schedlm_solver::canonical::{ranking, Ranking};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::IdMap;
@@ -22,23 +25,48 @@ pub enum Template {
     /// Full sentences and human units, for instruction-tuned models.
     #[serde(rename = "verbose-v1")]
     Verbose,
+    /// The template that teaches: jobs listed and numbered `J1..Jn` in the order of the
+    /// instance's best classic priority rule ([`schedlm_solver::canonical::ranking`], named in
+    /// the queue header), so that following the best rule is the answer `J1 J2 ... Jn`; times
+    /// in the coarsest of hours, minutes and seconds that divides every requested time (other
+    /// times rounded up to it, as the prompt says); only facts that can change the best order
+    /// (running jobs are listed only when a queued job depends on them, the time already
+    /// waited only where the bounded-slowdown floor can make it matter).
+    #[serde(rename = "compact-v2")]
+    CompactV2,
 }
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 2] = [Template::Compact, Template::Verbose];
+    pub const ALL: [Template; 3] = [Template::Compact, Template::Verbose, Template::CompactV2];
 
     /// The versioned name, e.g. `compact-v1`.
     pub fn name(self) -> &'static str {
         match self {
             Template::Compact => "compact-v1",
             Template::Verbose => "verbose-v1",
+            Template::CompactV2 => "compact-v2",
         }
     }
 
     /// The template with this versioned name.
     pub fn from_name(name: &str) -> Option<Template> {
         Template::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl std::str::FromStr for Template {
+    type Err = String;
+
+    /// A versioned name, or a bare family name for its first version (`compact` is
+    /// `compact-v1`).
+    fn from_str(s: &str) -> Result<Template, String> {
+        Template::from_name(s)
+            .or_else(|| Template::from_name(&format!("{s}-v1")))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Template::ALL.iter().map(|t| t.name()).collect();
+                format!("`{s}` is not a template: use one of {}", names.join(", "))
+            })
     }
 }
 
@@ -71,16 +99,58 @@ pub fn objective_sentence(objective: Objective) -> &'static str {
     }
 }
 
-/// Renders `instance` for a model. Works on any instance (never panics); the text is only
-/// meaningful for a valid one.
-pub fn render(instance: &Instance, objective: Objective, template: Template) -> Rendered {
-    let ids = IdMap::new(instance);
+/// Renders `instance` for a model that is to minimise `objective` under the dispatcher
+/// `variant`. Works on any instance (never panics); the text is only meaningful for a valid one
+/// (an invalid one is listed in queue order under any template).
+pub fn render(
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    template: Template,
+) -> Rendered {
+    let ranked = ranked(instance, objective, variant, template);
+    let ids = match &ranked {
+        Some(r) => IdMap::ranked(instance, &r.order),
+        None => IdMap::new(instance),
+    };
     let facts = Facts::new(instance, &ids);
     let (system, user) = match template {
         Template::Compact => compact(instance, objective, &facts),
         Template::Verbose => verbose(instance, objective, &facts),
+        Template::CompactV2 => {
+            compact_v2(instance, objective, variant, ranked.as_ref(), &ids, &facts)
+        }
     };
     Rendered { system, user, ids }
+}
+
+/// The ranking a template lists the queue in, if it ranks it (and the instance is valid).
+fn ranked(
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    template: Template,
+) -> Option<Ranking> {
+    match template {
+        Template::CompactV2 => Problem::new(instance)
+            .ok()
+            .map(|p| ranking(&p, objective, variant)),
+        Template::Compact | Template::Verbose => None,
+    }
+}
+
+/// The prompt ids [`render`] gives `instance` (without rendering the text): what an answer to
+/// that prompt must be read with.
+pub fn prompt_ids(
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    template: Template,
+) -> IdMap {
+    match ranked(instance, objective, variant, template) {
+        Some(r) => IdMap::ranked(instance, &r.order),
+        None => IdMap::new(instance),
+    }
 }
 
 /// What every template shows, computed once: per server its free capacity now and the
@@ -234,16 +304,7 @@ fn compact(instance: &Instance, objective: Objective, f: &Facts) -> (String, Str
         ),
     );
     for (s, server) in instance.servers.iter().enumerate() {
-        let mut l = format!(
-            "S{} {} {}",
-            s + 1,
-            slash(&server.capacity),
-            slash(&f.free[s])
-        );
-        for (t, amount) in &f.releases[s] {
-            l.push_str(&format!(" +{}@{t}", slash(amount)));
-        }
-        line(&mut u, l);
+        line(&mut u, server_line(s, &server.capacity, f, 1));
     }
     if !instance.running.is_empty() {
         line(
@@ -292,6 +353,150 @@ fn compact(instance: &Instance, objective: Objective, f: &Facts) -> (String, Str
     }
     u.pop();
     (SYSTEM_COMPACT.to_string(), u)
+}
+
+const SYSTEM_COMPACT_V2_SERIAL: &str = "Order a cluster's job queue. Jobs are placed one at a \
+time in your order, each at its earliest start on the first listed server where it fits; a later \
+job may start earlier. Reply with every queued job id once, best first.";
+
+const SYSTEM_COMPACT_V2_STRICT: &str = "Order a cluster's job queue. Jobs are placed one at a \
+time in your order, each at its earliest start on the first listed server where it fits, never \
+before the job placed before it. Reply with every queued job id once, best first.";
+
+/// The goal in a few words.
+fn goal(objective: Objective) -> &'static str {
+    match objective {
+        Objective::Bsld => "min mean bounded slowdown (10 s floor)",
+        Objective::Wait => "min mean wait",
+        Objective::Flow => "min weighted mean flow time",
+        Objective::Makespan => "min makespan",
+    }
+}
+
+/// The time unit of a compact-v2 prompt: the coarsest of 1 h, 1 min and 1 s that divides every
+/// requested time of the queue.
+pub fn time_unit(instance: &Instance) -> Time {
+    [3_600, 60]
+        .into_iter()
+        .find(|&u| instance.queue.iter().all(|j| j.walltime % u == 0))
+        .unwrap_or(1)
+}
+
+/// A compact server line, `S1 64/256/4 48/192/2 +16/64/2@3600`: capacity, free now, and each
+/// release with its time in `unit`s (rounded up).
+fn server_line(s: usize, capacity: &[i64], f: &Facts, unit: Time) -> String {
+    let mut l = format!("S{} {} {}", s + 1, slash(capacity), slash(&f.free[s]));
+    for (t, amount) in &f.releases[s] {
+        l.push_str(&format!(" +{}@{}", slash(amount), up(*t, unit)));
+    }
+    l
+}
+
+/// `seconds` in `unit`s, rounded up (towards +infinity).
+fn up(seconds: Time, unit: Time) -> Time {
+    let q = seconds.div_euclid(unit);
+    if seconds.rem_euclid(unit) == 0 {
+        q
+    } else {
+        q.saturating_add(1)
+    }
+}
+
+fn unit_name(unit: Time) -> &'static str {
+    match unit {
+        3_600 => "1 h",
+        60 => "1 min",
+        _ => "1 s",
+    }
+}
+
+fn compact_v2(
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    ranked: Option<&Ranking>,
+    ids: &IdMap,
+    f: &Facts,
+) -> (String, String) {
+    let unit = time_unit(instance);
+    let mut u = String::new();
+    let mut line = |s: String| {
+        u.push_str(&s);
+        u.push('\n');
+    };
+    line(format!("goal: {}", goal(objective)));
+    if unit == 1 {
+        line("time unit: 1 s".to_string());
+    } else {
+        line(format!(
+            "time unit: {} (other times rounded up)",
+            unit_name(unit)
+        ));
+    }
+    line(format!("resources: {}", instance.resources.join("/")));
+    line("servers: id capacity free [+freed@time]".to_string());
+    for (s, server) in instance.servers.iter().enumerate() {
+        line(server_line(s, &server.capacity, f, unit));
+    }
+    let named: Vec<usize> = (0..instance.running.len())
+        .filter(|&r| {
+            let id = ids.running(r);
+            f.deps.iter().any(|d| d.contains(&id))
+        })
+        .collect();
+    if !named.is_empty() {
+        line("running: id server left".to_string());
+        for r in named {
+            let left = instance.running[r].end.saturating_sub(instance.now);
+            line(format!(
+                "R{} {} {}",
+                r + 1,
+                f.running_server[r],
+                up(left, unit)
+            ));
+        }
+    }
+    let n = instance.queue.len();
+    let header = match ranked {
+        Some(r) => format!(
+            "queue by {} ({n}): id need time [after ids] [weight] [waited]",
+            r.rule.name()
+        ),
+        None => format!("queue ({n}): id need time [after ids] [weight] [waited]"),
+    };
+    line(header);
+    for &j in ids.job_order() {
+        let job = &instance.queue[j];
+        let mut l = format!(
+            "{} {} {}",
+            ids.job(j),
+            slash(&job.demand),
+            up(job.walltime, unit)
+        );
+        if !f.deps[j].is_empty() {
+            l.push_str(&format!(" after {}", f.deps[j].join(",")));
+        }
+        if job.weight != 1.0 && objective == Objective::Flow {
+            l.push_str(&format!(" weight {}", job.weight));
+        }
+        // The time waited shifts each job's objective term by a constant, except under the
+        // bounded-slowdown floor, which only jobs shorter than 10 s can reach.
+        if objective == Objective::Bsld && job.walltime < 10 {
+            let waited = instance.now.saturating_sub(job.submit);
+            l.push_str(&format!(" waited {}", up(waited, unit)));
+        }
+        if let Some(m) = meta_text(&job.meta) {
+            l.push(' ');
+            l.push_str(&m);
+        }
+        line(l);
+    }
+    u.pop();
+    let system = match variant {
+        Variant::Serial => SYSTEM_COMPACT_V2_SERIAL,
+        Variant::Strict => SYSTEM_COMPACT_V2_STRICT,
+    };
+    (system.to_string(), u)
 }
 
 fn verbose(instance: &Instance, objective: Objective, f: &Facts) -> (String, String) {
@@ -435,7 +640,12 @@ mod tests {
 
     #[test]
     fn compact_facts() {
-        let r = render(&instance(), Objective::Bsld, Template::Compact);
+        let r = render(
+            &instance(),
+            Objective::Bsld,
+            Variant::Serial,
+            Template::Compact,
+        );
         let u = &r.user;
         assert!(u.contains("max((wait + run) / max(run, 10 s), 1)"), "{u}");
         assert!(u.contains("resources: cores/mem_gib/gpus"), "{u}");
@@ -459,7 +669,12 @@ mod tests {
 
     #[test]
     fn verbose_facts() {
-        let r = render(&instance(), Objective::Wait, Template::Verbose);
+        let r = render(
+            &instance(),
+            Objective::Wait,
+            Variant::Serial,
+            Template::Verbose,
+        );
         let u = &r.user;
         assert!(u.contains("minimise mean wait"), "{u}");
         assert!(
@@ -487,8 +702,13 @@ mod tests {
         let inst = instance();
         for t in Template::ALL {
             for o in Objective::ALL {
-                assert_eq!(render(&inst, o, t), render(&inst, o, t));
-                assert!(render(&inst, o, t).user.contains(objective_sentence(o)));
+                let v = Variant::Serial;
+                assert_eq!(render(&inst, o, v, t), render(&inst, o, v, t));
+                let goal_text = match t {
+                    Template::CompactV2 => goal(o),
+                    Template::Compact | Template::Verbose => objective_sentence(o),
+                };
+                assert!(render(&inst, o, v, t).user.contains(goal_text));
             }
             assert_eq!(Template::from_name(t.name()), Some(t));
             assert_eq!(
@@ -496,6 +716,84 @@ mod tests {
                 format!("\"{}\"", t.name())
             );
         }
+    }
+
+    #[test]
+    fn compact_v2_facts() {
+        // J1 (walltime 3600) waits for R1; j4 (walltime 5) is shorter, so SJF lists it first.
+        let r = render(
+            &instance(),
+            Objective::Bsld,
+            Variant::Serial,
+            Template::CompactV2,
+        );
+        let u = &r.user;
+        let expected = "goal: min mean bounded slowdown (10 s floor)\n\
+            time unit: 1 s\n\
+            resources: cores/mem_gib/gpus\n\
+            servers: id capacity free [+freed@time]\n\
+            S1 64/256/4 48/192/2 +16/64/2@3600\n\
+            S2 32/128/0 32/128/0\n\
+            running: id server left\n\
+            R1 S1 3600\n\
+            queue by sjf (2): id need time [after ids] [weight] [waited]\n\
+            J1 32/64/0 5 waited 10\n\
+            J2 8/32/1 3600 after R1 {\"model\":\"resnet50\",\"batch_size\":256}";
+        assert_eq!(u, expected);
+        assert_eq!(r.ids.to_original("J1"), Some("j4"));
+        assert_eq!(r.ids.job_index("J1"), Some(1));
+        assert!(r.system.contains("a later job may start earlier"));
+        let strict = render(
+            &instance(),
+            Objective::Bsld,
+            Variant::Strict,
+            Template::CompactV2,
+        );
+        assert!(strict
+            .system
+            .contains("never before the job placed before it"));
+        // Under the wait objective the time waited never matters.
+        let w = render(
+            &instance(),
+            Objective::Wait,
+            Variant::Serial,
+            Template::CompactV2,
+        );
+        assert!(!w.user.contains("waited 10"), "{}", w.user);
+    }
+
+    #[test]
+    fn compact_v2_units() {
+        let mut inst = instance();
+        inst.queue[0].walltime = 7200;
+        inst.queue[1].walltime = 120;
+        inst.queue[0].deps.clear();
+        let u = render(&inst, Objective::Wait, Variant::Serial, Template::CompactV2).user;
+        assert!(
+            u.contains("time unit: 1 min (other times rounded up)"),
+            "{u}"
+        );
+        assert!(u.contains("+16/64/2@60\n"), "{u}");
+        assert!(u.contains("\nJ1 32/64/0 2\nJ2 8/32/1 120"), "{u}");
+        assert!(!u.contains("running"), "{u}");
+        inst.queue[1].walltime = 3600;
+        inst.running[0].end = inst.now + 3601;
+        let u = render(&inst, Objective::Wait, Variant::Serial, Template::CompactV2).user;
+        assert!(u.contains("time unit: 1 h (other times rounded up)"), "{u}");
+        assert!(u.contains("+16/64/2@2\n"), "{u}");
+        assert_eq!(up(-1, 60), 0);
+        assert_eq!(up(-61, 60), -1);
+        assert_eq!(up(0, 60), 0);
+        assert_eq!(up(61, 60), 2);
+    }
+
+    #[test]
+    fn templates_parse() {
+        assert_eq!("compact".parse::<Template>(), Ok(Template::Compact));
+        assert_eq!("compact-v2".parse::<Template>(), Ok(Template::CompactV2));
+        assert_eq!("verbose-v1".parse::<Template>(), Ok(Template::Verbose));
+        let e = "compact-v9".parse::<Template>().unwrap_err();
+        assert!(e.contains("compact-v2"), "{e}");
     }
 
     #[test]
@@ -543,7 +841,7 @@ mod tests {
         inst.queue[1].demand.clear();
         inst.now = Time::MIN;
         for t in Template::ALL {
-            let r = render(&inst, Objective::Makespan, t);
+            let r = render(&inst, Objective::Makespan, Variant::Serial, t);
             assert!(r.user.contains("ghost"));
         }
     }

@@ -13,6 +13,8 @@ use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
 
 use schedlm_model::{Instance, Objective, Problem, Variant};
+use schedlm_solver::bnb::evaluate;
+use schedlm_solver::canonical::{canonical_order, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +53,15 @@ pub struct Record {
     pub messages: Vec<Message>,
     /// The label: the queue order, as the instance's own job ids.
     pub order: Vec<String>,
+    /// Which of the orders as good as the solver's is the label: `canonical` (the first in the
+    /// ranking of the instance's best rule, see `schedlm_solver::canonical`) or `solver` (the
+    /// one the solver returned; left out of the JSON, as in records before canonical labels).
+    #[serde(default, skip_serializing_if = "AnswerOrder::is_solver")]
+    pub answer: AnswerOrder,
+    /// The instance's best classic rule, whose order ranks the jobs for canonical labels and
+    /// the compact-v2 prompt (left out when neither is used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranking_rule: Option<String>,
     /// Objective value of `order` under the dispatcher.
     pub value: f64,
     /// A proven lower bound on the best value over all orders (equals `value` when optimal).
@@ -67,9 +78,38 @@ pub struct Record {
     pub instance: Instance,
 }
 
+/// Which order among those as good as the solver's becomes the label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerOrder {
+    /// The order the solver returned (every build before canonical labels).
+    #[default]
+    Solver,
+    /// The canonical order: the first, in the ranking of the instance's best classic rule, of
+    /// the orders whose value is at most the solver's (`schedlm_solver::canonical`). Equal
+    /// content gets equal labels, and the label is the best rule's order whenever that rule is
+    /// as good as the solver.
+    Canonical,
+}
+
+impl AnswerOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerOrder::Solver => "solver",
+            AnswerOrder::Canonical => "canonical",
+        }
+    }
+
+    pub fn is_solver(&self) -> bool {
+        *self == AnswerOrder::Solver
+    }
+}
+
 /// How records are rendered.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecordOptions {
+    /// Which optimal order is the label.
+    pub answer: AnswerOrder,
     pub template: Template,
     pub objective: Objective,
     pub variant: Variant,
@@ -124,10 +164,16 @@ pub fn make_record_with(
     solver: &str,
     options: &RecordOptions,
 ) -> Result<Record, RecordError> {
-    let rendered = render(instance, options.objective, options.template);
+    let rendered = render(
+        instance,
+        options.objective,
+        options.variant,
+        options.template,
+    );
+    let label = Label::new(problem, solution, options);
     let completion = answer(
         problem,
-        &solution.order,
+        &label.order,
         &rendered.ids,
         options.variant,
         options.plan,
@@ -149,12 +195,14 @@ pub fn make_record_with(
         prompt,
         completion,
         messages,
-        order: solution
+        order: label
             .order
             .iter()
             .map(|&j| problem.job_id(j).to_string())
             .collect(),
-        value: solution.value,
+        answer: label.answer,
+        ranking_rule: label.ranking_rule,
+        value: label.value,
         lower_bound: solution.lower_bound,
         proven_optimal: solution.proven_optimal,
         status: solution.status.name().to_string(),
@@ -167,6 +215,52 @@ pub fn make_record_with(
             .collect(),
         instance: instance.clone(),
     })
+}
+
+/// The label of a solved instance under [`RecordOptions::answer`].
+struct Label {
+    order: Vec<usize>,
+    value: f64,
+    answer: AnswerOrder,
+    ranking_rule: Option<String>,
+}
+
+impl Label {
+    fn new(problem: &Problem, solution: &Solution, options: &RecordOptions) -> Label {
+        let solver = Label {
+            order: solution.order.clone(),
+            value: solution.value,
+            answer: AnswerOrder::Solver,
+            ranking_rule: None,
+        };
+        let ranked = matches!(options.template, Template::CompactV2);
+        if options.answer == AnswerOrder::Solver && !ranked {
+            return solver;
+        }
+        let c = canonical_order(
+            problem,
+            options.objective,
+            options.variant,
+            &solution.order,
+            NODE_LIMIT,
+        );
+        let ranking_rule = Some(c.ranking.rule.name().to_string());
+        if options.answer == AnswerOrder::Solver || !c.canonical {
+            // The node limit stopped the search: the solver's order stays the label, and the
+            // record says so.
+            return Label {
+                ranking_rule,
+                ..solver
+            };
+        }
+        let (_, value) = evaluate(problem, options.objective, options.variant, &c.order);
+        Label {
+            order: c.order,
+            value,
+            answer: AnswerOrder::Canonical,
+            ranking_rule,
+        }
+    }
 }
 
 fn message(role: &str, content: String) -> Message {

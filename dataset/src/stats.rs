@@ -3,11 +3,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use schedlm_model::Problem;
+use schedlm_solver::bnb::evaluate;
 use schedlm_solver::portfolio::relative_gap;
+use schedlm_solver::rules::{order, Rule, RuleContext};
 use serde::Serialize;
 
 use crate::build::BuildError;
-use crate::record::read_records;
+use crate::record::{read_records, AnswerOrder, Record};
 use crate::split::Split;
 
 /// Min, mean, median, 90th percentile and max of a sample.
@@ -49,6 +52,10 @@ pub struct RuleStats {
     pub optimal_share: f64,
     /// Mean relative gap of the rule to the label's value, over all records.
     pub mean_gap: f64,
+    /// Share of the records on which the rule is optimal whose label is the rule's own order
+    /// (after the dependency repair): how consistently the labels follow this rule where it
+    /// is right. 1 for the ranking rule with canonical labels; low with solver labels.
+    pub label_is_rule_order: f64,
 }
 
 /// Statistics of a dataset directory.
@@ -65,6 +72,8 @@ pub struct Stats {
     pub prompt_tokens: Option<Summary>,
     pub completion_tokens: Option<Summary>,
     pub proven_optimal_share: f64,
+    /// Share of records whose label is the canonical order (`answer: canonical`).
+    pub canonical_share: f64,
     /// Relative gap (value - lower bound) / lower bound of the records not proven optimal.
     pub gap_unproven: Summary,
     pub rules: BTreeMap<String, RuleStats>,
@@ -80,7 +89,8 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
     let (mut prompt_tok, mut completion_tok, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
     let mut rule_opt: BTreeMap<String, u64> = BTreeMap::new();
     let mut rule_gap: BTreeMap<String, f64> = BTreeMap::new();
-    let (mut total, mut proven) = (0u64, 0u64);
+    let mut rule_same: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut total, mut proven, mut canonical) = (0u64, 0u64, 0u64);
     for split in Split::ALL {
         let path = dir.join(split.file_name());
         if !path.exists() {
@@ -109,10 +119,15 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
             } else {
                 gaps.push(relative_gap(r.value, r.lower_bound));
             }
+            canonical += u64::from(r.answer == AnswerOrder::Canonical);
+            let same = rules_with_label_order(&r);
             for (rule, v) in &r.baselines {
                 let tol = 1e-9 * r.value.abs().max(1.0);
                 if r.proven_optimal && *v <= r.value + tol {
                     *rule_opt.entry(rule.clone()).or_default() += 1;
+                    if same.contains(&rule.as_str()) {
+                        *rule_same.entry(rule.clone()).or_default() += 1;
+                    }
                 }
                 *rule_gap.entry(rule.clone()).or_default() += relative_gap(*v, r.value);
             }
@@ -126,12 +141,15 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
         s.completion_tokens = Some(Summary::of(&mut completion_tok));
     }
     s.proven_optimal_share = share(proven, total);
+    s.canonical_share = share(canonical, total);
     s.gap_unproven = Summary::of(&mut gaps);
     for (rule, gap_sum) in rule_gap {
         let optimal = rule_opt.get(&rule).copied().unwrap_or(0);
+        let same = rule_same.get(&rule).copied().unwrap_or(0);
         s.rules.insert(
             rule,
             RuleStats {
+                label_is_rule_order: share(same, optimal),
                 optimal_share: share(optimal, proven),
                 mean_gap: if total == 0 {
                     0.0
@@ -142,6 +160,21 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
         );
     }
     Ok(s)
+}
+
+/// The classic rules whose placed order is the record's label (none for an invalid record).
+fn rules_with_label_order(r: &Record) -> Vec<&'static str> {
+    let (Ok(problem), Ok(label)) = (Problem::new(&r.instance), r.order_indices()) else {
+        return Vec::new();
+    };
+    Rule::ALL
+        .into_iter()
+        .filter(|&rule| {
+            let o = order(rule, &problem, &RuleContext::default());
+            evaluate(&problem, r.objective, r.variant, &o).0 == label
+        })
+        .map(Rule::name)
+        .collect()
 }
 
 fn share(part: u64, whole: u64) -> f64 {
@@ -189,8 +222,9 @@ impl Stats {
             row("answer tokens", c);
         }
         t.push_str(&format!(
-            "proven optimal: {:.1}%\n",
-            100.0 * self.proven_optimal_share
+            "proven optimal: {:.1}%   canonical labels: {:.1}%\n",
+            100.0 * self.proven_optimal_share,
+            100.0 * self.canonical_share
         ));
         let g = &self.gap_unproven;
         if g.count > 0 {
@@ -203,12 +237,15 @@ impl Stats {
                 100.0 * g.max
             ));
         }
-        t.push_str("rule      already optimal   mean gap to label\n");
+        t.push_str(
+            "rule      already optimal   mean gap to label   label is its order when optimal\n",
+        );
         for (rule, r) in &self.rules {
             t.push_str(&format!(
-                "{rule:<9} {:>14.1}%   {:>16.2}%\n",
+                "{rule:<9} {:>14.1}%   {:>16.2}%   {:>30.1}%\n",
                 100.0 * r.optimal_share,
-                100.0 * r.mean_gap
+                100.0 * r.mean_gap,
+                100.0 * r.label_is_rule_order
             ));
         }
         t

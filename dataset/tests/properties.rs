@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use schedlm_dataset::{answer_line, parse_answer, render, IdMap, Mode, Template};
-use schedlm_model::{Instance, Objective, QueuedJob, Server};
+use schedlm_model::{Instance, Objective, QueuedJob, Server, Variant};
 
 fn instance(submits: &[i64]) -> Instance {
     Instance {
@@ -92,7 +92,7 @@ proptest! {
     #[test]
     fn answer_line_round_trips((submits, order) in instance_and_order(), t in 0usize..2) {
         let inst = instance(&submits);
-        let rendered = render(&inst, Objective::Bsld, Template::ALL[t]);
+        let rendered = render(&inst, Objective::Bsld, Variant::Serial, Template::ALL[t]);
         let names: Vec<String> = order.iter().map(|&j| rendered.ids.job(j)).collect();
         let line = answer_line(&names);
         for text in [line.clone(), format!("order: {line}\n"), names.join(", ")] {

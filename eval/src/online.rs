@@ -114,7 +114,7 @@ impl Policy for Consulted {
                 .map(|p| local::solve(&p, Objective::Bsld, Variant::Serial, options).order),
             Kind::Text(model, template) => {
                 let snapshot = state.snapshot();
-                let rendered = render(&snapshot, Objective::Bsld, *template);
+                let rendered = render(&snapshot, Objective::Bsld, Variant::Serial, *template);
                 let reply = model.answer(&Ask {
                     system: &rendered.system,
                     user: &rendered.user,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use schedlm_dataset::Template;
+use schedlm_dataset::{prompt_ids, Template};
 use schedlm_solver::local::{self, LsOptions};
 use schedlm_solver::portfolio::{relative_gap, solve, Method, SolveOptions};
 use schedlm_solver::rules::{self, RuleContext};
@@ -422,7 +422,20 @@ fn score_one(
         }
         Decision::Text(text) => {
             let text = text.as_deref().map_err(String::as_str);
-            score_text(&r.problem, &r.record.instance, objective, variant, text).map_err(bad)?
+            let template =
+                r.record.template.parse::<Template>().map_err(|e| {
+                    EvalError::Input(format!("line {}: field `template`: {e}", r.line))
+                })?;
+            let ids = prompt_ids(&r.record.instance, objective, variant, template);
+            score_text(
+                &r.problem,
+                &r.record.instance,
+                &ids,
+                objective,
+                variant,
+                text,
+            )
+            .map_err(bad)?
         }
     };
     let rec = &r.record;

@@ -174,6 +174,7 @@ pub fn fcfs_value(
 pub fn score_text(
     problem: &Problem,
     instance: &Instance,
+    ids: &IdMap,
     objective: Objective,
     variant: Variant,
     text: Result<&str, &str>,
@@ -191,8 +192,7 @@ pub fn score_text(
             })
         }
     };
-    let ids = IdMap::new(instance);
-    match parse_answer(text, &ids, instance, Mode::Strict) {
+    match parse_answer(text, ids, instance, Mode::Strict) {
         Ok(parsed) => {
             let (order, value) = placed(problem, &parsed.order, objective, variant)?;
             Ok(Scored {
@@ -212,7 +212,7 @@ pub fn score_text(
                     .join("; "),
                 other => other.to_string(),
             };
-            let lenient = match parse_answer(text, &ids, instance, Mode::Lenient) {
+            let lenient = match parse_answer(text, ids, instance, Mode::Lenient) {
                 Ok(p) => order_value(problem, &p.order, objective, variant)?,
                 Err(_) => fallback,
             };

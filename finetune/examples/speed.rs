@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use candle_core::Device;
-use schedlm_dataset::{make_record, Record, RecordOptions, SplitSpec, Template};
+use schedlm_dataset::{make_record, AnswerOrder, Record, RecordOptions, SplitSpec, Template};
 use schedlm_finetune::data::examples;
 use schedlm_finetune::model::{build, ModelSpec};
 use schedlm_finetune::{
@@ -17,6 +17,7 @@ use schedlm_solver::portfolio::{solve, SolveOptions};
 
 fn records(count: usize) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let options = RecordOptions {
+        answer: AnswerOrder::Solver,
         template: Template::Compact,
         objective: Objective::Bsld,
         variant: Variant::Serial,

@@ -8,7 +8,7 @@
 //! draws random numbers, so evaluating never changes what training does next.
 
 use candle_core::Device;
-use schedlm_dataset::{parse_answer, IdMap, Mode, Record};
+use schedlm_dataset::{parse_answer, prompt_ids, IdMap, Mode, Record, Template};
 use schedlm_model::{dispatch, Problem};
 
 use crate::data::{system_user, Example};
@@ -65,13 +65,26 @@ pub fn held_out(
         let (system, user) = system_user(record);
         out.push(HeldOut {
             problem,
-            ids: IdMap::new(&record.instance),
+            ids: prompt_ids(
+                &record.instance,
+                record.objective,
+                record.variant,
+                template(record)?,
+            ),
             prompt: loaded.tokenizer.encode_prompt(&system, &user)?,
             answer_len: example.answer_len(),
             record: record.clone(),
         });
     }
     Ok(out)
+}
+
+/// The template a record was rendered with.
+fn template(record: &Record) -> Result<Template> {
+    record
+        .template
+        .parse()
+        .map_err(|e| FinetuneError::Config(format!("record {}: field `template`: {e}", record.id)))
 }
 
 /// The objective value of a strictly valid answer under the record's dispatcher variant.

@@ -97,8 +97,8 @@ impl Predictor {
         &self.loaded
     }
 
-    /// Answers a snapshot rendered with `objective` and `template`: greedy, and best of
-    /// `options.best_of` samples when it is 2 or more.
+    /// Answers a snapshot rendered with `objective`, `options.variant` and `template`: greedy,
+    /// and best of `options.best_of` samples when it is 2 or more.
     pub fn predict(
         &mut self,
         instance: &Instance,
@@ -106,7 +106,7 @@ impl Predictor {
         template: Template,
         options: &DecodeOptions,
     ) -> Result<Prediction> {
-        let rendered = render(instance, objective, template);
+        let rendered = render(instance, objective, options.variant, template);
         let tok = &self.loaded.tokenizer;
         let prompt = tok.encode_prompt(&rendered.system, &rendered.user)?;
         let model = &self.loaded.model;

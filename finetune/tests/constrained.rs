@@ -10,7 +10,7 @@ use schedlm_finetune::constrain::OrderConstraint;
 use schedlm_finetune::predict::Predictor;
 use schedlm_finetune::DecodeOptions;
 use schedlm_generator::{generate_one, Config, Family};
-use schedlm_model::Objective;
+use schedlm_model::{Objective, Variant};
 
 use common::{records, tiny_model};
 
@@ -29,7 +29,7 @@ proptest! {
         let instance = generate_one(&config, 0).unwrap();
         let options = DecodeOptions { best_of: 3, temperature: 1.5, seed, ..DecodeOptions::default() };
         let p = predictor.predict(&instance, Objective::Bsld, Template::Compact, &options).unwrap();
-        let ids = render(&instance, Objective::Bsld, Template::Compact).ids;
+        let ids = render(&instance, Objective::Bsld, Variant::Serial, Template::Compact).ids;
         let parsed = parse_answer(&p.text, &ids, &instance, Mode::Strict);
         prop_assert!(parsed.is_ok(), "greedy answer {:?} is not valid: {:?}", p.text, parsed);
         prop_assert_eq!(p.valid_samples, 3);

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use schedlm_dataset::build::{self, BuildArgs, BuildTuning, Shard, Source};
-use schedlm_dataset::{merge::merge, stats::stats, SplitSpec, Template};
+use schedlm_dataset::{merge::merge, stats::stats, AnswerOrder, SplitSpec, Template};
 use schedlm_generator::{Family, Load};
 use schedlm_model::{Objective, Variant};
 use schedlm_solver::portfolio::Method;
@@ -113,9 +113,19 @@ pub struct BuildCmd {
     #[arg(long)]
     pub node_limit: Option<u64>,
 
-    /// Prompt template: compact-v1 (few tokens) or verbose-v1 (sentences).
-    #[arg(long, default_value = "compact", value_parser = parse_template)]
+    /// Prompt template: compact-v2 (the queue ranked by the instance's best priority rule,
+    /// coarse time units: the template that teaches, see docs/learning.md), compact-v1 (few
+    /// tokens, queue order, seconds) or verbose-v1 (sentences, for instruction-tuned models).
+    #[arg(long, default_value = "compact-v2")]
     pub template: Template,
+
+    /// Which of the orders as good as the solver's becomes the label. `canonical`: the first
+    /// in the ranking of the instance's best priority rule (so the label is that rule's order
+    /// whenever the rule is optimal, and equal content always gets equal labels); `solver`:
+    /// the order the solver returned, as builds before this option did (use it to reproduce
+    /// them).
+    #[arg(long, value_enum, default_value = "canonical")]
+    pub answer: AnswerOrderArg,
 
     /// Add the dispatcher's plan (start and server of each job) as a second answer line.
     #[arg(long)]
@@ -174,18 +184,6 @@ pub struct StatsCmd {
     pub tokenizer: Option<PathBuf>,
 }
 
-fn parse_template(s: &str) -> Result<Template, String> {
-    let full = if s.contains("-v") {
-        s.to_string()
-    } else {
-        format!("{s}-v1")
-    };
-    Template::from_name(&full).ok_or_else(|| {
-        let names: Vec<&str> = Template::ALL.iter().map(|t| t.name()).collect();
-        format!("unknown template `{s}`; known: {}", names.join(", "))
-    })
-}
-
 pub fn run(command: &DatasetCommand) -> Result<()> {
     match command {
         DatasetCommand::Build(a) => run_build(a),
@@ -239,10 +237,21 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         node_limit: a.node_limit,
         solver_seed: a.seed,
         template: a.template,
+        answer: match a.answer {
+            AnswerOrderArg::Canonical => AnswerOrder::Canonical,
+            AnswerOrderArg::Solver => AnswerOrder::Solver,
+        },
         plan: a.plan,
         split: a.split,
         skip_invalid: a.skip_invalid,
     })
+}
+
+/// `--answer`: see [`AnswerOrder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerOrderArg {
+    Canonical,
+    Solver,
 }
 
 fn stem(path: &Path) -> String {

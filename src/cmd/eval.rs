@@ -116,7 +116,7 @@ pub struct EvalArgs {
 
     /// Online: prompt template of text schedulers (the snapshot at each event is rendered with
     /// it).
-    #[arg(long, default_value = "compact-v1", value_parser = parse_template, requires = "trace")]
+    #[arg(long, default_value = "compact-v1", requires = "trace")]
     pub template: Template,
 
     /// `model:DIR`: also sample N answers and keep the best valid one (reported apart as
@@ -271,15 +271,6 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> 
         eprintln!("wrote {}", path.display());
     }
     Ok(())
-}
-
-fn parse_template(s: &str) -> Result<Template, String> {
-    Template::from_name(s)
-        .or_else(|| Template::from_name(&format!("{s}-v1")))
-        .ok_or_else(|| {
-            let names: Vec<&str> = Template::ALL.iter().map(|t| t.name()).collect();
-            format!("`{s}` is not a template: use one of {}", names.join(", "))
-        })
 }
 
 /// Prints a table with aligned columns.

@@ -86,7 +86,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             Err(e) => return Err(e.into()),
         };
         let time_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let ids = render(&record.instance, record.objective, template).ids;
+        let ids = render(&record.instance, record.objective, record.variant, template).ids;
         valid += usize::from(parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok());
         let line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
                           "tokens": p.tokens, "time_ms": time_ms});

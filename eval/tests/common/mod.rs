@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use schedlm_dataset::{make_record, Record, RecordOptions, SplitSpec, Template};
+use schedlm_dataset::{make_record, AnswerOrder, Record, RecordOptions, SplitSpec, Template};
 use schedlm_generator::{generate, Config, Family};
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::portfolio::{solve, SolveOptions};
@@ -15,6 +15,7 @@ pub fn records(family: Family, n: usize, seed: u64) -> Vec<Record> {
     config.queue_min = 3;
     config.queue_max = 9;
     let options = RecordOptions {
+        answer: AnswerOrder::Solver,
         template: Template::Compact,
         objective: Objective::Bsld,
         variant: Variant::Serial,

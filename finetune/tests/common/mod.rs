@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use schedlm_dataset::{make_record, Record, RecordOptions, SplitSpec, Template};
+use schedlm_dataset::{make_record, AnswerOrder, Record, RecordOptions, SplitSpec, Template};
 use schedlm_finetune::data::{examples, Example};
 use schedlm_finetune::model::{build, Loaded, ModelSpec};
 use schedlm_finetune::{GptConfig, TextTokenizer};
@@ -19,6 +19,7 @@ pub fn records(count: usize, seed: u64, jobs: (usize, usize)) -> Vec<Record> {
     config.servers = Some(1);
     config.load = Some(Load::Jobs(1));
     let options = RecordOptions {
+        answer: AnswerOrder::Solver,
         template: Template::Compact,
         objective: Objective::Bsld,
         variant: Variant::Serial,
