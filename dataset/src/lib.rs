@@ -22,7 +22,7 @@
 //!
 //! // compact-v2 lists and numbers the queue in the order of the best rule (here SJF):
 //! let ranked = render(&instance, Objective::Bsld, Variant::Serial, Template::CompactV2);
-//! assert!(ranked.user.contains("queue by sjf (2): id need time"));
+//! assert!(ranked.user.contains("queue by sjf (2): id need time\n"));
 //! assert_eq!(ranked.ids.to_original("J1"), Some("small"));
 //!
 //! // The target for "small first":

@@ -355,13 +355,13 @@ fn compact(instance: &Instance, objective: Objective, f: &Facts) -> (String, Str
     (SYSTEM_COMPACT.to_string(), u)
 }
 
-const SYSTEM_COMPACT_V2_SERIAL: &str = "Order a cluster's job queue. Jobs are placed one at a \
-time in your order, each at its earliest start on the first listed server where it fits; a later \
-job may start earlier. Reply with every queued job id once, best first.";
+const SYSTEM_COMPACT_V2_SERIAL: &str = "Order the job queue, best first: each job in turn starts \
+at its earliest fit on the first listed server (a later job may start earlier). Reply with all \
+job ids.";
 
-const SYSTEM_COMPACT_V2_STRICT: &str = "Order a cluster's job queue. Jobs are placed one at a \
-time in your order, each at its earliest start on the first listed server where it fits, never \
-before the job placed before it. Reply with every queued job id once, best first.";
+const SYSTEM_COMPACT_V2_STRICT: &str = "Order the job queue, best first: each job in turn starts \
+at its earliest fit on the first listed server (never before the job placed before it). Reply \
+with all job ids.";
 
 /// The goal in a few words.
 fn goal(objective: Objective) -> &'static str {
@@ -426,15 +426,12 @@ fn compact_v2(
     };
     line(format!("goal: {}", goal(objective)));
     if unit == 1 {
-        line("time unit: 1 s".to_string());
+        line("unit: 1 s".to_string());
     } else {
-        line(format!(
-            "time unit: {} (other times rounded up)",
-            unit_name(unit)
-        ));
+        line(format!("unit: {}, rounded up", unit_name(unit)));
     }
     line(format!("resources: {}", instance.resources.join("/")));
-    line("servers: id capacity free [+freed@time]".to_string());
+    line("servers: id cap free +freed@t".to_string());
     for (s, server) in instance.servers.iter().enumerate() {
         line(server_line(s, &server.capacity, f, unit));
     }
@@ -459,10 +456,10 @@ fn compact_v2(
     let n = instance.queue.len();
     let header = match ranked {
         Some(r) => format!(
-            "queue by {} ({n}): id need time [after ids] [weight] [waited]",
+            "queue by {} ({n}): id need time",
             r.rule.name()
         ),
-        None => format!("queue ({n}): id need time [after ids] [weight] [waited]"),
+        None => format!("queue ({n}): id need time"),
     };
     line(header);
     for &j in ids.job_order() {
@@ -729,20 +726,20 @@ mod tests {
         );
         let u = &r.user;
         let expected = "goal: min mean bounded slowdown (10 s floor)\n\
-            time unit: 1 s\n\
+            unit: 1 s\n\
             resources: cores/mem_gib/gpus\n\
-            servers: id capacity free [+freed@time]\n\
+            servers: id cap free +freed@t\n\
             S1 64/256/4 48/192/2 +16/64/2@3600\n\
             S2 32/128/0 32/128/0\n\
             running: id server left\n\
             R1 S1 3600\n\
-            queue by sjf (2): id need time [after ids] [weight] [waited]\n\
+            queue by sjf (2): id need time\n\
             J1 32/64/0 5 waited 10\n\
             J2 8/32/1 3600 after R1 {\"model\":\"resnet50\",\"batch_size\":256}";
         assert_eq!(u, expected);
         assert_eq!(r.ids.to_original("J1"), Some("j4"));
         assert_eq!(r.ids.job_index("J1"), Some(1));
-        assert!(r.system.contains("a later job may start earlier"));
+        assert!(r.system.contains("(a later job may start earlier)"));
         let strict = render(
             &instance(),
             Objective::Bsld,
@@ -770,7 +767,7 @@ mod tests {
         inst.queue[0].deps.clear();
         let u = render(&inst, Objective::Wait, Variant::Serial, Template::CompactV2).user;
         assert!(
-            u.contains("time unit: 1 min (other times rounded up)"),
+            u.contains("unit: 1 min, rounded up"),
             "{u}"
         );
         assert!(u.contains("+16/64/2@60\n"), "{u}");
@@ -779,7 +776,7 @@ mod tests {
         inst.queue[1].walltime = 3600;
         inst.running[0].end = inst.now + 3601;
         let u = render(&inst, Objective::Wait, Variant::Serial, Template::CompactV2).user;
-        assert!(u.contains("time unit: 1 h (other times rounded up)"), "{u}");
+        assert!(u.contains("unit: 1 h, rounded up"), "{u}");
         assert!(u.contains("+16/64/2@2\n"), "{u}");
         assert_eq!(up(-1, 60), 0);
         assert_eq!(up(-61, 60), -1);
