@@ -242,8 +242,8 @@ pub struct PipelineArgs {
     #[arg(long)]
     pub table_only: bool,
 
-    /// Snapshots of the dataset the tiny model is trained on (family `uniform`, queues of
-    /// 4..6 jobs, so that prompts fit the model's context); 90/5/5 split.
+    /// Snapshots of the dataset the tiny model is trained on and evaluated on (family
+    /// `uniform`, queues of 6..8 jobs, the B1 setting of docs/learning.md); 80/5/15 split.
     #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(20..))]
     pub train_count: u64,
 

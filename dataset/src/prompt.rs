@@ -455,10 +455,7 @@ fn compact_v2(
     }
     let n = instance.queue.len();
     let header = match ranked {
-        Some(r) => format!(
-            "queue by {} ({n}): id need time",
-            r.rule.name()
-        ),
+        Some(r) => format!("queue by {} ({n}): id need time", r.rule.name()),
         None => format!("queue ({n}): id need time"),
     };
     line(header);
@@ -766,10 +763,7 @@ mod tests {
         inst.queue[1].walltime = 120;
         inst.queue[0].deps.clear();
         let u = render(&inst, Objective::Wait, Variant::Serial, Template::CompactV2).user;
-        assert!(
-            u.contains("unit: 1 min, rounded up"),
-            "{u}"
-        );
+        assert!(u.contains("unit: 1 min, rounded up"), "{u}");
         assert!(u.contains("+16/64/2@60\n"), "{u}");
         assert!(u.contains("\nJ1 32/64/0 2\nJ2 8/32/1 120"), "{u}");
         assert!(!u.contains("running"), "{u}");
