@@ -9,9 +9,10 @@
 //!   finite value for every classic rule, else the value of the rule's order under the
 //!   dispatcher (computed here);
 //! - the *best rule per instance* is the classic rule with the lowest value on the record;
-//!   its value is the minimum of those values; its order (for "identical" comparisons) is
-//!   [`schedlm_solver::bnb::best_rule`]'s: the placed order of the first classic rule, in
-//!   [`Rule::CLASSIC`] order, with the lowest value under the evaluator's dispatch;
+//!   its value is the minimum of those values; the rule and its order (for "identical"
+//!   comparisons) are the *ranking rule* of [`schedlm_solver::canonical::ranking`], the same
+//!   rule that orders compact-v2 prompts and canonical labels: ties go to the first rule of
+//!   [`schedlm_solver::canonical::PREFERENCE`] (sjf first); its placed order;
 //! - the *queue order* is the instance's queue listing order (`J1 J2 ... Jn` in the prompt;
 //!   the FCFS order when the queue is listed by submit time, as generated datasets are).
 //!
@@ -21,6 +22,7 @@
 
 use schedlm_model::{repair, Objective, Variant};
 use schedlm_solver::bnb;
+use schedlm_solver::canonical::ranking;
 use schedlm_solver::rules::{self, Rule, RuleContext};
 
 use crate::data::Loaded;
@@ -41,7 +43,7 @@ pub struct RecordRules {
     pub best_rule: Rule,
     /// The best rule per instance's value: the minimum of `values`.
     pub best_value: f64,
-    /// The best rule's placed order ([`schedlm_solver::bnb::best_rule`]'s order).
+    /// The ranking rule's placed order.
     pub best_order: Vec<usize>,
     /// The queue listing order (queue indices 0..n) after the dependency repair.
     pub queue_order: Vec<usize>,
@@ -53,18 +55,16 @@ pub struct RecordRules {
 /// The classic rules on record `r`.
 pub fn record_rules(r: &Loaded, objective: Objective, variant: Variant) -> RecordRules {
     let problem = &r.problem;
-    let mut computed: Vec<(Rule, f64)> = Vec::with_capacity(Rule::CLASSIC.len());
-    let mut best: Option<(Rule, Vec<usize>, f64)> = None;
-    for rule in Rule::CLASSIC {
-        let order = rules::order(rule, problem, &RuleContext::default());
-        let (placed, v) = bnb::evaluate(problem, objective, variant, &order);
-        // The same choice as `bnb::best_rule`: ties go to the earlier rule.
-        if best.as_ref().is_none_or(|(_, _, b)| v < *b) {
-            best = Some((rule, placed, v));
-        }
-        computed.push((rule, v));
-    }
-    let (best_rule, best_order, computed_best) = best.unwrap_or((Rule::Fcfs, Vec::new(), 0.0));
+    let computed: Vec<(Rule, f64)> = Rule::CLASSIC
+        .into_iter()
+        .map(|rule| {
+            let order = rules::order(rule, problem, &RuleContext::default());
+            (rule, bnb::evaluate(problem, objective, variant, &order).1)
+        })
+        .collect();
+    let best = ranking(problem, objective, variant);
+    let (best_order, computed_best) = bnb::evaluate(problem, objective, variant, &best.order);
+    let best_rule = best.rule;
     let recorded: Option<Vec<(Rule, f64)>> = Rule::CLASSIC
         .iter()
         .map(|&rule| {
