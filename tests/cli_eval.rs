@@ -84,15 +84,7 @@ fn snapshot_report_end_to_end() {
     let summary: Value =
         serde_json::from_str(&fs::read_to_string(report.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["records"], 16);
-    let stats = |name: &str| {
-        summary["policies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["policy"] == name)
-            .unwrap()
-            .clone()
-    };
+    let stats = |name: &str| policy(&summary, name);
     // Every label is proven optimal, so the exact solver is optimal everywhere.
     assert_eq!(stats("optimal")["optimal_share"], 1.0);
     assert_eq!(stats("optimal")["gap"]["max"], 0.0);
@@ -364,15 +356,7 @@ fn queue_order_answers_are_called_out() {
     let stdout = r.stdout_text();
     let summary: Value =
         serde_json::from_str(&fs::read_to_string(report.join("summary.json")).unwrap()).unwrap();
-    let stats = |name: &str| {
-        summary["policies"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["policy"] == name)
-            .unwrap()
-            .clone()
-    };
+    let stats = |name: &str| policy(&summary, name);
     let gap = |p: &Value| p["gap"]["mean"].as_f64().unwrap();
     let (q, rev, fcfs, sjf) = (stats(&qname), stats(&rname), stats("fcfs"), stats("sjf"));
     let fcfs_gap = summary["fcfs_gap"]["mean"].as_f64().unwrap();
@@ -437,4 +421,15 @@ fn queue_order_answers_are_called_out() {
         "{baselines}"
     );
     assert_eq!(baselines.lines().count(), 1 + records.len());
+}
+
+/// The entry of `summary.json`'s `policies` named `name`.
+fn policy(summary: &Value, name: &str) -> Value {
+    summary["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["policy"] == name)
+        .unwrap()
+        .clone()
 }

@@ -109,10 +109,7 @@ pub fn render(
     template: Template,
 ) -> Rendered {
     let ranked = ranked(instance, objective, variant, template);
-    let ids = match &ranked {
-        Some(r) => IdMap::ranked(instance, &r.order),
-        None => IdMap::new(instance),
-    };
+    let ids = ids_of(instance, ranked.as_ref());
     let facts = Facts::new(instance, &ids);
     let (system, user) = match template {
         Template::Compact => compact(instance, objective, &facts),
@@ -147,10 +144,15 @@ pub fn prompt_ids(
     variant: Variant,
     template: Template,
 ) -> IdMap {
-    match ranked(instance, objective, variant, template) {
-        Some(r) => IdMap::ranked(instance, &r.order),
-        None => IdMap::new(instance),
-    }
+    ids_of(
+        instance,
+        ranked(instance, objective, variant, template).as_ref(),
+    )
+}
+
+/// Jobs numbered in the ranking's order, or in queue order without one.
+fn ids_of(instance: &Instance, ranked: Option<&Ranking>) -> IdMap {
+    IdMap::ranked(instance, ranked.map_or(&[], |r| &r.order))
 }
 
 /// What every template shows, computed once: per server its free capacity now and the

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use schedlm_model::{Instance, Objective, Problem, Variant};
 use schedlm_solver::bnb::evaluate;
-use schedlm_solver::canonical::{canonical_order, NODE_LIMIT};
+use schedlm_solver::canonical::{canonical_order, ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
 
@@ -233,9 +233,19 @@ impl Label {
             answer: AnswerOrder::Solver,
             ranking_rule: None,
         };
-        let ranked = matches!(options.template, Template::CompactV2);
-        if options.answer == AnswerOrder::Solver && !ranked {
-            return solver;
+        if options.answer == AnswerOrder::Solver {
+            // Solver labels need the ranking rule only to name it (compact-v2), not the search.
+            let ranked = matches!(options.template, Template::CompactV2);
+            let ranking_rule = ranked.then(|| {
+                ranking(problem, options.objective, options.variant)
+                    .rule
+                    .name()
+                    .to_string()
+            });
+            return Label {
+                ranking_rule,
+                ..solver
+            };
         }
         let c = canonical_order(
             problem,
@@ -245,7 +255,7 @@ impl Label {
             NODE_LIMIT,
         );
         let ranking_rule = Some(c.ranking.rule.name().to_string());
-        if options.answer == AnswerOrder::Solver || !c.canonical {
+        if !c.canonical {
             // The node limit stopped the search: the solver's order stays the label, and the
             // record says so.
             return Label {
@@ -271,6 +281,11 @@ fn message(role: &str, content: String) -> Message {
 }
 
 impl Record {
+    /// The template the record's prompt was rendered with (`None` for an unknown name).
+    pub fn template(&self) -> Option<Template> {
+        Template::from_name(&self.template)
+    }
+
     /// The record's queue order as indices of `instance.queue`, or the first unknown id.
     pub fn order_indices(&self) -> Result<Vec<usize>, String> {
         self.order

@@ -167,7 +167,7 @@ fn rules_with_label_order(r: &Record) -> Vec<&'static str> {
     let (Ok(problem), Ok(label)) = (Problem::new(&r.instance), r.order_indices()) else {
         return Vec::new();
     };
-    Rule::ALL
+    Rule::CLASSIC
         .into_iter()
         .filter(|&rule| {
             let o = order(rule, &problem, &RuleContext::default());

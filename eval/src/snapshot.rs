@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use schedlm_dataset::{prompt_ids, Template};
+use schedlm_dataset::prompt_ids;
 use schedlm_solver::local::{self, LsOptions};
 use schedlm_solver::portfolio::{relative_gap, solve, Method, SolveOptions};
 use schedlm_solver::rules::{self, RuleContext};
@@ -267,7 +267,7 @@ fn ask(
         .iter()
         .zip(&prompts)
         .map(|(r, (system, user))| {
-            let template = Template::from_name(&r.record.template).ok_or_else(|| {
+            let template = r.record.template().ok_or_else(|| {
                 EvalError::Input(format!(
                     "line {}: field `template`: unknown template {}",
                     r.line, r.record.template
@@ -422,10 +422,12 @@ fn score_one(
         }
         Decision::Text(text) => {
             let text = text.as_deref().map_err(String::as_str);
-            let template =
-                r.record.template.parse::<Template>().map_err(|e| {
-                    EvalError::Input(format!("line {}: field `template`: {e}", r.line))
-                })?;
+            let template = r.record.template().ok_or_else(|| {
+                EvalError::Input(format!(
+                    "line {}: field `template`: unknown template {}",
+                    r.line, r.record.template
+                ))
+            })?;
             let ids = prompt_ids(&r.record.instance, objective, variant, template);
             score_text(
                 &r.problem,

@@ -46,6 +46,24 @@ fn cell(v: Option<f64>, decimals: usize) -> String {
 }
 
 impl CurvePoint {
+    /// One line for a terminal: `step 400  epoch 0.08  tokens 890013  train loss ...`.
+    pub fn line(&self) -> String {
+        let opt =
+            |v: Option<f64>, scale: f64| v.map_or("-".into(), |x| format!("{:.3}", x * scale));
+        format!(
+            "step {:>6}  epoch {:.2}  tokens {:>9}  train loss {:.4}  val loss {}  gap {}%  \
+             valid {}  optimal {}",
+            self.step,
+            self.epoch,
+            self.tokens_seen,
+            self.train_loss,
+            opt(self.val_loss, 1.0),
+            opt(self.val_gap_mean, 100.0),
+            opt(self.val_valid_share, 1.0),
+            opt(self.val_optimal_share, 1.0),
+        )
+    }
+
     /// The CSV row (no newline).
     pub fn row(&self) -> String {
         format!(

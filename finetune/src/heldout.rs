@@ -81,10 +81,12 @@ pub fn held_out(
 
 /// The template a record was rendered with.
 fn template(record: &Record) -> Result<Template> {
-    record
-        .template
-        .parse()
-        .map_err(|e| FinetuneError::Config(format!("record {}: field `template`: {e}", record.id)))
+    record.template().ok_or_else(|| {
+        FinetuneError::Config(format!(
+            "record {}: field `template`: unknown template {}",
+            record.id, record.template
+        ))
+    })
 }
 
 /// The objective value of a strictly valid answer under the record's dispatcher variant.

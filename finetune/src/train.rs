@@ -446,7 +446,7 @@ impl Trainer {
             bar.set_position(self.state.step as u64);
             bar.set_message(format!("loss {loss:.4}  {rate:.0} tok/s"));
             if let Some(p) = self.after_step(batches.len(), val, out)? {
-                bar.println(point_line(&p));
+                bar.println(p.line());
             }
         }
         Ok(())
@@ -563,21 +563,6 @@ impl Trainer {
 /// The title of a run's curve: its directory.
 fn run_title(dir: &Path) -> String {
     format!("schedlm finetune: {}", dir.display())
-}
-
-/// One line about an evaluation point, for the progress bar.
-fn point_line(p: &CurvePoint) -> String {
-    let opt = |v: Option<f64>, scale: f64| v.map_or("-".into(), |x| format!("{:.3}", x * scale));
-    format!(
-        "step {:>6}  epoch {:.2}  train loss {:.4}  val loss {}  gap {}%  valid {}  optimal {}",
-        p.step,
-        p.epoch,
-        p.train_loss,
-        opt(p.val_loss, 1.0),
-        opt(p.val_gap_mean, 100.0),
-        opt(p.val_valid_share, 1.0),
-        opt(p.val_optimal_share, 1.0),
-    )
 }
 
 fn progress_bar(len: usize, position: usize, show: bool) -> ProgressBar {

@@ -234,20 +234,8 @@ fn report(trainer: &Trainer, done: usize) {
             log.epoch, log.steps, log.train_loss, log.tokens_per_s
         );
     }
-    let opt = |v: Option<f64>, scale: f64| v.map_or("-".into(), |x| format!("{:.3}", x * scale));
     for p in &trainer.points {
-        println!(
-            "step {:>6}  epoch {:.2}  tokens {:>9}  train loss {:.4}  val loss {}  gap {}%  \
-             valid {}  optimal {}",
-            p.step,
-            p.epoch,
-            p.tokens_seen,
-            p.train_loss,
-            opt(p.val_loss, 1.0),
-            opt(p.val_gap_mean, 100.0),
-            opt(p.val_valid_share, 1.0),
-            opt(p.val_optimal_share, 1.0),
-        );
+        println!("{}", p.line());
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use schedlm_dataset::{parse_answer, render, Mode, Template};
+use schedlm_dataset::{parse_answer, prompt_ids, Mode};
 use schedlm_finetune::data::read_records;
 use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
 use serde_json::json;
@@ -66,7 +66,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let mut out = std::io::BufWriter::new(file);
     let (mut valid, mut too_long, started) = (0usize, 0usize, Instant::now());
     for record in &records {
-        let template = Template::from_name(&record.template).with_context(|| {
+        let template = record.template().with_context(|| {
             format!("record {}: unknown template {}", record.id, record.template)
         })?;
         let options = DecodeOptions {
@@ -86,7 +86,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             Err(e) => return Err(e.into()),
         };
         let time_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let ids = render(&record.instance, record.objective, record.variant, template).ids;
+        let ids = prompt_ids(&record.instance, record.objective, record.variant, template);
         valid += usize::from(parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok());
         let line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
                           "tokens": p.tokens, "time_ms": time_ms});
