@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::canonical::fingerprint;
 use crate::prompt::Template;
-use crate::record::{make_record_with, AnswerOrder, RecordOptions};
+use crate::record::{make_record_with, step_records, AnswerOrder, RecordKind, RecordOptions};
 use crate::split::{Split, SplitSpec};
 
 /// Version tag of the on-disk layout; a manifest of another format is refused.
@@ -111,6 +111,10 @@ pub struct BuildArgs {
     #[serde(default)]
     pub answer: AnswerOrder,
     pub plan: bool,
+    /// One record per instance (`orders`) or per dispatching decision (`steps`); left out of
+    /// the manifest for `orders`, so builds from before the choice read and resume unchanged.
+    #[serde(default, skip_serializing_if = "RecordKind::is_orders")]
+    pub records: RecordKind,
     pub split: SplitSpec,
     /// Skip invalid input instances (listed in the manifest) instead of failing.
     pub skip_invalid: bool,
@@ -515,9 +519,10 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// The lines of a chunk file: one record or skip note per item of this shard.
+    /// The lines of a chunk file: the records (one, or one per step) or the skip note of
+    /// each item of this shard.
     fn run_chunk(&self, chunk: &Chunk) -> Result<Vec<String>, BuildError> {
-        let lines: Vec<Option<String>> = chunk
+        let lines: Vec<Vec<String>> = chunk
             .items
             .par_iter()
             .map(|item| self.run_item(item))
@@ -525,22 +530,22 @@ impl<'a> Context<'a> {
         Ok(lines.into_iter().flatten().collect())
     }
 
-    fn run_item(&self, item: &Item) -> Result<Option<String>, BuildError> {
+    fn run_item(&self, item: &Item) -> Result<Vec<String>, BuildError> {
         let (instance, family) = match self.instance(item)? {
             Ok(found) => found,
             // An invalid line has no fingerprint: shard 1 reports it.
-            Err(reason) if self.shard.k == 1 => return Ok(Some(skip_line(item.index, &reason))),
-            Err(_) => return Ok(None),
+            Err(reason) if self.shard.k == 1 => return Ok(vec![skip_line(item.index, &reason)]),
+            Err(_) => return Ok(Vec::new()),
         };
         let fp = fingerprint(&instance);
         if !self.shard.holds(&fp) {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let problem = match Problem::new(&instance) {
             Ok(p) => p,
             Err(e) => {
                 let reason = self.invalid(item, e.to_string())?;
-                return Ok(Some(skip_line(item.index, &reason)));
+                return Ok(vec![skip_line(item.index, &reason)]);
             }
         };
         let solution = portfolio::solve(&problem, &self.solve).map_err(|e| BuildError::Solve {
@@ -561,11 +566,24 @@ impl<'a> Context<'a> {
             index: item.index,
             reason: e.to_string(),
         })?;
-        let line = serde_json::to_string(&record).map_err(|e| BuildError::Solve {
-            index: item.index,
-            reason: e.to_string(),
-        })?;
-        Ok(Some(line))
+        let records = match self.args.records {
+            RecordKind::Orders => vec![record],
+            RecordKind::Steps => {
+                step_records(&record, &problem).map_err(|e| BuildError::Solve {
+                    index: item.index,
+                    reason: e.to_string(),
+                })?
+            }
+        };
+        records
+            .iter()
+            .map(|r| {
+                serde_json::to_string(r).map_err(|e| BuildError::Solve {
+                    index: item.index,
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
     }
 
     /// The item's instance and family, or the reason it is invalid (when skipping is on).
@@ -631,6 +649,9 @@ fn skip_line(index: u64, reason: &str) -> String {
 #[derive(Deserialize)]
 pub(crate) struct Head {
     pub id: String,
+    /// Step records: the step (duplicates are counted once per instance, at step 0).
+    #[serde(default)]
+    pub step: Option<usize>,
     pub index: u64,
     pub split: Split,
     pub family: String,
@@ -767,7 +788,7 @@ fn assemble(
                 Line::Skipped(s) => tally.skipped.push(s),
                 Line::Record(head) => {
                     if !seen.insert(head.id.clone()) {
-                        tally.duplicates += 1;
+                        tally.duplicates += u64::from(head.step.unwrap_or(0) == 0);
                         continue;
                     }
                     tally.add(&head);

@@ -45,6 +45,7 @@ pub mod prompt;
 pub mod record;
 pub mod split;
 pub mod stats;
+pub mod step;
 
 pub use canonical::{fingerprint, Fingerprint};
 pub use ids::IdMap;
@@ -53,5 +54,8 @@ pub use prompt::{
     answer, answer_line, human, objective_sentence, order_line, plan_line, prompt_ids, render,
     Rendered, Template,
 };
-pub use record::{make_record, read_records, AnswerOrder, Message, Record, RecordOptions};
+pub use record::{
+    make_record, read_records, AnswerOrder, Message, Record, RecordKind, RecordOptions,
+};
 pub use split::{Split, SplitSpec};
+pub use step::render_state;

@@ -34,11 +34,23 @@ pub enum Template {
     /// waited only where the bounded-slowdown floor can make it matter).
     #[serde(rename = "compact-v2")]
     CompactV2,
+    /// One dispatching decision (step-wise records, [`crate::step`]): the state after some
+    /// jobs are placed (each server's free capacity over time, the placed jobs, the remaining
+    /// jobs in compact-v2's ranking and numbering, each with its earliest start if placed
+    /// next), answered by the one job to place next. Rendering a whole instance with it asks
+    /// for the first job.
+    #[serde(rename = "step-v1")]
+    StepV1,
 }
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 3] = [Template::Compact, Template::Verbose, Template::CompactV2];
+    pub const ALL: [Template; 4] = [
+        Template::Compact,
+        Template::Verbose,
+        Template::CompactV2,
+        Template::StepV1,
+    ];
 
     /// The versioned name, e.g. `compact-v1`.
     pub fn name(self) -> &'static str {
@@ -46,6 +58,7 @@ impl Template {
             Template::Compact => "compact-v1",
             Template::Verbose => "verbose-v1",
             Template::CompactV2 => "compact-v2",
+            Template::StepV1 => "step-v1",
         }
     }
 
@@ -117,6 +130,7 @@ pub fn render(
         Template::CompactV2 => {
             compact_v2(instance, objective, variant, ranked.as_ref(), &ids, &facts)
         }
+        Template::StepV1 => return crate::step::render_state(instance, objective, variant, &[]),
     };
     Rendered { system, user, ids }
 }
@@ -129,7 +143,7 @@ fn ranked(
     template: Template,
 ) -> Option<Ranking> {
     match template {
-        Template::CompactV2 => Problem::new(instance)
+        Template::CompactV2 | Template::StepV1 => Problem::new(instance)
             .ok()
             .map(|p| ranking(&p, objective, variant)),
         Template::Compact | Template::Verbose => None,
@@ -151,7 +165,7 @@ pub fn prompt_ids(
 }
 
 /// Jobs numbered in the ranking's order, or in queue order without one.
-fn ids_of(instance: &Instance, ranked: Option<&Ranking>) -> IdMap {
+pub(crate) fn ids_of(instance: &Instance, ranked: Option<&Ranking>) -> IdMap {
     IdMap::ranked(instance, ranked.map_or(&[], |r| &r.order))
 }
 
@@ -218,7 +232,7 @@ impl Facts {
 }
 
 /// `[8, 32, 1]` as `8/32/1`.
-fn slash(v: &[i64]) -> String {
+pub(crate) fn slash(v: &[i64]) -> String {
     v.iter().map(i64::to_string).collect::<Vec<_>>().join("/")
 }
 
@@ -395,7 +409,7 @@ fn server_line(s: usize, capacity: &[i64], f: &Facts, unit: Time) -> String {
 }
 
 /// `seconds` in `unit`s, rounded up (towards +infinity).
-fn up(seconds: Time, unit: Time) -> Time {
+pub(crate) fn up(seconds: Time, unit: Time) -> Time {
     let q = seconds.div_euclid(unit);
     if seconds.rem_euclid(unit) == 0 {
         q
@@ -412,6 +426,46 @@ fn unit_name(unit: Time) -> &'static str {
     }
 }
 
+/// The first lines of the coarse-unit templates (compact-v2, step-v1): goal, unit and
+/// resources, each ending in a newline.
+pub(crate) fn coarse_head(instance: &Instance, objective: Objective, unit: Time) -> String {
+    let unit_line = if unit == 1 {
+        "unit: 1 s".to_string()
+    } else {
+        format!("unit: {}, rounded up", unit_name(unit))
+    };
+    format!(
+        "goal: {}\n{unit_line}\nresources: {}\n",
+        goal(objective),
+        instance.resources.join("/")
+    )
+}
+
+/// The facts the coarse-unit templates add to queued job `j`'s line: its weight (flow time
+/// only), the time it waited (only under the bounded-slowdown floor, which only jobs shorter
+/// than 10 s can reach: elsewhere the time waited shifts its objective term by a constant)
+/// and its meta.
+pub(crate) fn push_extras(
+    l: &mut String,
+    instance: &Instance,
+    j: usize,
+    objective: Objective,
+    unit: Time,
+) {
+    let job = &instance.queue[j];
+    if job.weight != 1.0 && objective == Objective::Flow {
+        l.push_str(&format!(" weight {}", job.weight));
+    }
+    if objective == Objective::Bsld && job.walltime < 10 {
+        let waited = instance.now.saturating_sub(job.submit);
+        l.push_str(&format!(" waited {}", up(waited, unit)));
+    }
+    if let Some(m) = meta_text(&job.meta) {
+        l.push(' ');
+        l.push_str(&m);
+    }
+}
+
 fn compact_v2(
     instance: &Instance,
     objective: Objective,
@@ -421,18 +475,11 @@ fn compact_v2(
     f: &Facts,
 ) -> (String, String) {
     let unit = time_unit(instance);
-    let mut u = String::new();
+    let mut u = coarse_head(instance, objective, unit);
     let mut line = |s: String| {
         u.push_str(&s);
         u.push('\n');
     };
-    line(format!("goal: {}", goal(objective)));
-    if unit == 1 {
-        line("unit: 1 s".to_string());
-    } else {
-        line(format!("unit: {}, rounded up", unit_name(unit)));
-    }
-    line(format!("resources: {}", instance.resources.join("/")));
     line("servers: id cap free +freed@t".to_string());
     for (s, server) in instance.servers.iter().enumerate() {
         line(server_line(s, &server.capacity, f, unit));
@@ -472,19 +519,7 @@ fn compact_v2(
         if !f.deps[j].is_empty() {
             l.push_str(&format!(" after {}", f.deps[j].join(",")));
         }
-        if job.weight != 1.0 && objective == Objective::Flow {
-            l.push_str(&format!(" weight {}", job.weight));
-        }
-        // The time waited shifts each job's objective term by a constant, except under the
-        // bounded-slowdown floor, which only jobs shorter than 10 s can reach.
-        if objective == Objective::Bsld && job.walltime < 10 {
-            let waited = instance.now.saturating_sub(job.submit);
-            l.push_str(&format!(" waited {}", up(waited, unit)));
-        }
-        if let Some(m) = meta_text(&job.meta) {
-            l.push(' ');
-            l.push_str(&m);
-        }
+        push_extras(&mut l, instance, j, objective, unit);
         line(l);
     }
     u.pop();
@@ -701,7 +736,7 @@ mod tests {
                 let v = Variant::Serial;
                 assert_eq!(render(&inst, o, v, t), render(&inst, o, v, t));
                 let goal_text = match t {
-                    Template::CompactV2 => goal(o),
+                    Template::CompactV2 | Template::StepV1 => goal(o),
                     Template::Compact | Template::Verbose => objective_sentence(o),
                 };
                 assert!(render(&inst, o, v, t).user.contains(goal_text));

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
 
-use schedlm_model::{Instance, Objective, Problem, Variant};
+use schedlm_model::{repair, Instance, Objective, Problem, Variant};
 use schedlm_solver::bnb::evaluate;
 use schedlm_solver::canonical::{canonical_order, ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
@@ -22,6 +22,7 @@ use crate::build::BuildError;
 use crate::canonical::{fingerprint, Fingerprint};
 use crate::prompt::{answer, render, Template};
 use crate::split::{Split, SplitSpec};
+use crate::step::render_state;
 
 /// A chat message (`role` is `system`, `user` or `assistant`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,6 +63,10 @@ pub struct Record {
     /// the compact-v2 prompt (left out when neither is used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranking_rule: Option<String>,
+    /// Step records only (`dataset build --records steps`): how many jobs of `order` are
+    /// already placed in the prompt's state; the completion names `order[step]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
     /// Objective value of `order` under the dispatcher.
     pub value: f64,
     /// A proven lower bound on the best value over all orders (equals `value` when optimal).
@@ -103,6 +108,64 @@ impl AnswerOrder {
     pub fn is_solver(&self) -> bool {
         *self == AnswerOrder::Solver
     }
+}
+
+/// What one solved instance becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordKind {
+    /// One record per instance, answered by the whole queue order (every build before step
+    /// records).
+    #[default]
+    Orders,
+    /// One record per dispatching decision: `n - 1` records per instance of `n` queued jobs,
+    /// rendered with `step-v1` (see [`crate::step`]).
+    Steps,
+}
+
+impl RecordKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Orders => "orders",
+            RecordKind::Steps => "steps",
+        }
+    }
+
+    pub fn is_orders(&self) -> bool {
+        *self == RecordKind::Orders
+    }
+}
+
+/// The step records of an instance's order record (see [`crate::step`]): for each prefix
+/// `0..n-1` of its label, repaired so that every job follows its queued dependencies, the
+/// state after that prefix and the next job. Each keeps the order record's fields (label,
+/// value, bound, baselines, instance, split) with id `<id>-s<k>`, template `step-v1` and
+/// `step: Some(k)`.
+pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, RecordError> {
+    let label = order
+        .order_indices()
+        .map_err(|id| RecordError::Order(schedlm_model::OrderError::UnknownJob(id)))?;
+    let label = repair(problem, &label);
+    let n = label.len();
+    let mut out = Vec::with_capacity(n.saturating_sub(1));
+    for k in 0..n.saturating_sub(1) {
+        let rendered = render_state(&order.instance, order.objective, order.variant, &label[..k]);
+        let completion = rendered.ids.job(label[k]);
+        out.push(Record {
+            id: format!("{}-s{k}", order.id),
+            template: Template::StepV1.name().to_string(),
+            prompt: prompt_text(&rendered.system, &rendered.user),
+            messages: vec![
+                message("system", rendered.system),
+                message("user", rendered.user),
+                message("assistant", completion.clone()),
+            ],
+            completion,
+            step: Some(k),
+            ..order.clone()
+        });
+    }
+    Ok(out)
 }
 
 /// How records are rendered.
@@ -202,6 +265,7 @@ pub fn make_record_with(
             .collect(),
         answer: label.answer,
         ranking_rule: label.ranking_rule,
+        step: None,
         value: label.value,
         lower_bound: solution.lower_bound,
         proven_optimal: solution.proven_optimal,

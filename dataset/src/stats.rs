@@ -62,6 +62,9 @@ pub struct RuleStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Stats {
     pub records: BTreeMap<Split, u64>,
+    /// Instances: the records, except that step records count once per instance (their first
+    /// step). Shares of labels and rules are over instances.
+    pub instances: u64,
     /// Records per split and family.
     pub families: BTreeMap<Split, BTreeMap<String, u64>>,
     pub templates: BTreeMap<String, u64>,
@@ -90,7 +93,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
     let mut rule_opt: BTreeMap<String, u64> = BTreeMap::new();
     let mut rule_gap: BTreeMap<String, f64> = BTreeMap::new();
     let mut rule_same: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut total, mut proven, mut canonical) = (0u64, 0u64, 0u64);
+    let (mut instances, mut proven, mut canonical) = (0u64, 0u64, 0u64);
     for split in Split::ALL {
         let path = dir.join(split.file_name());
         if !path.exists() {
@@ -99,7 +102,6 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
         s.records.insert(split, 0);
         for item in read_records(&path)? {
             let (_, r) = item?;
-            total += 1;
             *s.records.entry(split).or_default() += 1;
             *s.families
                 .entry(split)
@@ -107,13 +109,17 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
                 .entry(r.family.clone())
                 .or_default() += 1;
             *s.templates.entry(r.template.clone()).or_default() += 1;
-            queue.push(r.instance.queue.len() as f64);
             prompt.push(r.prompt.chars().count() as f64);
             completion.push(r.completion.chars().count() as f64);
             if let Some(count) = tokens {
                 prompt_tok.push(count(&r.prompt) as f64);
                 completion_tok.push(count(&r.completion) as f64);
             }
+            if r.step.unwrap_or(0) > 0 {
+                continue;
+            }
+            instances += 1;
+            queue.push(r.instance.queue.len() as f64);
             if r.proven_optimal {
                 proven += 1;
             } else {
@@ -140,8 +146,9 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
         s.prompt_tokens = Some(Summary::of(&mut prompt_tok));
         s.completion_tokens = Some(Summary::of(&mut completion_tok));
     }
-    s.proven_optimal_share = share(proven, total);
-    s.canonical_share = share(canonical, total);
+    s.instances = instances;
+    s.proven_optimal_share = share(proven, instances);
+    s.canonical_share = share(canonical, instances);
     s.gap_unproven = Summary::of(&mut gaps);
     for (rule, gap_sum) in rule_gap {
         let optimal = rule_opt.get(&rule).copied().unwrap_or(0);
@@ -151,10 +158,10 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
             RuleStats {
                 label_is_rule_order: share(same, optimal),
                 optimal_share: share(optimal, proven),
-                mean_gap: if total == 0 {
+                mean_gap: if instances == 0 {
                     0.0
                 } else {
-                    gap_sum / total as f64
+                    gap_sum / instances as f64
                 },
             },
         );
@@ -193,6 +200,12 @@ impl Stats {
         t.push_str(&format!("records: {total}"));
         for (split, n) in &self.records {
             t.push_str(&format!("  {split} {n}"));
+        }
+        if self.instances != total {
+            t.push_str(&format!(
+                "  (step records of {} instances; label and rule figures per instance)",
+                self.instances
+            ));
         }
         t.push('\n');
         for (split, fams) in &self.families {

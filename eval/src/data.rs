@@ -22,6 +22,9 @@ pub struct Loaded {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     pub records: Vec<Loaded>,
+    /// Step records after the first step of their instance, left out (a steps build is
+    /// evaluated as its instances, through the step-0 record of each).
+    pub later_steps: usize,
     pub objective: Objective,
     pub variant: Variant,
 }
@@ -29,6 +32,8 @@ pub struct Dataset {
 /// Reads a dataset file. Blank lines are skipped; any other line must be a valid record with a
 /// valid instance and a finite value and bound. Ids must be unique, and every record must share
 /// the first record's objective and variant (means over different objectives mean nothing).
+/// Of step records (`dataset build --records steps`) only each instance's first step is kept:
+/// it carries the whole instance, its label, bound and baselines.
 pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
     let data_error = |e: BuildError| match e {
         BuildError::Io { source, .. } => EvalError::io(path, source),
@@ -41,8 +46,13 @@ pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
     };
     let mut records = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut later_steps = 0;
     for item in schedlm_dataset::read_records(path).map_err(data_error)? {
         let (line_no, record) = item.map_err(data_error)?;
+        if record.step.unwrap_or(0) > 0 {
+            later_steps += 1;
+            continue;
+        }
         let line_no = line_no as usize;
         let loaded = load(path, line_no, record)?;
         if let Some(first) = seen.insert(loaded.record.id.clone(), line_no) {
@@ -76,6 +86,7 @@ pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
     }
     Ok(Dataset {
         records,
+        later_steps,
         objective,
         variant,
     })

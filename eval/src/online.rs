@@ -20,6 +20,7 @@ use schedlm_generator::cut::window_jobs;
 use schedlm_generator::swf::{cluster, read_swf, ClusterShape, SwfOptions};
 use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, Simulation, StartRule};
 use schedlm_model::{Objective, Problem, Variant};
+use schedlm_solver::canonical::ranking;
 use schedlm_solver::local::{self, LsOptions};
 use schedlm_solver::policy::{random_windows, RulePolicy};
 use schedlm_solver::portfolio::{solve, Method, SolveOptions};
@@ -45,6 +46,10 @@ pub struct OnlineOptions {
     pub ls_evaluations: u64,
     /// Prompt template of text schedulers.
     pub template: Template,
+    /// Most waiting jobs a text scheduler is shown: beyond it, the model orders the first
+    /// `K` jobs of the ranking of the snapshot's best classic rule and the others follow in
+    /// that ranking. `None`: the whole queue.
+    pub text_queue: Option<usize>,
     pub client: ClientOptions,
     /// Loads `model:DIR` schedulers.
     pub models: ModelLoader,
@@ -87,7 +92,7 @@ enum Kind {
     Rule(RulePolicy),
     Optimal(SolveOptions),
     LocalSearch(LsOptions),
-    Text(Box<dyn TextModel>, Template),
+    Text(Box<dyn TextModel>, Template, Option<usize>),
 }
 
 /// A policy with counters, as the simulator consults it.
@@ -112,22 +117,8 @@ impl Policy for Consulted {
             Kind::LocalSearch(options) => Problem::new(&state.snapshot())
                 .ok()
                 .map(|p| local::solve(&p, Objective::Bsld, Variant::Serial, options).order),
-            Kind::Text(model, template) => {
-                let snapshot = state.snapshot();
-                let rendered = render(&snapshot, Objective::Bsld, Variant::Serial, *template);
-                let reply = model.answer(&Ask {
-                    system: &rendered.system,
-                    user: &rendered.user,
-                    instance: &snapshot,
-                    objective: Objective::Bsld,
-                    variant: Variant::Serial,
-                    template: *template,
-                });
-                reply.output.and_then(|text| {
-                    parse_answer(&text, &rendered.ids, &snapshot, Mode::Strict)
-                        .ok()
-                        .map(|p| p.order)
-                })
+            Kind::Text(model, template, shown) => {
+                text_order(model.as_ref(), *template, *shown, state, waiting)
             }
         };
         decided.unwrap_or_else(|| {
@@ -143,6 +134,49 @@ impl Policy for Consulted {
             _ => None,
         }
     }
+}
+
+/// A text scheduler's order of `waiting` (positions), or `None` when its answer is invalid.
+/// With `shown = Some(k)` and more than `k` jobs waiting, the model is asked about the first
+/// `k` jobs of the best classic rule's ranking of the snapshot (bounded slowdown, serial
+/// dispatcher) and the others follow in that ranking.
+fn text_order(
+    model: &dyn TextModel,
+    template: Template,
+    shown: Option<usize>,
+    state: &SimState<'_>,
+    waiting: &[usize],
+) -> Option<Vec<usize>> {
+    let snapshot = state.snapshot();
+    let (asked, rest) = match shown {
+        Some(k) if waiting.len() > k => {
+            let problem = Problem::new(&snapshot).ok()?;
+            let mut ranked = ranking(&problem, Objective::Bsld, Variant::Serial).order;
+            let rest = ranked.split_off(k);
+            (ranked, rest)
+        }
+        _ => ((0..waiting.len()).collect(), Vec::new()),
+    };
+    let instance = if rest.is_empty() {
+        snapshot
+    } else {
+        let jobs: Vec<usize> = asked.iter().map(|&p| waiting[p]).collect();
+        state.snapshot_of(&jobs)
+    };
+    let rendered = render(&instance, Objective::Bsld, Variant::Serial, template);
+    let reply = model.answer(&Ask {
+        system: &rendered.system,
+        user: &rendered.user,
+        instance: &instance,
+        objective: Objective::Bsld,
+        variant: Variant::Serial,
+        template,
+    });
+    let text = reply.output?;
+    let parsed = parse_answer(&text, &rendered.ids, &instance, Mode::Strict).ok()?;
+    let mut order: Vec<usize> = parsed.order.iter().map(|&i| asked[i]).collect();
+    order.extend(rest);
+    Some(order)
 }
 
 fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind, EvalError> {
@@ -174,8 +208,13 @@ fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind,
                     .map_err(|e| EvalError::policy(&spec.name(), e))?,
             ),
             options.template,
+            options.text_queue,
         ),
-        PolicySpec::Model(dir) => Kind::Text(options.models.load(dir)?, options.template),
+        PolicySpec::Model(dir) => Kind::Text(
+            options.models.load(dir)?,
+            options.template,
+            options.text_queue,
+        ),
         PolicySpec::Predictions(_) => {
             return Err(EvalError::policy(
                 &spec.name(),

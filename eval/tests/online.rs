@@ -40,6 +40,7 @@ pub fn options(windows: Option<(usize, usize)>) -> OnlineOptions {
         node_limit: Some(500),
         ls_evaluations: 500,
         template: schedlm_dataset::Template::Compact,
+        text_queue: None,
         client: ClientOptions::default(),
         models: Default::default(),
     }
@@ -148,4 +149,56 @@ fn online_refuses_what_cannot_replay() {
     assert!(e.to_string().contains("80 jobs"), "{e}");
     let whole = evaluate_online(&path, &specs, &options(None)).unwrap();
     assert_eq!(whole.replays[0].result.jobs.len(), 80);
+}
+
+/// A text scheduler that follows the prompt's listing (`J1 J2 ... Jn`, the best rule's ranking
+/// under compact-v2) and remembers the longest queue it was shown.
+struct Follower(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl schedlm_eval::text::TextModel for Follower {
+    fn answer(&self, ask: &schedlm_eval::text::Ask<'_>) -> schedlm_eval::text::Reply {
+        let n = ask.instance.queue.len();
+        self.0.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+        let ids: Vec<String> = (1..=n).map(|k| format!("J{k}")).collect();
+        schedlm_eval::text::Reply {
+            output: Some(ids.join(" ")),
+            best_of: None,
+            sampled: false,
+            seconds: None,
+            error: None,
+        }
+    }
+}
+
+#[test]
+fn text_queue_shows_a_model_at_most_k_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = trace(dir.path());
+    let specs = parse_list("model:follower").unwrap();
+    let longest = |shown: Option<usize>| {
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let loader_seen = seen.clone();
+        let options = OnlineOptions {
+            template: schedlm_dataset::Template::CompactV2,
+            text_queue: shown,
+            models: schedlm_eval::text::ModelLoader(std::sync::Arc::new(move |_| {
+                let model: Box<dyn schedlm_eval::text::TextModel> =
+                    Box::new(Follower(loader_seen.clone()));
+                Ok(model)
+            })),
+            ..options(None)
+        };
+        let eval = evaluate_online(&path, &specs, &options).unwrap();
+        let replay = &eval.replays[0];
+        assert!(replay.decisions > 0);
+        assert_eq!(replay.fallbacks, 0, "every answer parses");
+        assert_eq!(replay.result.jobs.len(), 80);
+        seen.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let whole = longest(None);
+    assert!(
+        whole > 3,
+        "the trace never queues more than 3 jobs ({whole})"
+    );
+    assert_eq!(longest(Some(3)), 3);
 }

@@ -343,6 +343,7 @@ fn online_replay_through_an_endpoint_falls_back_on_garbage() {
         node_limit: None,
         ls_evaluations: 100,
         template: schedlm_dataset::Template::Compact,
+        text_queue: None,
         client: options(2000, 0),
         models: Default::default(),
     };

@@ -38,6 +38,22 @@ impl OrderConstraint {
         }
     }
 
+    /// A constraint for one job among `numbers` (the `k` of `Jk`, each in `1..=n`), as a
+    /// step model answers: one id, then the end.
+    pub fn pick(n: usize, numbers: &[usize]) -> OrderConstraint {
+        let mut used = vec![true; n + 1];
+        for &k in numbers {
+            if let Some(u) = used.get_mut(k) {
+                *u = k == 0;
+            }
+        }
+        OrderConstraint {
+            used,
+            remaining: 1,
+            phase: Phase::ExpectJ,
+        }
+    }
+
     /// Whether the end token was taken.
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done

@@ -141,17 +141,17 @@ fn choose(logits: &[f32], allowed: Option<&[u32]>, chooser: &mut Chooser) -> Opt
 }
 
 /// Generates an answer after a primed prompt; returns its tokens (without the end token).
-/// `jobs`: the queue length when constrained.
+/// `constraint`: what the answer must be when constrained (a whole order, or one job).
 pub fn generate(
     model: &Model,
     primed: &Primed,
     vocab: &Vocab,
-    jobs: Option<usize>,
+    constraint: Option<OrderConstraint>,
     chooser: &mut Chooser,
     options: &DecodeOptions,
     device: &Device,
 ) -> Result<Vec<u32>> {
-    let mut constraint = jobs.map(OrderConstraint::new);
+    let mut constraint = constraint;
     let mut cache = primed.cache.clone();
     let mut logits = primed.logits.clone();
     let mut seq = primed.prompt.clone();

@@ -8,14 +8,16 @@
 //! draws random numbers, so evaluating never changes what training does next.
 
 use candle_core::Device;
-use schedlm_dataset::{parse_answer, prompt_ids, IdMap, Mode, Record, Template};
+use schedlm_dataset::{parse_answer, prompt_ids, IdMap, Mode, Record, RecordKind, Template};
 use schedlm_model::{dispatch, Problem};
 
+use crate::constrain::OrderConstraint;
 use crate::data::{system_user, Example};
 use crate::decode::{generate, prime, Chooser, DecodeOptions};
 use crate::error::{FinetuneError, Result};
 use crate::model::Loaded;
 use crate::predict::AnswerTables;
+use crate::rollout::{order_value, rollout};
 
 /// Relative tolerance of "optimal": a value at most `record.value * (1 + OPTIMAL_TOLERANCE)`.
 pub const OPTIMAL_TOLERANCE: f64 = 1e-9;
@@ -44,7 +46,9 @@ pub struct GapReport {
     pub optimal_share: f64,
 }
 
-/// The first `count` records (in file order) whose prompt and answer fit `context` tokens.
+/// The first `count` records (in file order) whose prompt and answer fit `context` tokens. For
+/// a step model ([`RecordKind::Steps`]) only the first step of each instance counts: its
+/// instance is rolled out whole.
 pub fn held_out(
     records: &[Record],
     loaded: &Loaded,
@@ -55,6 +59,9 @@ pub fn held_out(
     for record in records {
         if out.len() == count {
             break;
+        }
+        if loaded.task.records == RecordKind::Steps && record.step.unwrap_or(0) != 0 {
+            continue;
         }
         let example = Example::new(record, &loaded.tokenizer)?;
         if example.tokens.len() > context || example.answer_len() == 0 {
@@ -116,6 +123,9 @@ fn decode_one(
     held: &HeldOut,
     device: &Device,
 ) -> Result<(Option<f64>, bool)> {
+    if loaded.task.records == RecordKind::Steps {
+        return roll_one(loaded, tables, held, device);
+    }
     let model = &loaded.model;
     let primed = prime(model, &held.prompt, device)?;
     let vocab = tables.vocab();
@@ -126,7 +136,7 @@ fn decode_one(
         model,
         &primed,
         &vocab,
-        Some(jobs),
+        Some(OrderConstraint::new(jobs)),
         &mut Chooser::Greedy,
         &constrained,
         device,
@@ -147,6 +157,36 @@ fn decode_one(
         device,
     )?;
     let valid = answer_value(held, &text(answer)?).is_some();
+    Ok((value, valid))
+}
+
+/// [`decode_one`] for a step model: a constrained and an unconstrained greedy rollout.
+fn roll_one(
+    loaded: &Loaded,
+    tables: &AnswerTables,
+    held: &HeldOut,
+    device: &Device,
+) -> Result<(Option<f64>, bool)> {
+    let r = &held.record;
+    let run = |constrained: bool| {
+        let options = DecodeOptions {
+            constrained,
+            variant: r.variant,
+            ..DecodeOptions::default()
+        };
+        rollout(
+            loaded,
+            tables,
+            &r.instance,
+            r.objective,
+            &options,
+            &mut Chooser::Greedy,
+            device,
+        )
+    };
+    let constrained = run(true)?;
+    let value = order_value(&held.problem, &constrained.order, r.objective, r.variant);
+    let valid = run(false)?.valid;
     Ok((value, valid))
 }
 

@@ -47,6 +47,7 @@ pub mod model;
 pub mod nn;
 pub mod predict;
 pub mod pretrained;
+pub mod rollout;
 pub mod softmax;
 pub mod tokenizer;
 pub mod train;

@@ -14,6 +14,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use schedlm_dataset::RecordKind;
+
 use crate::error::{FinetuneError, Result};
 use crate::gpt::{Gpt, GptConfig};
 use crate::llama::{Llama, LoraConfig};
@@ -25,6 +27,15 @@ pub const CONFIG_FILE: &str = "config.json";
 pub const MODEL_FILE: &str = "model.safetensors";
 pub const ADAPTERS_FILE: &str = "adapters.safetensors";
 pub const MERGED_FILE: &str = "merged.safetensors";
+/// What the model was trained to answer ([`Task`]); absent in runs trained on order records.
+pub const TASK_FILE: &str = "task.json";
+
+/// What a run's model answers: whole queue orders, or one decision at a time (step records,
+/// rolled out by [`crate::rollout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Task {
+    pub records: RecordKind,
+}
 
 /// Where a pretrained base comes from: `gguf:PATH`, `hf:DIR` or `hf:ORG/NAME` (hf-hub cache).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,12 +121,13 @@ impl Model {
     }
 }
 
-/// A model, its trainable variables and its tokenizer.
+/// A model, its trainable variables, its tokenizer and what it answers.
 pub struct Loaded {
     pub spec: ModelSpec,
     pub model: Model,
     pub vars: VarMap,
     pub tokenizer: TextTokenizer,
+    pub task: Task,
 }
 
 /// Builds a fresh model: a GPT initialised from `seed`, or a base with new adapters (`A`
@@ -147,6 +159,7 @@ pub fn build(
         model,
         vars,
         tokenizer,
+        task: Task::default(),
     })
 }
 
@@ -202,6 +215,9 @@ pub fn save(loaded: &Loaded, dir: &Path) -> Result<()> {
     crate::io::write_json(&dir.join(CONFIG_FILE), &loaded.spec)?;
     loaded.tokenizer.save(dir)?;
     loaded.vars.save(dir.join(vars_file(&loaded.spec)))?;
+    if loaded.task.records != RecordKind::Orders {
+        crate::io::write_json(&dir.join(TASK_FILE), &loaded.task)?;
+    }
     Ok(())
 }
 
@@ -213,6 +229,10 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
         ModelSpec::Lora { .. } => None,
     };
     let mut loaded = build(&spec, tokenizer, 0, device)?;
+    let task = dir.join(TASK_FILE);
+    if task.exists() {
+        loaded.task = crate::io::read_json(&task)?;
+    }
     let path = dir.join(vars_file(&spec));
     loaded
         .vars

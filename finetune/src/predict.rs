@@ -5,14 +5,17 @@ use std::path::Path;
 use candle_core::Device;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use schedlm_dataset::{parse_answer, render, IdMap, Mode, Template};
+use schedlm_dataset::{
+    order_line, parse_answer, prompt_ids, render, IdMap, Mode, RecordKind, Template,
+};
 use schedlm_model::{dispatch, Instance, Objective, Problem, Variant};
 use serde::{Deserialize, Serialize};
 
-use crate::constrain::answer_tokens;
+use crate::constrain::{answer_tokens, OrderConstraint};
 use crate::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
 use crate::error::{FinetuneError, Result};
 use crate::model::{self, Loaded};
+use crate::rollout::{order_value as rollout_value, rollout, Rollout};
 use crate::tokenizer::TextTokenizer;
 
 /// A model's answer to one snapshot.
@@ -106,6 +109,9 @@ impl Predictor {
         template: Template,
         options: &DecodeOptions,
     ) -> Result<Prediction> {
+        if self.loaded.task.records == RecordKind::Steps {
+            return self.predict_steps(instance, objective, template, options);
+        }
         let rendered = render(instance, objective, options.variant, template);
         let tok = &self.loaded.tokenizer;
         let prompt = tok.encode_prompt(&rendered.system, &rendered.user)?;
@@ -124,12 +130,14 @@ impl Predictor {
         }
         let primed = prime(model, &prompt, &self.device)?;
         let vocab = self.tables.vocab();
-        let jobs = options.constrained.then_some(instance.queue.len());
+        let constraint = options
+            .constrained
+            .then(|| OrderConstraint::new(instance.queue.len()));
         let greedy = generate(
             model,
             &primed,
             &vocab,
-            jobs,
+            constraint.clone(),
             &mut Chooser::Greedy,
             options,
             &self.device,
@@ -152,7 +160,7 @@ impl Predictor {
                 model,
                 &primed,
                 &vocab,
-                jobs,
+                constraint.clone(),
                 &mut chooser,
                 options,
                 &self.device,
@@ -172,6 +180,75 @@ impl Predictor {
             text: tok.decode_clean(&greedy)?,
             tokens: greedy.len(),
             prompt_tokens: prompt.len(),
+            valid_samples,
+            best_value: best.as_ref().map(|b| b.0),
+            best_of: best.map(|b| b.1),
+        })
+    }
+}
+
+impl Predictor {
+    /// [`Predictor::predict`] for a step model: greedy rollout (and sampled rollouts for
+    /// best-of), the order written in the ids of `template`. An invalid rollout's text is the
+    /// jobs placed before the invalid answer, then that answer, so it never parses as an order.
+    fn predict_steps(
+        &mut self,
+        instance: &Instance,
+        objective: Objective,
+        template: Template,
+        options: &DecodeOptions,
+    ) -> Result<Prediction> {
+        let ids = prompt_ids(instance, objective, options.variant, template);
+        let text_of = |r: &Rollout| {
+            let mut text = order_line(&r.order, &ids);
+            if let Some(bad) = r.answers.last().filter(|_| !r.valid) {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                text.push_str(bad.trim());
+            }
+            text
+        };
+        let roll = |chooser: &mut Chooser| {
+            rollout(
+                &self.loaded,
+                &self.tables,
+                instance,
+                objective,
+                options,
+                chooser,
+                &self.device,
+            )
+        };
+        let greedy = roll(&mut Chooser::Greedy)?;
+        let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
+        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+        let mut best: Option<(f64, String)> = None;
+        let mut valid_samples = 0;
+        for _ in 0..if options.best_of >= 2 {
+            options.best_of
+        } else {
+            0
+        } {
+            let sample = roll(&mut Chooser::Sample {
+                temperature: options.temperature,
+                top_k: options.top_k,
+                rng: &mut rng,
+            })?;
+            let value = sample
+                .valid
+                .then(|| rollout_value(&problem, &sample.order, objective, options.variant))
+                .flatten();
+            let Some(value) = value else { continue };
+            valid_samples += 1;
+            if best.as_ref().is_none_or(|(v, _)| value < *v) {
+                best = Some((value, text_of(&sample)));
+            }
+        }
+        Ok(Prediction {
+            text: text_of(&greedy),
+            tokens: greedy.tokens,
+            prompt_tokens: greedy.prompt_tokens,
             valid_samples,
             best_value: best.as_ref().map(|b| b.0),
             best_of: best.map(|b| b.1),

@@ -195,6 +195,7 @@ fn smollm2_lora_steps_save_reload_merge() {
         model: Model::Llama(model),
         vars,
         tokenizer,
+        task: Default::default(),
     };
     let options = TrainOptions {
         epochs: 1,

@@ -346,6 +346,14 @@ impl<'p> Dispatcher<'p> {
         self.profiles[s].earliest(p.demand(j), p.capacity(s), p.walltime(j), lower, Time::MAX)
     }
 
+    /// Used capacity of server `s` as a step function: segment `k` starts at `times[k]` (the
+    /// first at `now`) and uses `usage[k * R..(k + 1) * R]` until the next breakpoint; the
+    /// last segment runs forever. Counts running jobs and the jobs placed so far.
+    pub fn usage(&self, s: usize) -> (&[Time], &[i64]) {
+        let profile = &self.profiles[s];
+        (&profile.times, &profile.usage)
+    }
+
     /// Total usage over all servers, as a step function: fills `times` with every breakpoint
     /// of every server (sorted, distinct) and `usage` with `resources` entries per segment.
     pub fn pooled_usage(&self, times: &mut Vec<Time>, usage: &mut Vec<i64>) {

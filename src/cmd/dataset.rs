@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use schedlm_dataset::build::{self, BuildArgs, BuildTuning, Shard, Source};
-use schedlm_dataset::{merge::merge, stats::stats, AnswerOrder, SplitSpec, Template};
+use schedlm_dataset::{merge::merge, stats::stats, AnswerOrder, RecordKind, SplitSpec, Template};
 use schedlm_generator::{Family, Load};
 use schedlm_model::{Objective, Variant};
 use schedlm_solver::portfolio::Method;
@@ -131,6 +131,16 @@ pub struct BuildCmd {
     #[arg(long)]
     pub plan: bool,
 
+    /// What each solved instance becomes. `orders`: one record answered by the whole queue
+    /// order. `steps`: one record per dispatching decision, n - 1 for a queue of n jobs
+    /// (template step-v1: the state after the first k jobs of the label are placed, each
+    /// server's free capacity over time and each remaining job's earliest start, answered by
+    /// the next job of the label). A model trained on steps is rolled out job by job by
+    /// `predict` and `eval` (docs/learning.md). Steps use compact-v2's ranking and units and
+    /// have no plan line.
+    #[arg(long, value_enum, default_value = "orders")]
+    pub records: RecordKindArg,
+
     /// Shares of train/val/test in percent.
     #[arg(long, default_value = "90/5/5")]
     pub split: SplitSpec,
@@ -202,6 +212,20 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     if a.solver == Method::Milp && variant == Variant::Strict {
         bail!("--solver milp models only the serial dispatcher: drop --strict or use --solver bnb");
     }
+    let records = match a.records {
+        RecordKindArg::Orders => RecordKind::Orders,
+        RecordKindArg::Steps => RecordKind::Steps,
+    };
+    if records == RecordKind::Steps && a.template != Template::CompactV2 {
+        bail!(
+            "--records steps renders every record with step-v1 (compact-v2's ranking and units): \
+             drop --template {}",
+            a.template
+        );
+    }
+    if records == RecordKind::Steps && a.plan {
+        bail!("--records steps answers with one job id: drop --plan");
+    }
     let source = match &a.from {
         Some(path) => Source::File {
             path: path.clone(),
@@ -242,9 +266,17 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             AnswerOrderArg::Solver => AnswerOrder::Solver,
         },
         plan: a.plan,
+        records,
         split: a.split,
         skip_invalid: a.skip_invalid,
     })
+}
+
+/// `--records`: see [`RecordKind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordKindArg {
+    Orders,
+    Steps,
 }
 
 /// `--answer`: see [`AnswerOrder`].

@@ -115,9 +115,18 @@ pub struct EvalArgs {
     pub windows: Option<RandomWindows>,
 
     /// Online: prompt template of text schedulers (the snapshot at each event is rendered with
-    /// it).
-    #[arg(long, default_value = "compact-v1", requires = "trace")]
+    /// it). The default is the dataset's default; use the template the model was trained on.
+    /// A model trained on step records is rolled out with step-v1 whatever this says.
+    #[arg(long, default_value = "compact-v2", requires = "trace")]
     pub template: Template,
+
+    /// Online: show text schedulers at most K waiting jobs. With more waiting, the scheduler
+    /// orders the first K jobs of the ranking of the snapshot's best priority rule (the rule
+    /// with the lowest bounded slowdown on it, as in compact-v2) and the others follow in that
+    /// ranking. Use the queue lengths the model was trained on; without it the whole queue is
+    /// shown, and prompts longer than a model's context fall back to FCFS (counted).
+    #[arg(long, value_name = "K", requires = "trace", value_parser = clap::value_parser!(u64).range(1..))]
+    pub text_queue: Option<u64>,
 
     /// `model:DIR`: also sample N answers and keep the best valid one (reported apart as
     /// `model:DIR (best-of)`); 1 = greedy only.
@@ -226,6 +235,15 @@ pub fn run(args: &EvalArgs) -> Result<()> {
 
 fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) -> Result<()> {
     let data = read_records(path)?;
+    if data.later_steps > 0 {
+        eprintln!(
+            "eval: {} holds step records: evaluating its {} instances (the first step of \
+             each), leaving out {} later steps",
+            path.display(),
+            data.records.len(),
+            data.later_steps
+        );
+    }
     let options = args.snapshot_options();
     let eval = evaluate(&data, specs, &options)?;
     let summary = snapshot_summary(path, &data, &eval, &options);
@@ -257,6 +275,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> 
         node_limit: args.node_limit,
         ls_evaluations: args.ls_evaluations,
         template: args.template,
+        text_queue: args.text_queue.map(|k| k as usize),
         client: args.client(),
         models: args.models(),
     };

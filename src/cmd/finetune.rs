@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_dataset::Record;
+use schedlm_dataset::{Record, RecordKind};
 use schedlm_finetune::data::{examples, read_records, Example};
-use schedlm_finetune::model::{build, save_merged, Base, ModelSpec};
+use schedlm_finetune::model::{build, save_merged, Base, ModelSpec, Task};
 use schedlm_finetune::train::STATE_FILE;
 use schedlm_finetune::Device;
 use schedlm_finetune::{GptConfig, LoraConfig, TextTokenizer, TrainOptions, Trainer};
@@ -206,8 +206,37 @@ fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
         None
     };
     let vocab_size = tokenizer.as_ref().map_or(0, TextTokenizer::vocab_size);
-    let loaded = build(&spec(args, vocab_size)?, tokenizer, args.seed, device)?;
+    let mut loaded = build(&spec(args, vocab_size)?, tokenizer, args.seed, device)?;
+    loaded.task = task_of(&records, &args.train)?;
     Ok(Trainer::new(loaded, options(args), device)?)
+}
+
+/// What the training records teach: whole orders, or one decision each (step records). A
+/// file that mixes both is refused, naming the first record of the minority kind.
+fn task_of(records: &[Record], path: &Path) -> Result<Task> {
+    let kind = |r: &Record| {
+        if r.step.is_some() {
+            RecordKind::Steps
+        } else {
+            RecordKind::Orders
+        }
+    };
+    let Some(first) = records.first() else {
+        return Ok(Task::default());
+    };
+    if let Some(other) = records.iter().find(|r| kind(r) != kind(first)) {
+        bail!(
+            "{}: record {} is {} but record {} is {}: train on one kind of record",
+            path.display(),
+            first.id,
+            kind(first).name(),
+            other.id,
+            kind(other).name()
+        );
+    }
+    Ok(Task {
+        records: kind(first),
+    })
 }
 
 /// The examples of a records file (those that fit the context), with the records.

@@ -50,6 +50,18 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let mut predictor = Predictor::load(&args.model)
         .with_context(|| format!("loading {}", args.model.display()))?;
     let mut records = read_records(&args.file)?;
+    // A steps build is answered per instance, through the first step of each.
+    let before = records.len();
+    records.retain(|r| r.step.unwrap_or(0) == 0);
+    if records.len() < before {
+        eprintln!(
+            "predict: {} holds step records: answering its {} instances (the first step of \
+             each), leaving out {} later steps",
+            args.file.display(),
+            records.len(),
+            before - records.len()
+        );
+    }
     records.truncate(args.limit.unwrap_or(usize::MAX));
     let options = DecodeOptions {
         constrained: !args.unconstrained,

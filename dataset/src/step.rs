@@ -1,0 +1,248 @@
+//! Step-wise decision records (`dataset build --records steps`, template `step-v1`).
+//!
+//! An order record asks for the whole queue order at once. A step record asks for one
+//! dispatching decision: given the jobs already placed (a prefix of the label), which job goes
+//! next. Its prompt shows the state the serial dispatcher (SPEC section 3) is in after that
+//! prefix, so the model never has to simulate the schedule in its head:
+//!
+//! - each server's free capacity over time (running jobs and placed jobs together), as
+//!   `free@t` steps in the prompt's time unit;
+//! - the jobs placed so far, by id;
+//! - the remaining jobs in the ranking of the instance's best classic rule, numbered as in
+//!   compact-v2 (the numbers never change during a rollout), each with its need, requested
+//!   time and the start it would get if placed next (or the queued jobs it still waits for).
+//!
+//! The answer is one job id. An instance with `n` queued jobs gives `n - 1` records, prefixes
+//! `0..n-1` of its (dependency-repaired) label; the last decision is forced and left out. A
+//! model trained on them schedules by rolling out: render the state, take its answer, place
+//! that job, repeat (the `finetune` crate's predictor does this).
+
+use schedlm_model::{Dispatcher, Instance, Objective, Problem, Time, Variant};
+use schedlm_solver::canonical::ranking;
+
+use crate::ids::IdMap;
+use crate::prompt::{coarse_head, ids_of, push_extras, render, slash, time_unit, up};
+use crate::prompt::{Rendered, Template};
+
+const SYSTEM_STEP_SERIAL: &str = "Pick the job to place next: it starts at its earliest fit on \
+the first listed server, given the placed jobs (a later job may start earlier). Reply with one \
+job id.";
+
+const SYSTEM_STEP_STRICT: &str = "Pick the job to place next: it starts at its earliest fit on \
+the first listed server, given the placed jobs, never before the last placed job. Reply with \
+one job id.";
+
+/// Renders the state after the queue jobs `placed` (indices of `instance.queue`, in placement
+/// order) were dispatched with `variant`. The ids are compact-v2's (ranked) ids of the whole
+/// instance, so they stay the same at every step. An invalid instance, or a prefix that is not
+/// a dependency-respecting list of distinct jobs, renders as compact-v2 (no state to show).
+pub fn render_state(
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    placed: &[usize],
+) -> Rendered {
+    let Ok(problem) = Problem::new(instance) else {
+        return render(instance, objective, variant, Template::CompactV2);
+    };
+    let Some(dispatcher) = place_prefix(&problem, variant, placed) else {
+        return render(instance, objective, variant, Template::CompactV2);
+    };
+    let ranked = ranking(&problem, objective, variant);
+    let ids = ids_of(instance, Some(&ranked));
+    let user = state_text(instance, objective, &dispatcher, &ids, ranked.rule.name());
+    let system = match variant {
+        Variant::Serial => SYSTEM_STEP_SERIAL,
+        Variant::Strict => SYSTEM_STEP_STRICT,
+    };
+    Rendered {
+        system: system.to_string(),
+        user,
+        ids,
+    }
+}
+
+/// The dispatcher after placing `placed` in order, or `None` if some job repeats, is out of
+/// range or is placed before one of its queued dependencies.
+pub fn place_prefix<'p>(
+    problem: &'p Problem,
+    variant: Variant,
+    placed: &[usize],
+) -> Option<Dispatcher<'p>> {
+    let mut d = Dispatcher::new(problem, variant);
+    for &j in placed {
+        if j >= problem.jobs() || d.is_placed(j) || !d.is_ready(j) {
+            return None;
+        }
+        d.place(j);
+    }
+    Some(d)
+}
+
+/// Free capacity of server `s` over time, as `(time in units after now, free vector)` steps:
+/// the first at 0, then one at every change (steps that round to the same time keep the last).
+fn free_steps(d: &Dispatcher<'_>, s: usize, unit: Time) -> Vec<(Time, Vec<i64>)> {
+    let problem = d.problem();
+    let r = problem.resources();
+    let capacity = problem.capacity(s);
+    let (times, usage) = d.usage(s);
+    let mut steps: Vec<(Time, Vec<i64>)> = Vec::with_capacity(times.len());
+    for (k, &t) in times.iter().enumerate() {
+        let free: Vec<i64> = capacity
+            .iter()
+            .zip(&usage[k * r..(k + 1) * r])
+            .map(|(c, u)| c - u)
+            .collect();
+        let at = up(t.saturating_sub(problem.now()), unit);
+        match steps.last_mut() {
+            Some(last) if last.0 == at => last.1 = free,
+            _ => steps.push((at, free)),
+        }
+        // A step that repeats the one before it says nothing.
+        if steps.len() >= 2 && steps[steps.len() - 1].1 == steps[steps.len() - 2].1 {
+            steps.pop();
+        }
+    }
+    steps
+}
+
+/// The user message of a state.
+fn state_text(
+    instance: &Instance,
+    objective: Objective,
+    d: &Dispatcher<'_>,
+    ids: &IdMap,
+    rule: &str,
+) -> String {
+    let problem = d.problem();
+    let unit = time_unit(instance);
+    let mut u = coarse_head(instance, objective, unit);
+    let mut line = |s: String| {
+        u.push_str(&s);
+        u.push('\n');
+    };
+    line("servers: id cap free@t".to_string());
+    for (s, server) in instance.servers.iter().enumerate() {
+        let mut l = format!("S{} {}", s + 1, slash(&server.capacity));
+        for (t, free) in free_steps(d, s, unit) {
+            l.push_str(&format!(" {}@{t}", slash(&free)));
+        }
+        line(l);
+    }
+    let placed: Vec<String> = d.placed_order().map(|j| ids.job(j)).collect();
+    if !placed.is_empty() {
+        line(format!("placed ({}): {}", placed.len(), placed.join(" ")));
+    }
+    let left = problem.jobs() - placed.len();
+    line(format!("queue by {rule} ({left} left): id need time start"));
+    for &j in ids.job_order() {
+        if d.is_placed(j) {
+            continue;
+        }
+        let job = &instance.queue[j];
+        let mut l = format!(
+            "{} {} {}",
+            ids.job(j),
+            slash(&job.demand),
+            up(job.walltime, unit)
+        );
+        if d.is_ready(j) {
+            let start = d.earliest(j).start;
+            l.push_str(&format!(
+                " {}",
+                up(start.saturating_sub(problem.now()), unit)
+            ));
+        } else {
+            let waits: Vec<String> = problem
+                .deps(j)
+                .iter()
+                .filter(|&&q| !d.is_placed(q))
+                .map(|&q| ids.job(q))
+                .collect();
+            l.push_str(&format!(" after {}", waits.join(",")));
+        }
+        push_extras(&mut l, instance, j, objective, unit);
+        line(l);
+    }
+    u.pop();
+    u
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance() -> Instance {
+        Instance::from_json(
+            r#"{"now": 0, "resources": ["cores"],
+                "servers": [{"id": "n0", "capacity": [4]}],
+                "running": [{"id": "r1", "server": "n0", "demand": [2], "end": 120}],
+                "queue": [{"id": "a", "submit": 0, "demand": [4], "walltime": 600},
+                          {"id": "b", "submit": 0, "demand": [2], "walltime": 60},
+                          {"id": "c", "submit": 0, "demand": [1], "walltime": 180, "deps": ["a"]}]}"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn empty_prefix_lists_every_job_with_its_start() {
+        let r = render_state(&instance(), Objective::Bsld, Variant::Serial, &[]);
+        // sjf ranks b (1 min), c (3 min), a (10 min); c waits for a.
+        assert_eq!(
+            r.user,
+            "goal: min mean bounded slowdown (10 s floor)\n\
+             unit: 1 min, rounded up\n\
+             resources: cores\n\
+             servers: id cap free@t\n\
+             S1 4 2@0 4@2\n\
+             queue by sjf (3 left): id need time start\n\
+             J1 2 1 0\n\
+             J2 1 3 after J3\n\
+             J3 4 10 2"
+        );
+        assert_eq!(r.ids.job(1), "J1");
+    }
+
+    #[test]
+    fn prefix_moves_into_the_free_profile() {
+        // Place a (J3) first: it needs the whole server from 2 min to 12 min.
+        let r = render_state(&instance(), Objective::Bsld, Variant::Serial, &[0]);
+        assert!(r.user.contains("S1 4 2@0 0@2 4@12\n"), "{}", r.user);
+        assert!(r.user.contains("placed (1): J3\n"), "{}", r.user);
+        assert!(r.user.contains("(2 left)"));
+        // b fits beside the running job now; c may start when a ends.
+        assert!(r.user.contains("J1 2 1 0\n"), "{}", r.user);
+        assert!(r.user.ends_with("J2 1 3 12"), "{}", r.user);
+    }
+
+    #[test]
+    fn ids_stay_those_of_the_whole_instance() {
+        let inst = instance();
+        let whole = render(&inst, Objective::Bsld, Variant::Serial, Template::CompactV2).ids;
+        for prefix in [&[][..], &[1], &[1, 0]] {
+            let r = render_state(&inst, Objective::Bsld, Variant::Serial, prefix);
+            assert_eq!(r.ids, whole);
+        }
+    }
+
+    #[test]
+    fn bad_prefixes_fall_back_to_compact_v2() {
+        let inst = instance();
+        let v2 = render(&inst, Objective::Bsld, Variant::Serial, Template::CompactV2);
+        for bad in [&[2][..], &[1, 1], &[7]] {
+            assert_eq!(
+                render_state(&inst, Objective::Bsld, Variant::Serial, bad),
+                v2
+            );
+        }
+    }
+
+    #[test]
+    fn template_step_v1_is_the_empty_state() {
+        let inst = instance();
+        assert_eq!(
+            render(&inst, Objective::Bsld, Variant::Serial, Template::StepV1),
+            render_state(&inst, Objective::Bsld, Variant::Serial, &[])
+        );
+    }
+}
