@@ -205,6 +205,60 @@ fn steps_refuse_other_templates_and_plans() {
     with_plan.push("--plan");
     let r = run(&with_plan).failed();
     assert!(r.stderr.contains("--plan"), "{}", r.stderr);
+    let orders = [
+        "dataset",
+        "build",
+        "-q",
+        "-o",
+        &out,
+        "--family",
+        "uniform",
+        "-n",
+        "2",
+        "--template",
+        "step-v1",
+    ];
+    let r = run(&orders).failed();
+    assert!(r.stderr.contains("--records steps"), "{}", r.stderr);
+}
+
+#[test]
+fn sharded_step_builds_merge_to_the_same_bytes() {
+    let dir = tempdir();
+    let args = [
+        "--family",
+        "uniform,hpc",
+        "-n",
+        "24",
+        "--queue",
+        "3..6",
+        "--split",
+        "60/20/20",
+    ];
+    let whole = dir.path().join("whole");
+    build_steps(&whole, &args);
+    let mut parts = Vec::new();
+    for k in ["1/2", "2/2"] {
+        let part = dir.path().join(format!("part-{}", &k[..1]));
+        let mut with_shard = args.to_vec();
+        with_shard.extend(["--shard", k]);
+        build_steps(&part, &with_shard);
+        parts.push(path_str(&part));
+    }
+    let merged = dir.path().join("merged");
+    let mut merge = vec!["dataset", "merge", "-o"];
+    let m = path_str(&merged);
+    merge.push(&m);
+    merge.extend(parts.iter().rev().map(String::as_str));
+    run(&merge).ok();
+    for split in ["train", "val", "test"] {
+        let file = format!("{split}.jsonl");
+        let (a, b) = (
+            fs::read(whole.join(&file)).unwrap(),
+            fs::read(merged.join(&file)).unwrap(),
+        );
+        assert!(a == b, "{file} differs after merging the shards");
+    }
 }
 
 #[test]

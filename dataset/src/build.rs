@@ -569,10 +569,15 @@ impl<'a> Context<'a> {
         let records = match self.args.records {
             RecordKind::Orders => vec![record],
             RecordKind::Steps => {
-                step_records(&record, &problem).map_err(|e| BuildError::Solve {
+                let steps = step_records(&record, &problem).map_err(|e| BuildError::Solve {
                     index: item.index,
                     reason: e.to_string(),
-                })?
+                })?;
+                if steps.is_empty() {
+                    let reason = "a queue of one job has no dispatching decision to record";
+                    return Ok(vec![skip_line(item.index, reason)]);
+                }
+                steps
             }
         };
         records
@@ -656,6 +661,13 @@ pub(crate) struct Head {
     pub split: Split,
     pub family: String,
     pub proven_optimal: bool,
+}
+
+impl Head {
+    /// Where the record stands in the source: its index, then its step (0 for order records).
+    pub(crate) fn position(&self) -> (u64, usize) {
+        (self.index, self.step.unwrap_or(0))
+    }
 }
 
 /// A chunk-file line: a record or a skip note.
@@ -788,7 +800,7 @@ fn assemble(
                 Line::Skipped(s) => tally.skipped.push(s),
                 Line::Record(head) => {
                     if !seen.insert(head.id.clone()) {
-                        tally.duplicates += u64::from(head.step.unwrap_or(0) == 0);
+                        tally.duplicates += u64::from(head.position().1 == 0);
                         continue;
                     }
                     tally.add(&head);

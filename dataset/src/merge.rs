@@ -41,7 +41,7 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<Manifest, BuildError> {
             let next = readers
                 .iter()
                 .enumerate()
-                .filter_map(|(p, r)| r.head.as_ref().map(|(head, _)| (head.index, p)))
+                .filter_map(|(p, r)| r.head.as_ref().map(|(head, _)| (head.position(), p)))
                 .min();
             let Some((_, p)) = next else { break };
             let (head, text) = readers[p].take()?;
@@ -138,8 +138,9 @@ struct PartReader {
     path: PathBuf,
     lines: Lines<BufReader<File>>,
     line: u64,
-    /// Index of the record taken last.
-    last: Option<u64>,
+    /// Source index and step of the record taken last (the steps of one instance share its
+    /// index and follow each other).
+    last: Option<(u64, usize)>,
     /// The next record and its line text.
     head: Option<(Head, String)>,
 }
@@ -173,12 +174,14 @@ impl PartReader {
                 continue;
             }
             let head = read_head(&self.path, self.line, &text)?;
-            if let Some(last) = previous.filter(|&last| head.index <= last) {
+            if let Some((index, step)) = previous.filter(|&last| head.position() <= last) {
                 return Err(BuildError::Merge(format!(
-                    "{}:{}: record index {} after {last}: the file is not in source order",
+                    "{}:{}: record index {} (step {}) after {index} (step {step}): the file is \
+                     not in source order",
                     self.path.display(),
                     self.line,
-                    head.index
+                    head.index,
+                    head.position().1
                 )));
             }
             self.head = Some((head, text));
@@ -192,7 +195,7 @@ impl PartReader {
         let (head, text) = self.head.take().ok_or_else(|| {
             BuildError::Merge(format!("{}: read past the end", self.path.display()))
         })?;
-        self.last = Some(head.index);
+        self.last = Some(head.position());
         self.advance()?;
         Ok((head, text))
     }

@@ -63,8 +63,9 @@ pub struct Record {
     /// the compact-v2 prompt (left out when neither is used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranking_rule: Option<String>,
-    /// Step records only (`dataset build --records steps`): how many jobs of `order` are
-    /// already placed in the prompt's state; the completion names `order[step]`.
+    /// Step records only (`dataset build --records steps`): how many jobs of the label are
+    /// already placed in the prompt's state; the completion names the next. (The placed jobs
+    /// are a prefix of `order` repaired so that every job follows its queued dependencies.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
     /// Objective value of `order` under the dispatcher.
@@ -345,6 +346,21 @@ fn message(role: &str, content: String) -> Message {
 }
 
 impl Record {
+    /// Whether the record stands for its whole instance: an order record, or the first step
+    /// of a step record's instance (readers that work per instance keep only these).
+    pub fn is_first_step(&self) -> bool {
+        self.step.unwrap_or(0) == 0
+    }
+
+    /// What kind of record this is: an order record, or one step of a step build.
+    pub fn kind(&self) -> RecordKind {
+        if self.step.is_some() {
+            RecordKind::Steps
+        } else {
+            RecordKind::Orders
+        }
+    }
+
     /// The template the record's prompt was rendered with (`None` for an unknown name).
     pub fn template(&self) -> Option<Template> {
         Template::from_name(&self.template)

@@ -115,7 +115,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
                 prompt_tok.push(count(&r.prompt) as f64);
                 completion_tok.push(count(&r.completion) as f64);
             }
-            if r.step.unwrap_or(0) > 0 {
+            if !r.is_first_step() {
                 continue;
             }
             instances += 1;

@@ -49,7 +49,7 @@ pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
     let mut later_steps = 0;
     for item in schedlm_dataset::read_records(path).map_err(data_error)? {
         let (line_no, record) = item.map_err(data_error)?;
-        if record.step.unwrap_or(0) > 0 {
+        if !record.is_first_step() {
             later_steps += 1;
             continue;
         }

@@ -60,7 +60,7 @@ pub fn held_out(
         if out.len() == count {
             break;
         }
-        if loaded.task.records == RecordKind::Steps && record.step.unwrap_or(0) != 0 {
+        if loaded.task.records == RecordKind::Steps && !record.is_first_step() {
             continue;
         }
         let example = Example::new(record, &loaded.tokenizer)?;
@@ -184,9 +184,19 @@ fn roll_one(
             device,
         )
     };
-    let constrained = run(true)?;
+    // A state can outgrow the context in the middle of a rollout (the free profiles lengthen
+    // as jobs are placed): that rollout has no answer, and training goes on.
+    let constrained = match run(true) {
+        Ok(r) => r,
+        Err(FinetuneError::PromptTooLong { .. }) => return Ok((None, false)),
+        Err(e) => return Err(e),
+    };
     let value = order_value(&held.problem, &constrained.order, r.objective, r.variant);
-    let valid = run(false)?.valid;
+    let valid = match run(false) {
+        Ok(r) => r.valid,
+        Err(FinetuneError::PromptTooLong { .. }) => false,
+        Err(e) => return Err(e),
+    };
     Ok((value, valid))
 }
 

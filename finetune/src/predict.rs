@@ -190,7 +190,8 @@ impl Predictor {
 impl Predictor {
     /// [`Predictor::predict`] for a step model: greedy rollout (and sampled rollouts for
     /// best-of), the order written in the ids of `template`. An invalid rollout's text is the
-    /// jobs placed before the invalid answer, then that answer, so it never parses as an order.
+    /// jobs placed before the invalid step, then a note quoting that step's answer (in step-v1
+    /// ids), so a strict parse always refuses it.
     fn predict_steps(
         &mut self,
         instance: &Instance,
@@ -202,10 +203,10 @@ impl Predictor {
         let text_of = |r: &Rollout| {
             let mut text = order_line(&r.order, &ids);
             if let Some(bad) = r.answers.last().filter(|_| !r.valid) {
-                if !text.is_empty() {
-                    text.push(' ');
-                }
-                text.push_str(bad.trim());
+                text.push_str(&format!(
+                    " (step {}: invalid answer {bad:?})",
+                    r.order.len()
+                ));
             }
             text
         };

@@ -223,6 +223,12 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             a.template
         );
     }
+    if records == RecordKind::Orders && a.template == Template::StepV1 {
+        bail!(
+            "--template step-v1 renders one dispatching decision, answered by one job id: use \
+             it through --records steps"
+        );
+    }
     if records == RecordKind::Steps && a.plan {
         bail!("--records steps answers with one job id: drop --plan");
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_dataset::{Record, RecordKind};
+use schedlm_dataset::Record;
 use schedlm_finetune::data::{examples, read_records, Example};
 use schedlm_finetune::model::{build, save_merged, Base, ModelSpec, Task};
 use schedlm_finetune::train::STATE_FILE;
@@ -214,28 +214,21 @@ fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
 /// What the training records teach: whole orders, or one decision each (step records). A
 /// file that mixes both is refused, naming the first record of the minority kind.
 fn task_of(records: &[Record], path: &Path) -> Result<Task> {
-    let kind = |r: &Record| {
-        if r.step.is_some() {
-            RecordKind::Steps
-        } else {
-            RecordKind::Orders
-        }
-    };
     let Some(first) = records.first() else {
         return Ok(Task::default());
     };
-    if let Some(other) = records.iter().find(|r| kind(r) != kind(first)) {
+    if let Some(other) = records.iter().find(|r| r.kind() != first.kind()) {
         bail!(
             "{}: record {} is {} but record {} is {}: train on one kind of record",
             path.display(),
             first.id,
-            kind(first).name(),
+            first.kind().name(),
             other.id,
-            kind(other).name()
+            other.kind().name()
         );
     }
     Ok(Task {
-        records: kind(first),
+        records: first.kind(),
     })
 }
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use schedlm_dataset::{parse_answer, prompt_ids, Mode};
+use schedlm_dataset::{parse_answer, prompt_ids, Mode, Record};
 use schedlm_finetune::data::read_records;
 use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
 use serde_json::json;
@@ -52,7 +52,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let mut records = read_records(&args.file)?;
     // A steps build is answered per instance, through the first step of each.
     let before = records.len();
-    records.retain(|r| r.step.unwrap_or(0) == 0);
+    records.retain(Record::is_first_step);
     if records.len() < before {
         eprintln!(
             "predict: {} holds step records: answering its {} instances (the first step of \
