@@ -9,7 +9,7 @@
 
 use candle_core::Device;
 use schedlm_dataset::{parse_answer, prompt_ids, IdMap, Mode, Record, RecordKind, Template};
-use schedlm_model::{dispatch, Problem};
+use schedlm_model::Problem;
 
 use crate::constrain::OrderConstraint;
 use crate::data::{system_user, Example};
@@ -100,8 +100,7 @@ fn template(record: &Record) -> Result<Template> {
 fn answer_value(held: &HeldOut, text: &str) -> Option<f64> {
     let r = &held.record;
     let parsed = parse_answer(text, &held.ids, &r.instance, Mode::Strict).ok()?;
-    let schedule = dispatch(&held.problem, &parsed.order, r.variant).ok()?;
-    Some(r.objective.value(&held.problem, &schedule.start))
+    order_value(&held.problem, &parsed.order, r.objective, r.variant)
 }
 
 /// The gap of `value` to `bound`: 0 at or under it, `None` when undefined (bound 0 or less).

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use schedlm_dataset::{
     order_line, parse_answer, prompt_ids, render, IdMap, Mode, RecordKind, Template,
 };
-use schedlm_model::{dispatch, Instance, Objective, Problem, Variant};
+use schedlm_model::{Instance, Objective, Problem, Variant};
 use serde::{Deserialize, Serialize};
 
 use crate::constrain::{answer_tokens, OrderConstraint};
@@ -267,6 +267,5 @@ pub fn order_value(
 ) -> Option<f64> {
     let parsed = parse_answer(text, ids, instance, Mode::Strict).ok()?;
     let problem = Problem::new(instance).ok()?;
-    let schedule = dispatch(&problem, &parsed.order, variant).ok()?;
-    Some(objective.value(&problem, &schedule.start))
+    rollout_value(&problem, &parsed.order, objective, variant)
 }

@@ -122,7 +122,8 @@ fn placeable(problem: &Problem, placed: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-/// The objective value of a complete order under `variant`.
+/// The objective value of a complete order under `variant` (`None` if it is not a valid
+/// order); every answer of this crate is scored through it.
 pub fn order_value(
     problem: &Problem,
     order: &[usize],

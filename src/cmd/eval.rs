@@ -235,15 +235,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
 
 fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) -> Result<()> {
     let data = read_records(path)?;
-    if data.later_steps > 0 {
-        eprintln!(
-            "eval: {} holds step records: evaluating its {} instances (the first step of \
-             each), leaving out {} later steps",
-            path.display(),
-            data.records.len(),
-            data.later_steps
-        );
-    }
+    super::note_later_steps("eval", path, data.records.len(), data.later_steps);
     let options = args.snapshot_options();
     let eval = evaluate(&data, specs, &options)?;
     let summary = snapshot_summary(path, &data, &eval, &options);

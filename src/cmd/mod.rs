@@ -36,3 +36,15 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import(ImportCommand::Psplib(a)) => import::psplib(&a),
     }
 }
+
+/// Tells the user that a steps file is read as its instances: `kept` first steps, `left`
+/// later steps not answered (nothing is dropped without a word).
+pub fn note_later_steps(command: &str, path: &std::path::Path, kept: usize, left: usize) {
+    if left > 0 {
+        eprintln!(
+            "{command}: {} holds step records: answering its {kept} instances (the first step \
+             of each), leaving out {left} later steps",
+            path.display()
+        );
+    }
+}

@@ -53,15 +53,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     // A steps build is answered per instance, through the first step of each.
     let before = records.len();
     records.retain(Record::is_first_step);
-    if records.len() < before {
-        eprintln!(
-            "predict: {} holds step records: answering its {} instances (the first step of \
-             each), leaving out {} later steps",
-            args.file.display(),
-            records.len(),
-            before - records.len()
-        );
-    }
+    super::note_later_steps("predict", &args.file, records.len(), before - records.len());
     records.truncate(args.limit.unwrap_or(usize::MAX));
     let options = DecodeOptions {
         constrained: !args.unconstrained,
