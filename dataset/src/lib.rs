@@ -58,4 +58,4 @@ pub use record::{
     make_record, read_records, AnswerOrder, Message, Record, RecordKind, RecordOptions,
 };
 pub use split::{Split, SplitSpec};
-pub use step::render_state;
+pub use step::{render_state, StepState};

@@ -22,7 +22,7 @@ use crate::build::BuildError;
 use crate::canonical::{fingerprint, Fingerprint};
 use crate::prompt::{answer, render, Template};
 use crate::split::{Split, SplitSpec};
-use crate::step::render_state;
+use crate::step::StepState;
 
 /// A chat message (`role` is `system`, `user` or `assistant`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -148,10 +148,11 @@ pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, Re
         .map_err(|id| RecordError::Order(schedlm_model::OrderError::UnknownJob(id)))?;
     let label = repair(problem, &label);
     let n = label.len();
+    let mut state = StepState::new(&order.instance, problem, order.objective, order.variant);
     let mut out = Vec::with_capacity(n.saturating_sub(1));
-    for k in 0..n.saturating_sub(1) {
-        let rendered = render_state(&order.instance, order.objective, order.variant, &label[..k]);
-        let completion = rendered.ids.job(label[k]);
+    for (k, &next) in label.iter().enumerate().take(n.saturating_sub(1)) {
+        let rendered = state.render();
+        let completion = rendered.ids.job(next);
         out.push(Record {
             id: format!("{}-s{k}", order.id),
             template: Template::StepV1.name().to_string(),
@@ -165,6 +166,9 @@ pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, Re
             step: Some(k),
             ..order.clone()
         });
+        // A repaired label names each job once, after its queued dependencies.
+        let placed = state.place(next);
+        debug_assert!(placed, "job {next} of a repaired label could not be placed");
     }
     Ok(out)
 }

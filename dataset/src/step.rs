@@ -36,6 +36,7 @@ one job id.";
 /// order) were dispatched with `variant`. The ids are compact-v2's (ranked) ids of the whole
 /// instance, so they stay the same at every step. An invalid instance, or a prefix that is not
 /// a dependency-respecting list of distinct jobs, renders as compact-v2 (no state to show).
+/// To render every step of one instance, keep a [`StepState`] instead.
 pub fn render_state(
     instance: &Instance,
     objective: Objective,
@@ -45,38 +46,83 @@ pub fn render_state(
     let Ok(problem) = Problem::new(instance) else {
         return render(instance, objective, variant, Template::CompactV2);
     };
-    let Some(dispatcher) = place_prefix(&problem, variant, placed) else {
+    let mut state = StepState::new(instance, &problem, objective, variant);
+    if !placed.iter().all(|&j| state.place(j)) {
         return render(instance, objective, variant, Template::CompactV2);
-    };
-    let ranked = ranking(&problem, objective, variant);
-    let ids = ids_of(instance, Some(&ranked));
-    let user = state_text(instance, objective, &dispatcher, &ids, ranked.rule.name());
-    let system = match variant {
-        Variant::Serial => SYSTEM_STEP_SERIAL,
-        Variant::Strict => SYSTEM_STEP_STRICT,
-    };
-    Rendered {
-        system: system.to_string(),
-        user,
-        ids,
     }
+    state.render()
 }
 
-/// The dispatcher after placing `placed` in order, or `None` if some job repeats, is out of
-/// range or is placed before one of its queued dependencies.
-pub fn place_prefix<'p>(
-    problem: &'p Problem,
-    variant: Variant,
-    placed: &[usize],
-) -> Option<Dispatcher<'p>> {
-    let mut d = Dispatcher::new(problem, variant);
-    for &j in placed {
-        if j >= problem.jobs() || d.is_placed(j) || !d.is_ready(j) {
-            return None;
+/// A dispatch in progress, as step prompts show it: the instance's ranking and ids, computed
+/// once, and the dispatcher with the jobs placed so far, one [`StepState::place`] per decision.
+pub struct StepState<'p> {
+    instance: &'p Instance,
+    objective: Objective,
+    dispatcher: Dispatcher<'p>,
+    ids: IdMap,
+    rule: &'static str,
+}
+
+impl<'p> StepState<'p> {
+    /// Nothing placed yet. `problem` must be `instance`'s.
+    pub fn new(
+        instance: &'p Instance,
+        problem: &'p Problem,
+        objective: Objective,
+        variant: Variant,
+    ) -> StepState<'p> {
+        let ranked = ranking(problem, objective, variant);
+        StepState {
+            instance,
+            objective,
+            dispatcher: Dispatcher::new(problem, variant),
+            ids: ids_of(instance, Some(&ranked)),
+            rule: ranked.rule.name(),
         }
-        d.place(j);
     }
-    Some(d)
+
+    /// The prompt ids, the same at every step.
+    pub fn ids(&self) -> &IdMap {
+        &self.ids
+    }
+
+    /// The jobs that may be placed next: unplaced, with every queued dependency placed.
+    pub fn placeable(&self) -> Vec<usize> {
+        let d = &self.dispatcher;
+        (0..d.problem().jobs())
+            .filter(|&j| !d.is_placed(j) && d.is_ready(j))
+            .collect()
+    }
+
+    /// Places job `j` next if it may be placed (see [`StepState::placeable`]); says whether
+    /// it was.
+    pub fn place(&mut self, j: usize) -> bool {
+        let d = &mut self.dispatcher;
+        let ok = j < d.problem().jobs() && !d.is_placed(j) && d.is_ready(j);
+        if ok {
+            d.place(j);
+        }
+        ok
+    }
+
+    /// The prompt of the current state.
+    pub fn render(&self) -> Rendered {
+        let system = match self.dispatcher.variant() {
+            Variant::Serial => SYSTEM_STEP_SERIAL,
+            Variant::Strict => SYSTEM_STEP_STRICT,
+        };
+        Rendered {
+            system: system.to_string(),
+            user: state_text(
+                self.instance,
+                self.objective,
+                &self.dispatcher,
+                &self.ids,
+                self.rule,
+            ),
+            ids: self.ids.clone(),
+        }
+    }
 }
 
 /// Free capacity of server `s` over time, as `(time in units after now, free vector)` steps:

@@ -46,6 +46,18 @@ impl Default for DecodeOptions {
     }
 }
 
+impl DecodeOptions {
+    /// How many best-of samples to draw besides the greedy answer (`best_of` when it is 2 or
+    /// more, else none).
+    pub fn samples(&self) -> usize {
+        if self.best_of >= 2 {
+            self.best_of
+        } else {
+            0
+        }
+    }
+}
+
 /// How to choose each token: greedy, or sampled.
 pub enum Chooser<'a> {
     Greedy,

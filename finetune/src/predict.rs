@@ -145,12 +145,7 @@ impl Predictor {
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
         let mut best: Option<(f64, String)> = None;
         let mut valid_samples = 0;
-        let samples = if options.best_of >= 2 {
-            options.best_of
-        } else {
-            0
-        };
-        for _ in 0..samples {
+        for _ in 0..options.samples() {
             let mut chooser = Chooser::Sample {
                 temperature: options.temperature,
                 top_k: options.top_k,
@@ -226,11 +221,7 @@ impl Predictor {
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
         let mut best: Option<(f64, String)> = None;
         let mut valid_samples = 0;
-        for _ in 0..if options.best_of >= 2 {
-            options.best_of
-        } else {
-            0
-        } {
+        for _ in 0..options.samples() {
             let sample = roll(&mut Chooser::Sample {
                 temperature: options.temperature,
                 top_k: options.top_k,

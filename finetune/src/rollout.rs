@@ -6,7 +6,7 @@
 //! a valid order; unconstrained, a rollout that names anything else is invalid.
 
 use candle_core::Device;
-use schedlm_dataset::render_state;
+use schedlm_dataset::StepState;
 use schedlm_model::{Instance, Objective, Problem, Variant};
 
 use crate::constrain::OrderConstraint;
@@ -47,6 +47,7 @@ pub fn rollout(
 ) -> Result<Rollout> {
     let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
     let n = problem.jobs();
+    let mut state = StepState::new(instance, &problem, objective, options.variant);
     let mut out = Rollout {
         order: Vec::with_capacity(n),
         valid: true,
@@ -59,13 +60,13 @@ pub fn rollout(
         ..options.clone()
     };
     while out.order.len() < n {
-        let placeable = placeable(&problem, &out.order);
+        let placeable = state.placeable();
         if out.order.len() + 1 == n {
             // The last decision is forced (step records leave it out too).
             out.order.extend(placeable);
             break;
         }
-        let rendered = render_state(instance, objective, options.variant, &out.order);
+        let rendered = state.render();
         let numbers: Vec<usize> = placeable
             .iter()
             .filter_map(|&j| rendered.ids.job(j).strip_prefix('J')?.parse().ok())
@@ -95,12 +96,10 @@ pub fn rollout(
         out.prompt_tokens += prompt.len();
         out.tokens += tokens.len();
         let text = loaded.tokenizer.decode_clean(&tokens)?;
-        let chosen = rendered
-            .ids
-            .job_index(text.trim())
-            .filter(|j| placeable.contains(j));
+        let chosen = rendered.ids.job_index(text.trim());
         out.answers.push(text);
-        match chosen {
+        // `place` refuses placed, unknown and not-yet-ready jobs: the rollout is invalid.
+        match chosen.filter(|&j| state.place(j)) {
             Some(j) => out.order.push(j),
             None => {
                 out.valid = false;
@@ -109,17 +108,6 @@ pub fn rollout(
         }
     }
     Ok(out)
-}
-
-/// The jobs that may be placed after `placed`: unplaced, with every queued dependency placed.
-fn placeable(problem: &Problem, placed: &[usize]) -> Vec<usize> {
-    let mut is_placed = vec![false; problem.jobs()];
-    for &j in placed {
-        is_placed[j] = true;
-    }
-    (0..problem.jobs())
-        .filter(|&j| !is_placed[j] && problem.deps(j).iter().all(|&d| is_placed[d]))
-        .collect()
 }
 
 /// The objective value of a complete order under `variant` (`None` if it is not a valid
