@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Outside reference for `cargo run --release -p schedlm-finetune --example speed`: training
-tokens/s of the same GPT (gpt-tiny: 4 layers, width 128, 4 heads, vocab 1024, context 1024;
-pre-norm blocks, GELU MLP, AdamW, loss on every token) in PyTorch on the CPU.
+"""Outside reference for `schedlm bench train`: training tokens/s of the same GPT (default
+gpt-tiny: 4 layers, width 128, 4 heads, vocab 1024, context 1024; pre-norm blocks, tanh GELU
+MLP, fused causal attention (SDPA), AdamW, gradient clipping, loss on every token) in PyTorch
+on the CPU.
 
-Not run in CI. Needs `pip install torch` (the PyPI wheel works on the CPU). The defaults match
-the Rust example: batch 8, 942 tokens (its mean record length), 2 threads. Usage:
+Not run in CI. Needs `pip install torch` (the PyPI wheel works on the CPU). `schedlm bench train`
+runs it with the same shapes and reads the JSON line it prints with `--json`. Each step feeds
+`batch` sequences of `seq` tokens (and predicts the next `seq`), so one step is `batch * seq`
+tokens, as in the Rust bench. Usage:
     python3 benches/torch_gpt.py [--steps 20] [--batch 8] [--seq 942] [--threads 2]
+                                 [--width 128] [--heads 4] [--layers 4] [--json]
 """
 import argparse
+import json
 import time
 
 import torch
@@ -58,25 +63,40 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=942)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--width", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=1024)
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--json", action="store_true", help="print one JSON line of figures")
     a = p.parse_args()
     torch.manual_seed(1)
     torch.set_num_threads(a.threads)
-    model = Gpt()
+    torch.set_num_interop_threads(1)
+    model = Gpt(a.vocab, a.context, a.layers, a.width, a.heads)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.01)
-    ids = torch.randint(0, 1024, (a.batch, a.seq))
-    start = None
+    ids = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
+    start = cpu_start = None
     for step in range(a.steps + 2):
         if step == 2:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
         logits = model(ids[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, 1024), ids[:, 1:].reshape(-1))
+        loss = F.cross_entropy(logits.reshape(-1, a.vocab), ids[:, 1:].reshape(-1))
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     secs = time.perf_counter() - start
-    print(f"torch {torch.__version__} gpt-tiny: {a.steps * a.batch * a.seq / secs:.0f} tokens/s "
-          f"({a.threads} threads, batch {a.batch} x {a.seq} tokens)")
+    cpu = time.process_time() - cpu_start
+    tokens = a.steps * a.batch * a.seq
+    if a.json:
+        print(json.dumps({"torch": torch.__version__, "threads": a.threads, "steps": a.steps,
+                          "tokens": tokens, "wall_s": secs, "cpu_s": cpu,
+                          "loss": float(loss)}))
+    else:
+        print(f"torch {torch.__version__}: {tokens / secs:.0f} tokens/s, {tokens / cpu:.0f} "
+              f"tokens per CPU-second ({a.threads} threads, batch {a.batch} x {a.seq} tokens, "
+              f"width {a.width})")
 
 
 if __name__ == "__main__":

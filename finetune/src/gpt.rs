@@ -2,11 +2,14 @@
 //! causal self-attention and a GELU MLP, a final layer norm and an output head.
 
 use candle_core::{Module, Tensor};
-use candle_nn::{embedding, linear, linear_no_bias, Embedding, Linear, VarBuilder};
+use candle_nn::{embedding, linear_no_bias, Embedding, Linear, VarBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FinetuneError, Result};
-use crate::nn::{causal_attention, check_context, layer_norm, split_heads, KvCache};
+use crate::nn::{
+    add_bias, causal_attention, causal_attention_packed, check_context, gelu, layer_norm,
+    split_heads, Dense, KvCache,
+};
 
 /// The size of a GPT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,11 +74,11 @@ impl Norm {
 
 struct Block {
     ln1: Norm,
-    qkv: Linear,
-    proj: Linear,
+    qkv: Dense,
+    proj: Dense,
     ln2: Norm,
-    fc: Linear,
-    fc_proj: Linear,
+    fc: Dense,
+    fc_proj: Dense,
 }
 
 impl Block {
@@ -83,11 +86,11 @@ impl Block {
         let w = c.width;
         Ok(Block {
             ln1: Norm::new(w, vb.pp("ln1"))?,
-            qkv: linear(w, 3 * w, vb.pp("attn.qkv"))?,
-            proj: linear(w, w, vb.pp("attn.proj"))?,
+            qkv: Dense::new(w, 3 * w, vb.pp("attn.qkv"))?,
+            proj: Dense::new(w, w, vb.pp("attn.proj"))?,
             ln2: Norm::new(w, vb.pp("ln2"))?,
-            fc: linear(w, 4 * w, vb.pp("mlp.fc"))?,
-            fc_proj: linear(4 * w, w, vb.pp("mlp.proj"))?,
+            fc: Dense::new(w, 4 * w, vb.pp("mlp.fc"))?,
+            fc_proj: Dense::new(4 * w, w, vb.pp("mlp.proj"))?,
         })
     }
 
@@ -100,16 +103,22 @@ impl Block {
     ) -> Result<Tensor> {
         let w = x.dim(2)?;
         let qkv = self.qkv.forward(&self.ln1.forward(x)?)?;
-        let q = split_heads(&qkv.narrow(2, 0, w)?, heads)?;
-        let mut k = split_heads(&qkv.narrow(2, w, w)?, heads)?;
-        let mut v = split_heads(&qkv.narrow(2, 2 * w, w)?, heads)?;
+        let part = |i: usize| split_heads(&qkv.narrow(2, i * w, w)?, heads);
         let start = cache.as_ref().map_or(0, |c| c.len());
-        if let Some(cache) = cache {
-            (k, v) = cache.append(layer, k, v)?;
-        }
-        let attn = causal_attention(&q, &k, &v, start)?;
+        let attn = match cache {
+            // Training and the prompt: attention straight from the packed projections.
+            None => causal_attention_packed(&qkv, heads)?,
+            Some(cache) if start == 0 => {
+                cache.append(layer, part(1)?, part(2)?)?;
+                causal_attention_packed(&qkv, heads)?
+            }
+            Some(cache) => {
+                let (k, v) = cache.append(layer, part(1)?, part(2)?)?;
+                causal_attention(&part(0)?, &k, &v, start)?
+            }
+        };
         let x = (x + self.proj.forward(&attn)?)?;
-        let h = self.fc.forward(&self.ln2.forward(&x)?)?.gelu()?;
+        let h = gelu(&self.fc.forward(&self.ln2.forward(&x)?)?)?;
         Ok((&x + self.fc_proj.forward(&h)?)?)
     }
 }
@@ -151,10 +160,7 @@ impl Gpt {
         let start = cache.as_ref().map_or(0, |c| c.len());
         check_context(start + t, self.config.context)?;
         let pos = Tensor::arange(start as u32, (start + t) as u32, ids.device())?;
-        let mut x = self
-            .wte
-            .forward(ids)?
-            .broadcast_add(&self.wpe.forward(&pos)?)?;
+        let mut x = add_bias(&self.wte.forward(ids)?, &self.wpe.forward(&pos)?)?;
         for (i, block) in self.blocks.iter().enumerate() {
             x = block.forward(&x, self.config.heads, i, cache.as_deref_mut())?;
         }

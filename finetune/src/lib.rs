@@ -34,6 +34,7 @@
 //! ```
 
 mod adamw;
+pub mod bench;
 pub mod constrain;
 pub mod curve;
 pub mod data;
@@ -42,13 +43,13 @@ pub mod error;
 pub mod gpt;
 pub mod heldout;
 mod io;
+pub mod kernels;
 pub mod llama;
 pub mod model;
 pub mod nn;
 pub mod predict;
 pub mod pretrained;
 pub mod rollout;
-pub mod softmax;
 pub mod tokenizer;
 pub mod train;
 

@@ -1,12 +1,39 @@
-//! Building blocks shared by the models: norms, causal attention and the key/value cache.
-//!
-//! Everything is written with basic tensor operations, so gradients flow through all of it.
+//! Building blocks shared by the models: norms, causal attention, the loss and the key/value
+//! cache. Layer norm, attention without a cache and the loss run as fused kernels on the CPU
+//! ([`crate::kernels`]); everything else is written with basic tensor operations, so gradients
+//! flow through all of it.
 
-use candle_core::{DType, Tensor, D};
-
-use crate::softmax::causal_softmax;
+use candle_core::{Tensor, D};
 
 use crate::error::Result;
+use crate::kernels;
+
+pub use crate::kernels::{add_bias, causal_attention_packed, gelu, layer_norm};
+
+/// A linear layer `x W^T + b` (variables `weight` [out, in] and `bias` [out], as
+/// `candle_nn::linear`), whose bias goes through the fused [`add_bias`].
+pub struct Dense {
+    linear: candle_nn::Linear,
+    bias: Tensor,
+}
+
+impl Dense {
+    pub fn new(in_dim: usize, out_dim: usize, vb: candle_nn::VarBuilder) -> Result<Dense> {
+        let full = candle_nn::linear(in_dim, out_dim, vb)?;
+        let bias = full.bias().cloned().ok_or_else(|| {
+            crate::error::FinetuneError::Model("linear layer without bias".into())
+        })?;
+        Ok(Dense {
+            linear: candle_nn::Linear::new(full.weight().clone(), None),
+            bias,
+        })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        use candle_core::Module;
+        add_bias(&self.linear.forward(x)?, &self.bias)
+    }
+}
 
 /// Keys and values of every layer for the tokens seen so far, for incremental decoding.
 #[derive(Debug, Clone, Default)]
@@ -50,15 +77,6 @@ impl KvCache {
     }
 }
 
-/// Layer norm over the last dimension.
-pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f64) -> Result<Tensor> {
-    let mean = x.mean_keepdim(D::Minus1)?;
-    let centred = x.broadcast_sub(&mean)?;
-    let var = centred.sqr()?.mean_keepdim(D::Minus1)?;
-    let normed = centred.broadcast_div(&(var + eps)?.sqrt()?)?;
-    Ok(normed.broadcast_mul(weight)?.broadcast_add(bias)?)
-}
-
 /// RMS norm over the last dimension.
 pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f64) -> Result<Tensor> {
     let ms = x.sqr()?.mean_keepdim(D::Minus1)?;
@@ -74,11 +92,10 @@ pub fn silu(x: &Tensor) -> Result<Tensor> {
 /// Causal attention of queries `q` [b, h, t, d] (positions `start..start + t`) over keys and
 /// values `k`, `v` [b, h, start + t, d]; returns [b, t, h * d].
 pub fn causal_attention(q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Result<Tensor> {
-    let (b, h, t, d) = q.dims4()?;
-    let scores = q.matmul(&k.t()?)?;
-    let weights = causal_softmax(&scores, start, 1.0 / (d as f64).sqrt())?;
-    let out = weights.matmul(v)?;
-    Ok(out.transpose(1, 2)?.reshape((b, t, h * d))?)
+    if start == 0 && q.dim(2)? == k.dim(2)? && kernels::fused(q) {
+        return kernels::causal_attention_fused(q, k, v);
+    }
+    kernels::attention_generic(q, k, v, start)
 }
 
 /// Splits [b, t, h * d] into heads: [b, h, t, d].
@@ -100,11 +117,9 @@ pub fn repeat_kv(x: &Tensor, n: usize) -> Result<Tensor> {
         .reshape((b, h * n, t, d))?)
 }
 
-/// Mean negative log-likelihood of `targets` under `logits` [n, vocab] (f32).
+/// Mean negative log-likelihood of `targets` under `logits` [n, vocab].
 pub fn nll(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let logp = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
-    let picked = logp.gather(&targets.unsqueeze(1)?, 1)?;
-    Ok(picked.neg()?.mean_all()?)
+    kernels::cross_entropy(logits, targets)
 }
 
 /// Fails when a sequence of `tokens` (cached ones included) does not fit a `context`.

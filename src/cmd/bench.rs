@@ -42,6 +42,20 @@ pub enum BenchCommand {
     /// the limit), so a quantile that reaches such runs is shown as `>= x`. Progress goes to
     /// standard error, tables to standard output.
     Solve(SolveBenchArgs),
+
+    /// Training tokens/s of the from-scratch GPT against PyTorch on the same shapes, and
+    /// decoding decisions/s with the key/value cache.
+    ///
+    /// For each --width, --seq and --threads it builds a GPT (--layers blocks, --heads heads,
+    /// --vocab tokens, context max(1024, seq)), trains 2 warm-up steps and then --steps timed
+    /// steps on one batch of --batch random sequences with the loss on every token (AdamW,
+    /// clipping at 1), then runs `benches/torch_gpt.py` (--python, --torch-script) with the
+    /// same shapes and threads. It prints a Markdown table: tokens per wall-clock second and
+    /// per CPU-second of each, and their ratio (candle / PyTorch, wall clock). PyTorch is
+    /// skipped with a message when the script or `import torch` fails. Then, per thread
+    /// count, constrained greedy decisions/s of gpt-tiny on --decode 8-job `hpc` snapshots.
+    /// Run it on an idle machine: other processes change wall-clock figures.
+    Train(crate::cmd::bench_train::TrainBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -128,7 +142,7 @@ impl Clock {
 /// CPU time of this process (every thread) in ms, from `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`
 /// (nanosecond resolution, unlike `/proc`), or `None` where it is not available.
 #[cfg(target_os = "linux")]
-fn cpu_ms() -> Option<f64> {
+pub(crate) fn cpu_ms() -> Option<f64> {
     #[repr(C)]
     struct Timespec {
         tv_sec: i64,
@@ -151,7 +165,7 @@ fn cpu_ms() -> Option<f64> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn cpu_ms() -> Option<f64> {
+pub(crate) fn cpu_ms() -> Option<f64> {
     None
 }
 
@@ -174,6 +188,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.command {
         BenchCommand::Solve(a) => solve(a),
+        BenchCommand::Train(a) => crate::cmd::bench_train::run(a),
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand; each turns parsed arguments into library calls.
 
 pub mod bench;
+pub mod bench_train;
 pub mod dataset;
 pub mod estimate;
 pub mod eval;

@@ -1,0 +1,307 @@
+//! `schedlm bench train`: training tokens/s of the from-scratch GPT against PyTorch on the same
+//! shapes, and decoding decisions/s with the key/value cache (docs/benchmarks.md).
+//!
+//! For every width, sequence length and thread count asked for, it trains the candle model for
+//! a few warm-up steps and then `--steps` timed steps on one batch of random tokens with the
+//! loss on every token ([`schedlm_finetune::bench::TrainBench`]), runs `benches/torch_gpt.py`
+//! with the same shapes and thread count, and prints both figures and their ratio.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use schedlm_dataset::{make_record, AnswerOrder, RecordOptions, SplitSpec, Template};
+use schedlm_finetune::bench::{TrainBench, TrainShape};
+use schedlm_finetune::model::{build, ModelSpec};
+use schedlm_finetune::{DecodeOptions, Device, GptConfig, Predictor, TextTokenizer};
+use schedlm_generator::{generate, Config, Family};
+use schedlm_model::{Objective, Problem, Variant};
+use schedlm_solver::portfolio::{solve, SolveOptions};
+use serde::Deserialize;
+
+use super::bench::cpu_ms;
+
+#[derive(Debug, Args)]
+pub struct TrainBenchArgs {
+    /// Embedding widths to measure, comma separated (4 heads each unless --heads).
+    #[arg(long, value_delimiter = ',', default_value = "128")]
+    pub width: Vec<usize>,
+
+    /// Tokens per sequence, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "330,942")]
+    pub seq: Vec<usize>,
+
+    /// Thread counts, comma separated; each measurement runs on a pool of that many threads
+    /// (rayon and the matrix products) [default: 1 and the machine's cores].
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Vec<usize>,
+
+    /// Sequences per step.
+    #[arg(long, default_value_t = 8)]
+    pub batch: usize,
+
+    /// Attention heads.
+    #[arg(long, default_value_t = 4)]
+    pub heads: usize,
+
+    /// Transformer blocks.
+    #[arg(long, default_value_t = 4)]
+    pub layers: usize,
+
+    /// Vocabulary size (the tokens are random ids below it).
+    #[arg(long, default_value_t = 1024)]
+    pub vocab: usize,
+
+    /// Timed optimizer steps per measurement (after 2 warm-up steps).
+    #[arg(long, default_value_t = 10)]
+    pub steps: usize,
+
+    /// The Python interpreter that runs the PyTorch reference.
+    #[arg(long, default_value = "python3")]
+    pub python: PathBuf,
+
+    /// The PyTorch reference script.
+    #[arg(long, default_value = "benches/torch_gpt.py")]
+    pub torch_script: PathBuf,
+
+    /// Skip the PyTorch reference.
+    #[arg(long)]
+    pub no_torch: bool,
+
+    /// Snapshots decoded for the decisions/s figure (8-job `hpc` queues; 0 skips decoding).
+    #[arg(long, default_value_t = 20)]
+    pub decode: usize,
+}
+
+/// One timed run: tokens, wall and CPU seconds.
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct Timing {
+    tokens: usize,
+    wall_s: f64,
+    cpu_s: f64,
+}
+
+impl Timing {
+    fn per_s(&self) -> f64 {
+        self.tokens as f64 / self.wall_s
+    }
+
+    fn per_cpu_s(&self) -> f64 {
+        self.tokens as f64 / self.cpu_s
+    }
+}
+
+pub fn run(args: &TrainBenchArgs) -> Result<()> {
+    let threads = if args.threads.is_empty() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cores > 1 {
+            vec![1, cores]
+        } else {
+            vec![1]
+        }
+    } else {
+        args.threads.clone()
+    };
+    if threads.contains(&0) || args.width.contains(&0) || args.seq.contains(&0) {
+        bail!("--threads, --width and --seq take positive numbers");
+    }
+    let torch = (!args.no_torch)
+        .then(|| torch_available(args))
+        .transpose()?
+        .flatten();
+    println!(
+        "| width | batch x tokens | threads | candle tokens/s | candle tokens/CPU-s | \
+         PyTorch tokens/s | PyTorch tokens/CPU-s | candle / PyTorch |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    for &width in &args.width {
+        for &seq in &args.seq {
+            for &n in &threads {
+                let shape = TrainShape {
+                    config: GptConfig {
+                        vocab_size: args.vocab,
+                        context: seq.max(1024),
+                        layers: args.layers,
+                        width,
+                        heads: args.heads,
+                    },
+                    batch: args.batch,
+                    seq,
+                };
+                let candle = in_pool(n, || candle_train(shape, args.steps))?;
+                let reference =
+                    match &torch {
+                        Some(version) => Some(torch_train(args, shape, n).with_context(|| {
+                            format!("running the PyTorch reference ({version})")
+                        })?),
+                        None => None,
+                    };
+                print_row(shape, n, &candle, reference.as_ref());
+            }
+        }
+    }
+    if args.decode > 0 {
+        for &n in &threads {
+            let rate = in_pool(n, || decode_rate(args.decode))?;
+            println!(
+                "decoding: {rate:.1} decisions/s (gpt-tiny, untrained, constrained greedy with \
+                 the KV cache, {} 8-job hpc snapshots, {n} thread(s))",
+                args.decode
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_row(shape: TrainShape, threads: usize, candle: &Timing, torch: Option<&Timing>) {
+    let (t_rate, t_cpu, ratio) = match torch {
+        Some(t) => (
+            format!("{:.0}", t.per_s()),
+            format!("{:.0}", t.per_cpu_s()),
+            format!("{:.2}", candle.per_s() / t.per_s()),
+        ),
+        None => ("-".into(), "-".into(), "-".into()),
+    };
+    println!(
+        "| {} | {} x {} | {threads} | {:.0} | {:.0} | {t_rate} | {t_cpu} | {ratio} |",
+        shape.config.width,
+        shape.batch,
+        shape.seq,
+        candle.per_s(),
+        candle.per_cpu_s()
+    );
+}
+
+/// Runs `f` with `threads` threads for rayon and for candle's matrix products.
+fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    // candle reads the thread count of its matrix products from this variable at every
+    // product; nothing else runs while it is set.
+    std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .context("starting a thread pool")?;
+    pool.install(f)
+}
+
+fn candle_train(shape: TrainShape, steps: usize) -> Result<Timing> {
+    let mut bench = TrainBench::new(shape, 1, &Device::Cpu)?;
+    for _ in 0..2 {
+        bench.step()?;
+    }
+    let (cpu0, started) = (cpu_ms(), Instant::now());
+    for _ in 0..steps {
+        bench.step()?;
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let cpu_s = cpu_ms().zip(cpu0).map_or(wall_s, |(b, a)| (b - a) / 1e3);
+    Ok(Timing {
+        tokens: steps * shape.tokens_per_step(),
+        wall_s,
+        cpu_s,
+    })
+}
+
+/// The PyTorch version, or `None` (with a message) when it cannot be imported.
+fn torch_available(args: &TrainBenchArgs) -> Result<Option<String>> {
+    if !args.torch_script.is_file() {
+        eprintln!(
+            "PyTorch reference skipped: {} not found (run from the repository root or pass \
+             --torch-script)",
+            args.torch_script.display()
+        );
+        return Ok(None);
+    }
+    let out = Command::new(&args.python)
+        .args(["-c", "import torch; print(torch.__version__)"])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            Ok(Some(String::from_utf8_lossy(&o.stdout).trim().to_string()))
+        }
+        Ok(_) => {
+            eprintln!(
+                "PyTorch reference skipped: `{} -c 'import torch'` failed (pip install torch, \
+                 or pass --python)",
+                args.python.display()
+            );
+            Ok(None)
+        }
+        Err(e) => {
+            eprintln!(
+                "PyTorch reference skipped: cannot run {}: {e}",
+                args.python.display()
+            );
+            Ok(None)
+        }
+    }
+}
+
+fn torch_train(args: &TrainBenchArgs, shape: TrainShape, threads: usize) -> Result<Timing> {
+    let c = shape.config;
+    let out = Command::new(&args.python)
+        .arg(&args.torch_script)
+        .args(["--json", "--steps", &args.steps.to_string()])
+        .args(["--batch", &shape.batch.to_string()])
+        .args(["--seq", &shape.seq.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .args(["--width", &c.width.to_string()])
+        .args(["--heads", &c.heads.to_string()])
+        .args(["--layers", &c.layers.to_string()])
+        .args(["--vocab", &c.vocab_size.to_string()])
+        .args(["--context", &c.context.to_string()])
+        .output()
+        .with_context(|| format!("starting {}", args.python.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} exited with {}: {}",
+            args.torch_script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or_default();
+    serde_json::from_str(line).with_context(|| format!("reading its output `{line}`"))
+}
+
+/// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots.
+fn decode_rate(count: usize) -> Result<f64> {
+    let options = RecordOptions {
+        answer: AnswerOrder::Solver,
+        template: Template::CompactV2,
+        objective: Objective::Bsld,
+        variant: Variant::Serial,
+        plan: false,
+        split: SplitSpec::default(),
+    };
+    let solve_options = SolveOptions {
+        time_limit: Duration::from_millis(100),
+        ..SolveOptions::default()
+    };
+    let mut config = Config::new(Family::Hpc, 1);
+    config.queue_min = 8;
+    config.queue_max = 8;
+    let instances = generate(&config, count)?;
+    let mut texts = Vec::new();
+    for (i, instance) in instances.iter().enumerate() {
+        let problem = Problem::new(instance)?;
+        let solution = solve(&problem, &solve_options)?;
+        let r = make_record(
+            i as u64, "hpc", instance, &problem, &solution, "auto", &options,
+        )?;
+        texts.extend([r.prompt, r.completion]);
+    }
+    let tokenizer = TextTokenizer::train_bpe(&texts, 1024)?;
+    let config = GptConfig::tiny(tokenizer.vocab_size());
+    let loaded = build(&ModelSpec::Gpt { config }, Some(tokenizer), 1, &Device::Cpu)?;
+    let mut predictor = Predictor::from_loaded(loaded, &Device::Cpu);
+    let decode = DecodeOptions::default();
+    let started = Instant::now();
+    for instance in &instances {
+        predictor.predict(instance, Objective::Bsld, Template::CompactV2, &decode)?;
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
