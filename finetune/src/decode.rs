@@ -103,7 +103,10 @@ pub fn prime(model: &Model, prompt: &[u32], device: &Device) -> Result<Primed> {
     }
     let mut cache = model.cache();
     let ids = Tensor::new(prompt, device)?.unsqueeze(0)?;
-    let logits = last_logits(&model.forward(&ids, Some(&mut cache))?)?;
+    // Only the last position's logits are needed: [1, 1, vocab], not [1, t, vocab].
+    let hidden = model.hidden(&ids, Some(&mut cache))?;
+    let last = hidden.narrow(1, prompt.len() - 1, 1)?;
+    let logits = last_logits(&model.logits(&last)?)?;
     Ok(Primed {
         cache,
         logits,

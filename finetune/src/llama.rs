@@ -11,7 +11,9 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FinetuneError, Result};
-use crate::nn::{causal_attention, check_context, repeat_kv, rms_norm, silu, split_heads, KvCache};
+use crate::nn::{
+    causal_attention, check_context, matmul_t, repeat_kv, rms_norm, silu, split_heads, KvCache,
+};
 
 /// The shape of a Llama model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,11 +102,11 @@ impl LoraLinear {
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let base = x.broadcast_matmul(&self.weight.t()?)?;
+        let base = matmul_t(x, &self.weight)?;
         match &self.adapter {
             None => Ok(base),
             Some((a, b, scale)) => {
-                let low = x.broadcast_matmul(&a.t()?)?.broadcast_matmul(&b.t()?)?;
+                let low = matmul_t(&matmul_t(x, a)?, b)?;
                 Ok((base + (low * *scale)?)?)
             }
         }
@@ -254,7 +256,7 @@ impl Llama {
 
     /// Next-token logits of hidden states [.., hidden].
     pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
-        Ok(hidden.broadcast_matmul(&self.head.t()?)?)
+        matmul_t(hidden, &self.head)
     }
 
     /// All weights in Hugging Face names, adapters folded in.

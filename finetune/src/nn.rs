@@ -10,6 +10,27 @@ use crate::kernels;
 
 pub use crate::kernels::{add_bias, causal_attention_packed, gelu, layer_norm};
 
+/// `x W^T` for `x` [.., in] and `w` [out, in]: [.., out]. The leading dimensions are folded
+/// into one, so the product reads `w` transposed in place (a broadcast product would copy the
+/// whole weight matrix at every call).
+pub fn matmul_t(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let dims = x.dims();
+    let (rows, inner) = match dims.split_last() {
+        Some((&inner, lead)) => (lead.iter().product::<usize>(), inner),
+        None => {
+            return Err(crate::error::FinetuneError::Model(
+                "matmul of a scalar".into(),
+            ))
+        }
+    };
+    let out = x.reshape((rows, inner))?.matmul(&w.t()?)?;
+    let mut shape = dims.to_vec();
+    if let Some(last) = shape.last_mut() {
+        *last = w.dim(0)?;
+    }
+    Ok(out.reshape(shape)?)
+}
+
 /// A linear layer `x W^T + b` (variables `weight` [out, in] and `bias` [out], as
 /// `candle_nn::linear`), whose bias goes through the fused [`add_bias`].
 pub struct Dense {
@@ -62,7 +83,13 @@ impl KvCache {
 
     /// Appends this step's keys and values of `layer` ([b, heads, t, d]) and returns all of
     /// them.
+    ///
+    /// The cache is for decoding, which takes no gradients: what it keeps is detached from the
+    /// graph. Otherwise every cached tensor would hold the computation that made it (and with
+    /// trainable variables in the model, such as LoRA adapters, every activation of every
+    /// earlier step), and memory would grow with each token.
     pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> Result<(Tensor, Tensor)> {
+        let (k, v) = (k.detach(), v.detach());
         let joined = match self.layers[layer].take() {
             Some((pk, pv)) => (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?),
             None => (k, v),

@@ -5,34 +5,16 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use candle_core::{Device, Tensor};
 use schedlm_finetune::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
 use schedlm_finetune::model::{build, Base, ModelSpec};
 use schedlm_finetune::LoraConfig;
 
-fn gguf_path() -> Option<PathBuf> {
-    let path = std::env::var_os("SCHEDLM_SMOLLM2_GGUF")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        });
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!(
-            "skipped: {} not found; run scripts/fetch-smollm2.sh",
-            path.display()
-        );
-        None
-    }
-}
-
 #[test]
 fn smollm2_tokenizer_logits_and_chat() {
-    let Some(path) = gguf_path() else { return };
+    let Some(path) = common::gguf_path() else {
+        return;
+    };
     let spec = ModelSpec::Lora {
         base: Base::Gguf(path),
         lora: LoraConfig {
@@ -118,7 +100,9 @@ fn smollm2_lora_steps_save_reload_merge() {
     use schedlm_finetune::model::{sorted_vars, Loaded, Model};
     use schedlm_finetune::{TrainOptions, Trainer};
 
-    let Some(path) = gguf_path() else { return };
+    let Some(path) = common::gguf_path() else {
+        return;
+    };
     let started = std::time::Instant::now();
     let dev = Device::Cpu;
     let lora = LoraConfig {

@@ -144,10 +144,11 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
     }
     if args.decode > 0 {
         for &n in &threads {
-            let rate = in_pool(n, || decode_rate(args.decode))?;
+            let (rate, prompt) = in_pool(n, || decode_rate(args.decode))?;
             println!(
                 "decoding: {rate:.1} decisions/s (gpt-tiny, untrained, constrained greedy with \
-                 the KV cache, {} 8-job hpc snapshots, {n} thread(s))",
+                 the KV cache, {} 8-job hpc snapshots of ~{prompt} prompt tokens, {n} \
+                 thread(s))",
                 args.decode
             );
         }
@@ -267,8 +268,9 @@ fn torch_train(args: &TrainBenchArgs, shape: TrainShape, threads: usize) -> Resu
     serde_json::from_str(line).with_context(|| format!("reading its output `{line}`"))
 }
 
-/// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots.
-fn decode_rate(count: usize) -> Result<f64> {
+/// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots, and the
+/// mean prompt length in tokens (without the chat frame).
+fn decode_rate(count: usize) -> Result<(f64, usize)> {
     let options = RecordOptions {
         answer: AnswerOrder::Solver,
         template: Template::CompactV2,
@@ -297,11 +299,19 @@ fn decode_rate(count: usize) -> Result<f64> {
     let tokenizer = TextTokenizer::train_bpe(&texts, 1024)?;
     let config = GptConfig::tiny(tokenizer.vocab_size());
     let loaded = build(&ModelSpec::Gpt { config }, Some(tokenizer), 1, &Device::Cpu)?;
+    let tokens: usize = texts
+        .iter()
+        .step_by(2)
+        .map(|t| loaded.tokenizer.encode(t).map(|ids| ids.len()))
+        .sum::<Result<usize, _>>()?;
     let mut predictor = Predictor::from_loaded(loaded, &Device::Cpu);
     let decode = DecodeOptions::default();
     let started = Instant::now();
     for instance in &instances {
         predictor.predict(instance, Objective::Bsld, Template::CompactV2, &decode)?;
     }
-    Ok(count as f64 / started.elapsed().as_secs_f64())
+    Ok((
+        count as f64 / started.elapsed().as_secs_f64(),
+        tokens / count.max(1),
+    ))
 }

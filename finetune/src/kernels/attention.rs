@@ -18,7 +18,7 @@ use candle_core::{CpuStorage, CustomOp1, CustomOp3, Layout, Shape, Tensor, D};
 use gemm::{gemm, Parallelism};
 use rayon::prelude::*;
 
-use super::{dot, exp, f32_slice, fused, max, sum, vectorised, with_f32, SharedMut};
+use super::{dot, exp, f32_slice, fused, max, sum, with_f32, SharedMut};
 use crate::error::Result;
 
 /// Query rows per tile.
@@ -149,10 +149,10 @@ struct Inputs<'a> {
     layout: [Heads; 3],
 }
 
-/// Replaces the scaled scores of a tile (`rows` rows of `n` columns, row `r` seeing columns
-/// `0..=first + r`) by their causal softmax; writes each row's log-sum-exp.
-fn softmax_rows(tile: &mut [f32], n: usize, first: usize, lse: &mut [f32]) {
-    vectorised(|| {
+vectorised! {
+    /// Replaces the scaled scores of a tile (rows of `n` columns, row `r` seeing columns
+    /// `0..=first + r`) by their causal softmax; writes each row's log-sum-exp.
+    fn softmax_rows(tile: &mut [f32], n: usize, first: usize, lse: &mut [f32]) {
         for (r, (row, lse)) in tile.chunks_mut(n).zip(lse).enumerate() {
             let vis = (first + r + 1).min(n);
             let m = max(&row[..vis]);
@@ -163,7 +163,30 @@ fn softmax_rows(tile: &mut [f32], n: usize, first: usize, lse: &mut [f32]) {
             row[vis..].iter_mut().for_each(|v| *v = 0.0);
             *lse = m + total.ln();
         }
-    })
+    }
+}
+
+vectorised! {
+    /// Turns a tile of scaled scores back into the probabilities of the forward pass from the
+    /// rows' log-sum-exps.
+    fn probabilities(tile: &mut [f32], n: usize, first: usize, lse: &[f32]) {
+        for (r, (row, &l)) in tile.chunks_mut(n).zip(lse).enumerate() {
+            let vis = (first + r + 1).min(n);
+            row[..vis].iter_mut().for_each(|s| *s = exp(*s - l));
+            row[vis..].iter_mut().for_each(|s| *s = 0.0);
+        }
+    }
+}
+
+vectorised! {
+    /// `dS = scale * P * (dP - D)` row by row, in place of `dP`.
+    fn score_grads(dp: &mut [f32], p: &[f32], n: usize, delta: &[f32], scale: f32) {
+        for ((dp, p), &delta) in dp.chunks_mut(n).zip(p.chunks(n)).zip(delta) {
+            for (dp, &p) in dp.iter_mut().zip(p) {
+                *dp = scale * p * (*dp - delta);
+            }
+        }
+    }
 }
 
 /// The forward pass: the output [b, t, h * d] and the log-sum-exp of every query row.
@@ -278,14 +301,7 @@ fn backward(
                     scale,
                 );
             }
-            vectorised(|| {
-                for (r, row) in p.chunks_mut(n).enumerate() {
-                    let vis = i0 + r + 1;
-                    let l = lse[i0 + r];
-                    row[..vis].iter_mut().for_each(|s| *s = exp(*s - l));
-                    row[vis..].iter_mut().for_each(|s| *s = 0.0);
-                }
-            });
+            probabilities(p, n, i0, &lse[i0..i0 + rows]);
             unsafe {
                 // dV[0..n] += P^T dO
                 product(
@@ -312,14 +328,7 @@ fn backward(
                     1.0,
                 );
             }
-            vectorised(|| {
-                for (r, (dp, p)) in dp.chunks_mut(n).zip(p.chunks(n)).enumerate() {
-                    let delta = delta[i0 + r];
-                    for (dp, &p) in dp.iter_mut().zip(p) {
-                        *dp = scale * p * (*dp - delta);
-                    }
-                }
-            });
+            score_grads(dp, p, n, &delta[i0..i0 + rows], scale);
             unsafe {
                 // dQ rows = dS K
                 product(

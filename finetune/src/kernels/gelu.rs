@@ -5,7 +5,7 @@
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Shape, Tensor};
 use rayon::prelude::*;
 
-use super::{f32_slice, fused, tanh, vectorised};
+use super::{f32_slice, fused, tanh};
 use crate::error::Result;
 
 const C: f32 = 0.797_884_6; // sqrt(2 / pi)
@@ -14,6 +14,25 @@ const A: f32 = 0.044_715;
 const PIECE: usize = 1 << 14;
 
 struct Gelu;
+
+vectorised! {
+    fn forward(out: &mut [f32], x: &[f32]) {
+        for (o, &x) in out.iter_mut().zip(x) {
+            *o = 0.5 * x * (1.0 + tanh(C * (x + A * x * x * x)));
+        }
+    }
+}
+
+vectorised! {
+    /// `out = g * gelu'(x)`.
+    fn backward(out: &mut [f32], x: &[f32], g: &[f32]) {
+        for ((o, &x), &g) in out.iter_mut().zip(x).zip(g) {
+            let x2 = x * x;
+            let t = tanh(C * (x + A * x2 * x));
+            *o = g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * C * (1.0 + 3.0 * A * x2));
+        }
+    }
+}
 
 impl CustomOp1 for Gelu {
     fn name(&self) -> &'static str {
@@ -25,13 +44,7 @@ impl CustomOp1 for Gelu {
         let mut out = vec![0f32; x.len()];
         out.par_chunks_mut(PIECE)
             .zip(x.par_chunks(PIECE))
-            .for_each(|(o, x)| {
-                vectorised(|| {
-                    for (o, &x) in o.iter_mut().zip(x) {
-                        *o = 0.5 * x * (1.0 + tanh(C * (x + A * x * x * x)));
-                    }
-                })
-            });
+            .for_each(|(o, x)| forward(o, x));
         Ok((CpuStorage::F32(out), l.shape().clone()))
     }
 
@@ -59,17 +72,7 @@ impl CustomOp2 for GeluGrad {
         let mut out = vec![0f32; x.len()];
         out.par_chunks_mut(PIECE)
             .zip(x.par_chunks(PIECE).zip(g.par_chunks(PIECE)))
-            .for_each(|(o, (x, g))| {
-                vectorised(|| {
-                    for ((o, &x), &g) in o.iter_mut().zip(x).zip(g) {
-                        let x2 = x * x;
-                        let t = tanh(C * (x + A * x2 * x));
-                        let d =
-                            0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * C * (1.0 + 3.0 * A * x2);
-                        *o = g * d;
-                    }
-                })
-            });
+            .for_each(|(o, (x, g))| backward(o, x, g));
         Ok((CpuStorage::F32(out), xl.shape().clone()))
     }
 }

@@ -11,6 +11,34 @@
 //! sum over pieces is taken in piece order, so results are the same bytes with any number of
 //! threads.
 
+/// Defines a function whose body is compiled twice, plainly and for AVX2 with FMA, and that
+/// runs the second where the CPU has those features (checked at run time), so the loops of the
+/// body vectorise 8 wide without building the whole program for a newer CPU. The body must only
+/// call `#[inline(always)]` helpers for them to be compiled along.
+macro_rules! vectorised {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: the CPU has the features `avx2` is compiled for.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
 pub mod attention;
 pub mod bias;
 pub mod cross_entropy;
@@ -66,25 +94,6 @@ impl SharedMut {
     pub(crate) fn get(self) -> *mut f32 {
         self.0
     }
-}
-
-/// Runs `f` compiled for AVX2 and FMA when the CPU has them (the closure is inlined into a
-/// function built with those features, so its loops vectorise 8 wide), else as it is.
-#[inline(always)]
-pub(crate) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
-            f()
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            return unsafe { avx2(f) };
-        }
-    }
-    f()
 }
 
 /// Sum of `xs` in eight interleaved lanes (vectorisable; the same order on every machine).

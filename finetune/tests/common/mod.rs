@@ -79,3 +79,23 @@ pub fn tokenized(records: &[Record], loaded: &Loaded) -> Vec<Example> {
     assert_eq!(skipped, 0, "kept lengths {lens:?}");
     ex
 }
+
+/// The SmolLM2-135M GGUF file (`SCHEDLM_SMOLLM2_GGUF`, else target/models), or `None` with a
+/// message when it is absent (run scripts/fetch-smollm2.sh).
+pub fn gguf_path() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("SCHEDLM_SMOLLM2_GGUF")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        });
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!(
+            "skipped: {} not found; run scripts/fetch-smollm2.sh",
+            path.display()
+        );
+        None
+    }
+}
