@@ -13,7 +13,23 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Index of `mi_option_purge_delay` in mimalloc's `mi_option_e` (15 in mimalloc 2 and 3; the
+/// Rust bindings do not name it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Never hands freed memory back to the kernel (unless `MIMALLOC_PURGE_DELAY` says otherwise):
+/// training frees and allocates the same large tensors at every step, and each page returned
+/// would be zero-filled by the kernel again on its next touch (19 % of a training step at 942
+/// tokens; docs/benchmarks.md). Resident memory stays at its peak instead.
+fn keep_freed_memory() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one integer option of the allocator; any value is valid for it.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    }
+}
+
 fn main() {
+    keep_freed_memory();
     let cli = args::Cli::parse();
     if let Err(e) = cmd::run(cli) {
         eprintln!("error: {e:#}");

@@ -147,17 +147,21 @@ pub(crate) fn max(xs: &[f32]) -> f32 {
 }
 
 /// `e^x` in single precision to about 2 ulp, written so that the compiler vectorises loops
-/// over it (no calls, no branches): range reduction by `ln 2`, a degree-6 polynomial, and the
-/// exponent put in by bit arithmetic. Inputs below -87 give ~0 and above 88 give ~3e38.
+/// over it (no calls, no branches, no float-to-int casts, whose saturating semantics Rust
+/// compiles lane by lane): range reduction by `ln 2`, a degree-6 polynomial, and the exponent
+/// put in by integer arithmetic on the bits. Inputs below -87 give ~0 and above 88 give ~3e38.
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
-    // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without SSE4.1.
+    // 1.5 * 2^23: adding it rounds to the nearest integer k, which then sits in the low
+    // mantissa bits (the bits of ROUND + k are ROUND_BITS + k).
     const ROUND: f32 = 12_582_912.0;
+    const ROUND_BITS: u32 = 0x4B40_0000;
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let shifted = x * LOG2E + ROUND;
+    let n = shifted - ROUND;
     let r = (x - n * LN2_HI) - n * LN2_LO;
     let p = 1.0 / 720.0;
     let p = p * r + 1.0 / 120.0;
@@ -166,7 +170,8 @@ pub(crate) fn exp(x: f32) -> f32 {
     let p = p * r + 0.5;
     let p = p * r + 1.0;
     let p = p * r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let k = shifted.to_bits().wrapping_sub(ROUND_BITS);
+    let scale = f32::from_bits(k.wrapping_add(127) << 23);
     p * scale
 }
 
