@@ -103,7 +103,7 @@ impl Predictor {
     /// Answers a snapshot rendered with `objective`, `options.variant` and `template`: greedy,
     /// and best of `options.best_of` samples when it is 2 or more.
     pub fn predict(
-        &mut self,
+        &self,
         instance: &Instance,
         objective: Objective,
         template: Template,
@@ -188,7 +188,7 @@ impl Predictor {
     /// jobs placed before the invalid step, then a note quoting that step's answer (in step-v1
     /// ids), so a strict parse always refuses it.
     fn predict_steps(
-        &mut self,
+        &self,
         instance: &Instance,
         objective: Objective,
         template: Template,

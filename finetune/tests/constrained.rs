@@ -21,7 +21,7 @@ proptest! {
     fn constrained_answers_are_permutations(seed in 0u64..1_000_000, jobs in 1usize..14, model_seed in 0u64..1000) {
         let train = records(2, 1, (3, 4));
         let predictor_model = tiny_model(&train, model_seed, 32, 1);
-        let mut predictor = Predictor::from_loaded(predictor_model, &Device::Cpu);
+        let predictor = Predictor::from_loaded(predictor_model, &Device::Cpu);
         let mut config = Config::new(Family::Hpc, seed);
         config.queue_min = jobs;
         config.queue_max = jobs;

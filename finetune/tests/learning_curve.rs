@@ -63,7 +63,7 @@ fn curve_rows_count_tokens_and_gap_matches_the_saved_model() {
     assert!(last.val_loss.is_some_and(|v| v > 0.0));
 
     // The same numbers from the checkpoint (written at the last step) through Predictor.
-    let mut predictor = Predictor::load(dir.path()).unwrap();
+    let predictor = Predictor::load(dir.path()).unwrap();
     let (mut gaps, mut valid, mut optimal) = (Vec::new(), 0, 0);
     for (record, example) in held.iter().zip(&examples[8..]) {
         let (objective, ids) = (record.objective, IdMap::new(&record.instance));

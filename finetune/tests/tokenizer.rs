@@ -75,7 +75,7 @@ fn old_run_directory_still_loads_resumes_and_decodes() {
     assert_eq!((trainer.state.epoch, trainer.state.epoch_step), (1, 0));
 
     let record = &records(1, 9, (3, 4))[0];
-    let mut predictor = Predictor::load(old_run()).unwrap();
+    let predictor = Predictor::load(old_run()).unwrap();
     let options = DecodeOptions::default();
     let answer = predictor
         .predict(

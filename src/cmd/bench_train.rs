@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use rayon::prelude::*;
 use schedlm_dataset::{make_record, AnswerOrder, RecordOptions, SplitSpec, Template};
 use schedlm_finetune::bench::{TrainBench, TrainShape};
 use schedlm_finetune::model::{build, ModelSpec};
@@ -144,12 +145,12 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
     }
     if args.decode > 0 {
         for &n in &threads {
-            let (rate, prompt) = in_pool(n, || decode_rate(args.decode))?;
+            let rate = in_pool(n, || decode_rate(args.decode))?;
             println!(
-                "decoding: {rate:.1} decisions/s (gpt-tiny, untrained, constrained greedy with \
-                 the KV cache, {} 8-job hpc snapshots of ~{prompt} prompt tokens, {n} \
-                 thread(s))",
-                args.decode
+                "decoding, {n} thread(s): {:.1} decisions/s one snapshot at a time, {:.1} with \
+                 all at once (gpt-tiny, untrained, constrained greedy with the KV cache, {} \
+                 8-job hpc snapshots of ~{} prompt tokens)",
+                rate.one, rate.all, args.decode, rate.prompt
             );
         }
     }
@@ -268,9 +269,18 @@ fn torch_train(args: &TrainBenchArgs, shape: TrainShape, threads: usize) -> Resu
     serde_json::from_str(line).with_context(|| format!("reading its output `{line}`"))
 }
 
-/// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots, and the
-/// mean prompt length in tokens (without the chat frame).
-fn decode_rate(count: usize) -> Result<(f64, usize)> {
+/// Decoding speed: decisions (answered snapshots) per second.
+struct DecodeRate {
+    /// One snapshot after the other.
+    one: f64,
+    /// All snapshots at once, as `schedlm predict` and `eval` answer them.
+    all: f64,
+    /// Mean prompt length in tokens (without the chat frame).
+    prompt: usize,
+}
+
+/// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots.
+fn decode_rate(count: usize) -> Result<DecodeRate> {
     let options = RecordOptions {
         answer: AnswerOrder::Solver,
         template: Template::CompactV2,
@@ -304,14 +314,24 @@ fn decode_rate(count: usize) -> Result<(f64, usize)> {
         .step_by(2)
         .map(|t| loaded.tokenizer.encode(t).map(|ids| ids.len()))
         .sum::<Result<usize, _>>()?;
-    let mut predictor = Predictor::from_loaded(loaded, &Device::Cpu);
+    let predictor = Predictor::from_loaded(loaded, &Device::Cpu);
     let decode = DecodeOptions::default();
+    let answer =
+        |instance| predictor.predict(instance, Objective::Bsld, Template::CompactV2, &decode);
     let started = Instant::now();
     for instance in &instances {
-        predictor.predict(instance, Objective::Bsld, Template::CompactV2, &decode)?;
+        answer(instance)?;
     }
-    Ok((
-        count as f64 / started.elapsed().as_secs_f64(),
-        tokens / count.max(1),
-    ))
+    let one = count as f64 / started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    instances
+        .par_iter()
+        .map(answer)
+        .collect::<Result<Vec<_>, _>>()?;
+    let all = count as f64 / started.elapsed().as_secs_f64();
+    Ok(DecodeRate {
+        one,
+        all,
+        prompt: tokens / count.max(1),
+    })
 }

@@ -2,7 +2,7 @@
 //! already runs? Snapshot evaluation on dataset records, or online evaluation on a trace.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -144,23 +144,23 @@ pub struct EvalArgs {
 }
 
 /// A schedlm model (`model:DIR`) as a text scheduler: greedy answer and best-of-N.
+/// Answers are independent of each other, so concurrent asks decode at the same time on one
+/// shared model (weights are read-only while decoding).
 struct FinetuneModel {
-    predictor: Mutex<Predictor>,
+    predictor: Predictor,
     decode: DecodeOptions,
 }
 
 impl TextModel for FinetuneModel {
     fn answer(&self, ask: &Ask<'_>) -> Reply {
         let started = Instant::now();
-        let mut predictor = self
-            .predictor
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let decode = DecodeOptions {
             variant: ask.variant,
             ..self.decode.clone()
         };
-        let result = predictor.predict(ask.instance, ask.objective, ask.template, &decode);
+        let result = self
+            .predictor
+            .predict(ask.instance, ask.objective, ask.template, &decode);
         let seconds = Some(started.elapsed().as_secs_f64());
         match result {
             Ok(p) => Reply {
@@ -195,7 +195,7 @@ impl EvalArgs {
                 message: format!("cannot load the model: {e:#}"),
             })?;
             Ok(Box::new(FinetuneModel {
-                predictor: Mutex::new(predictor),
+                predictor,
                 decode: decode.clone(),
             }) as Box<dyn TextModel>)
         }))

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use rayon::prelude::*;
 use schedlm_dataset::{parse_answer, prompt_ids, Mode, Record};
 use schedlm_finetune::data::read_records;
 use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
@@ -47,7 +48,7 @@ pub struct PredictArgs {
 }
 
 pub fn run(args: &PredictArgs) -> Result<()> {
-    let mut predictor = Predictor::load(&args.model)
+    let predictor = Predictor::load(&args.model)
         .with_context(|| format!("loading {}", args.model.display()))?;
     let mut records = read_records(&args.file)?;
     // A steps build is answered per instance, through the first step of each.
@@ -69,32 +70,21 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         .with_context(|| format!("creating {}", args.output.display()))?;
     let mut out = std::io::BufWriter::new(file);
     let (mut valid, mut too_long, started) = (0usize, 0usize, Instant::now());
-    for record in &records {
-        let template = record.template().with_context(|| {
-            format!("record {}: unknown template {}", record.id, record.template)
-        })?;
-        let options = DecodeOptions {
-            variant: record.variant,
-            ..options.clone()
-        };
-        let t0 = Instant::now();
-        let p = match predictor.predict(&record.instance, record.objective, template, &options) {
-            Ok(p) => p,
-            Err(e @ FinetuneError::PromptTooLong { .. }) => {
-                too_long += 1;
-                let line = json!({"id": record.id, "output": "", "best_of": null, "tokens": 0,
-                                  "time_ms": 0.0, "error": e.to_string()});
-                writeln!(out, "{line}")?;
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let time_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let ids = prompt_ids(&record.instance, record.objective, record.variant, template);
-        valid += usize::from(parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok());
-        let line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
-                          "tokens": p.tokens, "time_ms": time_ms});
-        writeln!(out, "{line}")?;
+    // Records are answered a few at a time on all cores (one shared model; every answer is
+    // independent of the others, so the output is the same with any number of threads) and
+    // written in input order.
+    let chunk = 2 * rayon::current_num_threads();
+    for records in records.chunks(chunk) {
+        let answers: Vec<Result<Answer>> = records
+            .par_iter()
+            .map(|r| answer(&predictor, r, &options))
+            .collect();
+        for answer in answers {
+            let answer = answer?;
+            valid += usize::from(answer.valid);
+            too_long += usize::from(answer.too_long);
+            writeln!(out, "{}", answer.line)?;
+        }
     }
     out.flush()?;
     let secs = started.elapsed().as_secs_f64();
@@ -105,4 +95,45 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         records.len() as f64 / secs.max(1e-9)
     );
     Ok(())
+}
+
+/// One record's output line and what it counts for.
+struct Answer {
+    line: serde_json::Value,
+    valid: bool,
+    too_long: bool,
+}
+
+fn answer(predictor: &Predictor, record: &Record, options: &DecodeOptions) -> Result<Answer> {
+    let template = record
+        .template()
+        .with_context(|| format!("record {}: unknown template {}", record.id, record.template))?;
+    let options = DecodeOptions {
+        variant: record.variant,
+        ..options.clone()
+    };
+    let t0 = Instant::now();
+    let p = match predictor.predict(&record.instance, record.objective, template, &options) {
+        Ok(p) => p,
+        Err(e @ FinetuneError::PromptTooLong { .. }) => {
+            let line = json!({"id": record.id, "output": "", "best_of": null, "tokens": 0,
+                              "time_ms": 0.0, "error": e.to_string()});
+            return Ok(Answer {
+                line,
+                valid: false,
+                too_long: true,
+            });
+        }
+        Err(e) => return Err(e).with_context(|| format!("record {}", record.id)),
+    };
+    let time_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let ids = prompt_ids(&record.instance, record.objective, record.variant, template);
+    let valid = parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok();
+    let line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
+                      "tokens": p.tokens, "time_ms": time_ms});
+    Ok(Answer {
+        line,
+        valid,
+        too_long: false,
+    })
 }
