@@ -48,6 +48,13 @@ pub struct Ask<'a> {
 /// A scheduler that answers in text.
 pub trait TextModel: Sync {
     fn answer(&self, ask: &Ask<'_>) -> Reply;
+
+    /// Most questions worth asking at once, whatever the requested concurrency: a model that
+    /// runs on this machine gains nothing from more concurrent answers than cores, and each
+    /// holds its own activations. `None`: no limit of its own (remote endpoints).
+    fn max_concurrency(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Loads the scheduler of `model:DIR`. This library does not depend on the finetune crate,
@@ -93,6 +100,9 @@ pub fn load_model(dir: &Path) -> Result<Box<dyn TextModel>, EvalError> {
 
 /// Asks `model` every question, at most `concurrency` at a time; replies in question order.
 pub fn answer_all(model: &dyn TextModel, asks: &[Ask<'_>], concurrency: usize) -> Vec<Reply> {
+    let concurrency = model
+        .max_concurrency()
+        .map_or(concurrency, |most| concurrency.min(most));
     let next = AtomicUsize::new(0);
     let replies: Mutex<Vec<Option<Reply>>> = Mutex::new(vec![None; asks.len()]);
     std::thread::scope(|scope| {

@@ -11,6 +11,7 @@ use candle_nn::VarBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{FinetuneError, Result};
+use crate::kernels::frozen_product;
 use crate::nn::{
     causal_attention, check_context, matmul_t, repeat_kv, rms_norm, silu, split_heads, KvCache,
 };
@@ -102,7 +103,7 @@ impl LoraLinear {
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let base = matmul_t(x, &self.weight)?;
+        let base = frozen_product(x, &self.weight)?;
         match &self.adapter {
             None => Ok(base),
             Some((a, b, scale)) => {
@@ -256,7 +257,7 @@ impl Llama {
 
     /// Next-token logits of hidden states [.., hidden].
     pub fn logits(&self, hidden: &Tensor) -> Result<Tensor> {
-        matmul_t(hidden, &self.head)
+        frozen_product(hidden, &self.head)
     }
 
     /// All weights in Hugging Face names, adapters folded in.

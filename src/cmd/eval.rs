@@ -152,6 +152,10 @@ struct FinetuneModel {
 }
 
 impl TextModel for FinetuneModel {
+    fn max_concurrency(&self) -> Option<usize> {
+        Some(rayon::current_num_threads())
+    }
+
     fn answer(&self, ask: &Ask<'_>) -> Reply {
         let started = Instant::now();
         let decode = DecodeOptions {

@@ -569,8 +569,9 @@ pub fn attention_generic(q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Re
 /// `0..=start + i`.
 pub fn masked_softmax(scores: &Tensor, start: usize) -> Result<Tensor> {
     let (t, total) = (scores.dim(2)?, scores.dim(3)?);
-    if start + t >= total && t == 1 {
-        // One query that sees every key (decoding with the cache): nothing to mask.
+    if start > 0 && t == 1 && start + t >= total {
+        // One new query after cached keys, seeing all of them (decoding with the cache):
+        // nothing to mask, and no gradient is taken (the cache is detached).
         return Ok(candle_nn::ops::softmax_last_dim(&scores.contiguous()?)?);
     }
     let mask: Vec<u8> = (0..t)

@@ -42,6 +42,7 @@ macro_rules! vectorised {
 pub mod attention;
 pub mod bias;
 pub mod cross_entropy;
+pub mod frozen;
 pub mod gelu;
 pub mod layer_norm;
 
@@ -50,6 +51,7 @@ pub use attention::{
 };
 pub use bias::add_bias;
 pub use cross_entropy::cross_entropy;
+pub use frozen::frozen_product;
 pub use gelu::gelu;
 pub use layer_norm::layer_norm;
 
