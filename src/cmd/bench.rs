@@ -50,8 +50,9 @@ pub enum BenchCommand {
     /// --vocab tokens, context max(1024, seq)), trains 2 warm-up steps and then --steps timed
     /// steps on one batch of --batch random sequences with the loss on every token (AdamW,
     /// clipping at 1), then runs `benches/torch_gpt.py` (--python, --torch-script) with the
-    /// same shapes and threads. It prints a Markdown table: tokens per wall-clock second and
-    /// per CPU-second of each, and their ratio (candle / PyTorch, wall clock). PyTorch is
+    /// same shapes and threads, --repeat times each, alternating. It prints a Markdown table of
+    /// the median runs: tokens per wall-clock second and per CPU-second of each, and their
+    /// ratio (candle / PyTorch, wall clock). PyTorch is
     /// skipped with a message when the script or `import torch` fails. Then, per thread
     /// count, constrained greedy decisions/s of gpt-tiny on --decode 8-job `hpc` snapshots.
     /// Run it on an idle machine: other processes change wall-clock figures.

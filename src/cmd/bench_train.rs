@@ -71,6 +71,11 @@ pub struct TrainBenchArgs {
     #[arg(long)]
     pub no_torch: bool,
 
+    /// Runs of each measurement, candle and PyTorch alternating; the tables show the median
+    /// (by tokens per wall-clock second).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+
     /// Snapshots decoded for the decisions/s figure (8-job `hpc` queues; 0 skips decoding).
     #[arg(long, default_value_t = 20)]
     pub decode: usize,
@@ -131,14 +136,19 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
                     batch: args.batch,
                     seq,
                 };
-                let candle = in_pool(n, || candle_train(shape, args.steps))?;
-                let reference =
-                    match &torch {
-                        Some(version) => Some(torch_train(args, shape, n).with_context(|| {
+                // Candle and PyTorch alternate, so that a change in the machine's speed
+                // during the run touches both; each figure is the median of its runs.
+                let (mut candle, mut reference) = (Vec::new(), Vec::new());
+                for _ in 0..args.repeat.max(1) {
+                    candle.push(in_pool(n, || candle_train(shape, args.steps))?);
+                    if let Some(version) = &torch {
+                        reference.push(torch_train(args, shape, n).with_context(|| {
                             format!("running the PyTorch reference ({version})")
-                        })?),
-                        None => None,
-                    };
+                        })?);
+                    }
+                }
+                let candle = median(candle);
+                let reference = (!reference.is_empty()).then(|| median(reference));
                 print_row(shape, n, &candle, reference.as_ref());
             }
         }
@@ -155,6 +165,12 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The run with the median tokens per wall-clock second (the upper one of an even count).
+fn median(mut runs: Vec<Timing>) -> Timing {
+    runs.sort_by(|a, b| a.per_s().total_cmp(&b.per_s()));
+    runs[runs.len() / 2]
 }
 
 fn print_row(shape: TrainShape, threads: usize, candle: &Timing, torch: Option<&Timing>) {
