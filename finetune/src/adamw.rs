@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{Device, Tensor, Var};
+use rayon::prelude::*;
 
 use crate::error::{FinetuneError, Result};
 
@@ -18,9 +19,33 @@ const BETA1: f64 = 0.9;
 const BETA2: f64 = 0.95;
 const EPS: f64 = 1e-8;
 
+/// Elements per task of the fused update.
+const PIECE: usize = 1 << 14;
+
+/// The fused update of one piece: new moments `m`, `v` and weights `theta` from the weights
+/// and gradient `(w, g)` and the old moments `(m0, v0)`.
+fn update(
+    m: &mut [f32],
+    v: &mut [f32],
+    theta: &mut [f32],
+    (w, g): (&[f32], &[f32]),
+    (m0, v0): (&[f32], &[f32]),
+    h: Hyper,
+) {
+    let (b1, b2, eps) = (BETA1 as f32, BETA2 as f32, EPS as f32);
+    for j in 0..m.len() {
+        let g = g[j] * h.grad_scale;
+        m[j] = m0[j] * b1 + g * (1.0 - b1);
+        v[j] = v0[j] * b2 + g * g * (1.0 - b2);
+        let step = (m[j] / h.c1) / ((v[j] / h.c2).sqrt() + eps);
+        theta[j] = w[j] * h.decay - step * h.lr;
+    }
+}
+
 /// The scalars of one step: bias corrections, learning rate and weight-decay factor.
 #[derive(Clone, Copy)]
 struct Hyper {
+    grad_scale: f32,
     c1: f32,
     c2: f32,
     lr: f32,
@@ -42,13 +67,14 @@ impl AdamW {
         })
     }
 
+    /// One step with gradients `grads` times `grad_scale` (gradient clipping), learning rate
+    /// `lr`, step number `t` (from 1) and weight decay `wd`.
     pub(crate) fn step(
         &mut self,
         params: &[(String, Var)],
         grads: &[Tensor],
-        lr: f64,
-        t: usize,
-        wd: f64,
+        grad_scale: f64,
+        (lr, t, wd): (f64, usize, f64),
     ) -> Result<()> {
         let c1 = 1.0 - BETA1.powi(t as i32);
         let c2 = 1.0 - BETA2.powi(t as i32);
@@ -56,6 +82,7 @@ impl AdamW {
             let decay = if var.rank() >= 2 { 1.0 - lr * wd } else { 1.0 };
             if crate::kernels::fused(var.as_tensor()) && crate::kernels::fused(g) {
                 let h = Hyper {
+                    grad_scale: grad_scale as f32,
                     c1: c1 as f32,
                     c2: c2 as f32,
                     lr: lr as f32,
@@ -64,6 +91,7 @@ impl AdamW {
                 self.fused_step(i, var, g, h)?;
                 continue;
             }
+            let g = &(g * grad_scale)?;
             self.m[i] = ((&self.m[i] * BETA1)? + (g * (1.0 - BETA1))?)?;
             self.v[i] = ((&self.v[i] * BETA2)? + (g.sqr()? * (1.0 - BETA2))?)?;
             let update = ((&self.m[i] / c1)? / ((&self.v[i] / c2)?.sqrt()? + EPS)?)?;
@@ -83,13 +111,16 @@ impl AdamW {
             with_f32(g, |g| {
                 with_f32(&self.m[i], |m0| {
                     with_f32(&self.v[i], |v0| {
-                        let (b1, b2) = (BETA1 as f32, BETA2 as f32);
-                        for j in 0..n {
-                            m[j] = m0[j] * b1 + g[j] * (1.0 - b1);
-                            v[j] = v0[j] * b2 + g[j] * g[j] * (1.0 - b2);
-                            let update = (m[j] / h.c1) / ((v[j] / h.c2).sqrt() + EPS as f32);
-                            theta[j] = w[j] * h.decay - update * h.lr;
-                        }
+                        // Elementwise, so the split into pieces does not change any value.
+                        m.par_chunks_mut(PIECE)
+                            .zip(v.par_chunks_mut(PIECE))
+                            .zip(theta.par_chunks_mut(PIECE))
+                            .enumerate()
+                            .for_each(|(p, ((m, v), theta))| {
+                                let at = p * PIECE..p * PIECE + m.len();
+                                let old = (&w[at.clone()], &g[at.clone()]);
+                                update(m, v, theta, old, (&m0[at.clone()], &v0[at]), h);
+                            });
                     })
                 })
             })

@@ -320,26 +320,24 @@ impl Trainer {
             };
             list.push(g);
         }
+        // Clipping scales every gradient by one factor, applied inside the optimizer's pass.
         let clip = self.state.options.clip;
+        let mut grad_scale = 1.0;
         if clip > 0.0 {
             let mut sq = 0.0;
             for g in &list {
-                sq += g.sqr()?.sum_all()?.to_scalar::<f32>()? as f64;
+                sq += crate::kernels::sum_of_squares(g)?;
             }
             let norm = sq.sqrt();
             if norm > clip {
-                let scale = clip / (norm + 1e-6);
-                list = list
-                    .iter()
-                    .map(|g| g * scale)
-                    .collect::<candle_core::Result<_>>()?;
+                grad_scale = clip / (norm + 1e-6);
             }
         }
         let lr = self.learning_rate(self.state.step);
         self.state.step += 1;
         let wd = self.state.options.weight_decay;
         self.opt
-            .step(&self.params, &list, lr, self.state.step, wd)?;
+            .step(&self.params, &list, grad_scale, (lr, self.state.step, wd))?;
         Ok(loss.to_scalar::<f32>()? as f64)
     }
 

@@ -98,6 +98,28 @@ impl SharedMut {
     }
 }
 
+/// Elements per piece of [`sum_of_squares`].
+const SQUARES_PIECE: usize = 1 << 14;
+
+/// The sum of the squares of every element of `t` (a gradient's squared norm), in f64 over
+/// fixed pieces added in order: the same value with any number of threads.
+pub fn sum_of_squares(t: &Tensor) -> crate::error::Result<f64> {
+    use rayon::prelude::*;
+    if !fused(t) {
+        return Ok(t
+            .to_dtype(DType::F32)?
+            .sqr()?
+            .sum_all()?
+            .to_scalar::<f32>()? as f64);
+    }
+    let parts = with_f32(t, |x| {
+        x.par_chunks(SQUARES_PIECE)
+            .map(|c| dot(c, c) as f64)
+            .collect::<Vec<f64>>()
+    })?;
+    Ok(parts.iter().sum())
+}
+
 /// Sum of `xs` in eight interleaved lanes (vectorisable; the same order on every machine).
 #[inline(always)]
 pub(crate) fn sum(xs: &[f32]) -> f32 {
