@@ -8,7 +8,7 @@ use candle_core::{Tensor, D};
 use crate::error::Result;
 use crate::kernels;
 
-pub use crate::kernels::{add_bias, causal_attention_packed, gelu, layer_norm};
+pub use crate::kernels::{add_bias, causal_attention_packed, cross_entropy, gelu, layer_norm};
 
 /// `x W^T` for `x` [.., in] and `w` [out, in]: [.., out]. The leading dimensions are folded
 /// into one, so the product reads `w` transposed in place (a broadcast product would copy the
@@ -32,9 +32,9 @@ pub fn matmul_t(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 }
 
 /// A linear layer `x W^T + b` (variables `weight` [out, in] and `bias` [out], as
-/// `candle_nn::linear`), whose bias goes through the fused [`add_bias`].
+/// `candle_nn::linear`): the product by [`matmul_t`], the bias by the fused [`add_bias`].
 pub struct Dense {
-    linear: candle_nn::Linear,
+    weight: Tensor,
     bias: Tensor,
 }
 
@@ -45,14 +45,13 @@ impl Dense {
             crate::error::FinetuneError::Model("linear layer without bias".into())
         })?;
         Ok(Dense {
-            linear: candle_nn::Linear::new(full.weight().clone(), None),
+            weight: full.weight().clone(),
             bias,
         })
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        use candle_core::Module;
-        add_bias(&self.linear.forward(x)?, &self.bias)
+        add_bias(&matmul_t(x, &self.weight)?, &self.bias)
     }
 }
 
@@ -119,7 +118,7 @@ pub fn silu(x: &Tensor) -> Result<Tensor> {
 /// Causal attention of queries `q` [b, h, t, d] (positions `start..start + t`) over keys and
 /// values `k`, `v` [b, h, start + t, d]; returns [b, t, h * d].
 pub fn causal_attention(q: &Tensor, k: &Tensor, v: &Tensor, start: usize) -> Result<Tensor> {
-    if start == 0 && q.dim(2)? == k.dim(2)? && kernels::fused(q) {
+    if start == 0 && q.dim(2)? == k.dim(2)? {
         return kernels::causal_attention_fused(q, k, v);
     }
     kernels::attention_generic(q, k, v, start)
@@ -142,11 +141,6 @@ pub fn repeat_kv(x: &Tensor, n: usize) -> Result<Tensor> {
     Ok(x.unsqueeze(2)?
         .expand((b, h, n, t, d))?
         .reshape((b, h * n, t, d))?)
-}
-
-/// Mean negative log-likelihood of `targets` under `logits` [n, vocab].
-pub fn nll(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    kernels::cross_entropy(logits, targets)
 }
 
 /// Fails when a sequence of `tokens` (cached ones included) does not fit a `context`.

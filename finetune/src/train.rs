@@ -30,7 +30,7 @@ use crate::data::{batches, plan, Example};
 use crate::error::{FinetuneError, Result};
 use crate::heldout::{self, HeldOut};
 use crate::model::{self, sorted_vars, Loaded};
-use crate::nn::nll;
+use crate::nn::cross_entropy;
 use crate::predict::AnswerTables;
 
 pub const STATE_FILE: &str = "train_state.json";
@@ -291,7 +291,7 @@ impl Trainer {
         let hidden = self.loaded.model.hidden(&input, None)?;
         let (b, t, w) = hidden.dims3()?;
         let picked = hidden.reshape((b * t, w))?.index_select(&positions, 0)?;
-        nll(&self.loaded.model.logits(&picked)?, &targets)
+        cross_entropy(&self.loaded.model.logits(&picked)?, &targets)
     }
 
     /// Learning rate at step `step` (0-based) of `total`.

@@ -7,7 +7,7 @@
 mod common;
 
 use candle_core::Device;
-use schedlm_finetune::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
+use schedlm_finetune::decode::Vocab;
 use schedlm_finetune::model::{build, Base, ModelSpec};
 use schedlm_finetune::LoraConfig;
 
@@ -53,21 +53,7 @@ fn lora_decoding_memory_is_bounded_by_the_model() {
         end: u32::MAX,
         stop: &[],
     };
-    let options = DecodeOptions {
-        max_new_tokens: 200,
-        ..DecodeOptions::default()
-    };
-    let primed = prime(&loaded.model, &prompt, &Device::Cpu).unwrap();
-    let out = generate(
-        &loaded.model,
-        &primed,
-        &vocab,
-        None,
-        &mut Chooser::Greedy,
-        &options,
-        &Device::Cpu,
-    )
-    .unwrap();
+    let out = common::greedy(&loaded.model, &prompt, &vocab, 200);
     assert_eq!(out.len(), 200);
     let after = resident().unwrap();
     eprintln!(

@@ -6,7 +6,7 @@
 mod common;
 
 use candle_core::{Device, Tensor};
-use schedlm_finetune::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
+use schedlm_finetune::decode::Vocab;
 use schedlm_finetune::model::{build, Base, ModelSpec};
 use schedlm_finetune::LoraConfig;
 
@@ -59,21 +59,7 @@ fn smollm2_tokenizer_logits_and_chat() {
         end: tok.end_token(),
         stop: &stop,
     };
-    let options = DecodeOptions {
-        max_new_tokens: 12,
-        ..DecodeOptions::default()
-    };
-    let primed = prime(&loaded.model, &prompt, &Device::Cpu).unwrap();
-    let out = generate(
-        &loaded.model,
-        &primed,
-        &vocab,
-        None,
-        &mut Chooser::Greedy,
-        &options,
-        &Device::Cpu,
-    )
-    .unwrap();
+    let out = common::greedy(&loaded.model, &prompt, &vocab, 12);
     let text = tok.decode_clean(&out).unwrap();
     eprintln!("greedy continuation: {text:?}");
     let letters = text

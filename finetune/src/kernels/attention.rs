@@ -359,21 +359,53 @@ fn backward(
     });
 }
 
-fn lse_of(lock: &Mutex<Vec<f32>>, len: usize) -> candle_core::Result<Vec<f32>> {
-    let lse = lock.lock().unwrap_or_else(|e| e.into_inner());
-    if lse.len() != len {
-        return Err(candle_core::Error::Msg(
-            "fused attention: backward without its forward pass".into(),
-        ));
-    }
-    Ok(lse.clone())
-}
-
-/// Attention over separate q, k, v [b, h, t, d]; keeps the log-sum-exps for backward.
-struct Attention {
+/// What both attention operations share: the scale and the log-sum-exp of every query row,
+/// written by the forward pass and read by the backward pass.
+struct Kept {
     scale: f32,
     lse: Mutex<Vec<f32>>,
 }
+
+impl Kept {
+    fn new(d: usize) -> Kept {
+        Kept {
+            scale: 1.0 / (d as f32).sqrt(),
+            lse: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs the forward pass and keeps its log-sum-exps; returns the output [b, t, h * d].
+    fn forward(&self, dims: Dims, x: &Inputs) -> (CpuStorage, Shape) {
+        let (out, lse) = forward(dims, self.scale, x);
+        *self.lse.lock().unwrap_or_else(|e| e.into_inner()) = lse;
+        (
+            CpuStorage::F32(out),
+            Shape::from((dims.b, dims.t, dims.width())),
+        )
+    }
+
+    /// Runs the backward pass (see [`backward`]) with the kept log-sum-exps.
+    fn backward(
+        &self,
+        dims: Dims,
+        x: &Inputs,
+        (out, grad): (&Tensor, &Tensor),
+        grads: [SharedMut; 3],
+    ) -> candle_core::Result<()> {
+        let lse = self.lse.lock().unwrap_or_else(|e| e.into_inner());
+        if lse.len() != dims.b * dims.h * dims.t {
+            return Err(candle_core::Error::Msg(
+                "fused attention: backward without its forward pass".into(),
+            ));
+        }
+        with_f32(out, |o| {
+            with_f32(grad, |g| backward(dims, self.scale, x, &lse, (o, g), grads))
+        })?
+    }
+}
+
+/// Attention over separate q, k, v [b, h, t, d].
+struct Attention(Kept);
 
 impl CustomOp3 for Attention {
     fn name(&self) -> &'static str {
@@ -390,19 +422,13 @@ impl CustomOp3 for Attention {
         vl: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let dims = Dims::of(ql)?;
-        let heads = Heads::separate(dims);
         let x = Inputs {
             q: f32_slice(qs, ql)?,
             k: f32_slice(ks, kl)?,
             v: f32_slice(vs, vl)?,
-            layout: [heads; 3],
+            layout: [Heads::separate(dims); 3],
         };
-        let (out, lse) = forward(dims, self.scale, &x);
-        *self.lse.lock().unwrap_or_else(|e| e.into_inner()) = lse;
-        Ok((
-            CpuStorage::F32(out),
-            Shape::from((dims.b, dims.t, dims.width())),
-        ))
+        Ok(self.0.forward(dims, &x))
     }
 
     fn bwd(
@@ -415,27 +441,22 @@ impl CustomOp3 for Attention {
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (b, h, t, d) = q.dims4()?;
         let dims = Dims { b, h, t, d };
-        let lse = lse_of(&self.lse, b * h * t)?;
         let size = q.elem_count();
         let (mut dq, mut dk, mut dv) = (vec![0f32; size], vec![0f32; size], vec![0f32; size]);
         let ptrs = [dq.as_mut_ptr(), dk.as_mut_ptr(), dv.as_mut_ptr()].map(SharedMut);
         with_f32(q, |q| {
             with_f32(k, |k| {
                 with_f32(v, |v| {
-                    with_f32(out, |o| {
-                        with_f32(grad, |g| {
-                            let x = Inputs {
-                                q,
-                                k,
-                                v,
-                                layout: [Heads::separate(dims); 3],
-                            };
-                            backward(dims, self.scale, &x, &lse, (o, g), ptrs)
-                        })
-                    })
+                    let x = Inputs {
+                        q,
+                        k,
+                        v,
+                        layout: [Heads::separate(dims); 3],
+                    };
+                    self.0.backward(dims, &x, (out, grad), ptrs)
                 })
             })
-        })?????;
+        })????;
         let device = q.device();
         Ok((
             Some(Tensor::from_vec(dq, q.shape(), device)?),
@@ -449,8 +470,7 @@ impl CustomOp3 for Attention {
 /// the output of one linear layer): no split into heads, no copies, and one gradient tensor.
 struct PackedAttention {
     heads: usize,
-    scale: f32,
-    lse: Mutex<Vec<f32>>,
+    kept: Kept,
 }
 
 impl PackedAttention {
@@ -468,6 +488,16 @@ impl PackedAttention {
             ))),
         }
     }
+
+    /// q, k and v of one packed buffer.
+    fn inputs<'a>(dims: Dims, qkv: &'a [f32]) -> Inputs<'a> {
+        Inputs {
+            q: qkv,
+            k: qkv,
+            v: qkv,
+            layout: [0, 1, 2].map(|p| Heads::packed(dims, p)),
+        }
+    }
 }
 
 impl CustomOp1 for PackedAttention {
@@ -477,19 +507,8 @@ impl CustomOp1 for PackedAttention {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
         let dims = self.dims(l.dims())?;
-        let qkv = f32_slice(s, l)?;
-        let x = Inputs {
-            q: qkv,
-            k: qkv,
-            v: qkv,
-            layout: [0, 1, 2].map(|p| Heads::packed(dims, p)),
-        };
-        let (out, lse) = forward(dims, self.scale, &x);
-        *self.lse.lock().unwrap_or_else(|e| e.into_inner()) = lse;
-        Ok((
-            CpuStorage::F32(out),
-            Shape::from((dims.b, dims.t, dims.width())),
-        ))
+        let x = Self::inputs(dims, f32_slice(s, l)?);
+        Ok(self.kept.forward(dims, &x))
     }
 
     fn bwd(
@@ -499,22 +518,12 @@ impl CustomOp1 for PackedAttention {
         grad: &Tensor,
     ) -> candle_core::Result<Option<Tensor>> {
         let dims = self.dims(qkv.dims())?;
-        let lse = lse_of(&self.lse, dims.b * dims.h * dims.t)?;
         let mut dqkv = vec![0f32; qkv.elem_count()];
         let ptr = SharedMut(dqkv.as_mut_ptr());
         with_f32(qkv, |qkv| {
-            with_f32(out, |o| {
-                with_f32(grad, |g| {
-                    let x = Inputs {
-                        q: qkv,
-                        k: qkv,
-                        v: qkv,
-                        layout: [0, 1, 2].map(|p| Heads::packed(dims, p)),
-                    };
-                    backward(dims, self.scale, &x, &lse, (o, g), [ptr; 3])
-                })
-            })
-        })???;
+            let x = Self::inputs(dims, qkv);
+            self.kept.backward(dims, &x, (out, grad), [ptr; 3])
+        })??;
         Ok(Some(Tensor::from_vec(dqkv, qkv.shape(), qkv.device())?))
     }
 }
@@ -527,8 +536,7 @@ pub fn causal_attention_packed(qkv: &Tensor, heads: usize) -> Result<Tensor> {
     if fused(qkv) {
         let op = PackedAttention {
             heads,
-            scale: 1.0 / (d as f32).sqrt(),
-            lse: Mutex::new(Vec::new()),
+            kept: Kept::new(d),
         };
         return Ok(qkv.contiguous()?.apply_op1(op)?);
     }
@@ -544,13 +552,12 @@ pub fn causal_attention_packed(qkv: &Tensor, heads: usize) -> Result<Tensor> {
 }
 
 /// Causal self-attention of `q`, `k`, `v` [b, h, t, d] (every query at the position of its
-/// key, no cache): [b, t, h * d].
+/// key, no cache): [b, t, h * d]. Fused on the CPU, basic operations elsewhere.
 pub fn causal_attention_fused(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Tensor> {
-    let d = q.dim(D::Minus1)?;
-    let op = Attention {
-        scale: 1.0 / (d as f32).sqrt(),
-        lse: Mutex::new(Vec::new()),
-    };
+    if !fused(q) {
+        return attention_generic(q, k, v, 0);
+    }
+    let op = Attention(Kept::new(q.dim(D::Minus1)?));
     Ok(q.contiguous()?
         .apply_op3(&k.contiguous()?, &v.contiguous()?, op)?)
 }

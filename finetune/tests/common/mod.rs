@@ -99,3 +99,30 @@ pub fn gguf_path() -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// The greedy, unconstrained continuation of `prompt` (at most `max_new_tokens` tokens, fewer
+/// when the vocabulary's end or a stop token comes first), with the key/value cache.
+pub fn greedy(
+    model: &schedlm_finetune::model::Model,
+    prompt: &[u32],
+    vocab: &schedlm_finetune::decode::Vocab,
+    max_new_tokens: usize,
+) -> Vec<u32> {
+    use schedlm_finetune::decode::{generate, prime, Chooser, DecodeOptions};
+    let device = candle_core::Device::Cpu;
+    let options = DecodeOptions {
+        max_new_tokens,
+        ..DecodeOptions::default()
+    };
+    let primed = prime(model, prompt, &device).unwrap();
+    generate(
+        model,
+        &primed,
+        vocab,
+        None,
+        &mut Chooser::Greedy,
+        &options,
+        &device,
+    )
+    .unwrap()
+}
