@@ -2,14 +2,15 @@
 """Outside reference for `schedlm bench train`: training tokens/s of the same GPT (default
 gpt-tiny: 4 layers, width 128, 4 heads, vocab 1024, context 1024; pre-norm blocks, tanh GELU
 MLP, fused causal attention (SDPA), AdamW, gradient clipping, loss on every token) in PyTorch
-on the CPU.
+on the CPU, or on a GPU with `--device cuda`.
 
 Not run in CI. Needs `pip install torch` (the PyPI wheel works on the CPU). `schedlm bench train`
 runs it with the same shapes and reads the JSON line it prints with `--json`. Each step feeds
 `batch` sequences of `seq` tokens (and predicts the next `seq`), so one step is `batch * seq`
 tokens, as in the Rust bench. Usage:
     python3 benches/torch_gpt.py [--steps 20] [--batch 8] [--seq 942] [--threads 2]
-                                 [--width 128] [--heads 4] [--layers 4] [--json]
+                                 [--width 128] [--heads 4] [--layers 4] [--device cpu]
+                                 [--json]
 """
 import argparse
 import json
@@ -50,7 +51,7 @@ class Gpt(nn.Module):
         self.head = nn.Linear(width, vocab, bias=False)
 
     def forward(self, ids):
-        pos = torch.arange(ids.shape[1])
+        pos = torch.arange(ids.shape[1], device=ids.device)
         x = self.wte(ids) + self.wpe(pos)
         for block in self.blocks:
             x = block(x)
@@ -68,17 +69,25 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vocab", type=int, default=1024)
     p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print one JSON line of figures")
     a = p.parse_args()
     torch.manual_seed(1)
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
-    model = Gpt(a.vocab, a.context, a.layers, a.width, a.heads)
+    device = torch.device(a.device)
+    model = Gpt(a.vocab, a.context, a.layers, a.width, a.heads).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.01)
-    ids = torch.randint(0, a.vocab, (a.batch, a.seq + 1))
+    ids = torch.randint(0, a.vocab, (a.batch, a.seq + 1)).to(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     start = cpu_start = None
     for step in range(a.steps + 2):
         if step == 2:
+            sync()
             start, cpu_start = time.perf_counter(), time.process_time()
         logits = model(ids[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, a.vocab), ids[:, 1:].reshape(-1))
@@ -86,6 +95,7 @@ def main():
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+    sync()
     secs = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
     tokens = a.steps * a.batch * a.seq

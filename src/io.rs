@@ -5,15 +5,53 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use schedlm_model::{Instance, Problem};
+use schedlm_model::{text_lines, Instance, Problem};
 
-/// One non-blank line of an input file: its 1-based number and its text.
-pub struct Line {
-    pub number: usize,
-    pub text: String,
+/// `println!` that returns an error instead of panicking when standard output fails (a closed
+/// pipe, a full disk): `outln!("...")?`.
+macro_rules! outln {
+    () => {
+        $crate::io::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::io::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
 }
 
-/// Reads every non-blank line of `path` (`-` reads standard input).
+/// `print!` with the error handling of [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::io::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// Writes to standard output, naming it in the error.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .context("cannot write to standard output")
+}
+
+/// Whether an error comes from writing to a pipe whose reader has gone.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// One non-blank line of an input file: its 1-based number and its text (or why its bytes are
+/// not text).
+pub struct Line {
+    pub number: usize,
+    pub text: std::result::Result<String, String>,
+}
+
+/// Reads every non-blank line of `path` (`-` reads standard input). A line that is not UTF-8
+/// is kept, as a bad line; an input without any line is said on stderr.
 pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
     let reader: Box<dyn BufRead> = if path == Path::new("-") {
         Box::new(BufReader::new(io::stdin()))
@@ -22,21 +60,24 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
         Box::new(BufReader::new(file))
     };
     let mut lines = Vec::new();
-    for (i, text) in reader.lines().enumerate() {
-        let text =
-            text.with_context(|| format!("{}: cannot read line {}", path.display(), i + 1))?;
-        if !text.trim().is_empty() {
+    for line in text_lines(reader) {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if !line.is_blank() {
             lines.push(Line {
-                number: i + 1,
-                text,
+                number: line.number,
+                text: line.text,
             });
         }
+    }
+    if lines.is_empty() {
+        eprintln!("{}: no instance: the input is empty", path.display());
     }
     Ok(lines)
 }
 
 /// Parses and validates one line as an instance; the error lists every problem found.
-pub fn parse_instance(text: &str) -> std::result::Result<(Instance, Problem), String> {
+pub fn parse_instance(line: &Line) -> std::result::Result<(Instance, Problem), String> {
+    let text = line.text.as_deref().map_err(String::clone)?;
     let instance = schedlm_dataset::build::parse_valid(text)?;
     let problem = Problem::new(&instance).map_err(|e| e.to_string())?;
     Ok((instance, problem))

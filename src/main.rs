@@ -2,9 +2,10 @@
 //! crates (`schedlm-model`, `schedlm-generator`, `schedlm-solver`), so every command is also
 //! a library call.
 
+#[macro_use]
+mod io;
 mod args;
 mod cmd;
-mod io;
 
 use clap::Parser;
 
@@ -32,7 +33,27 @@ fn main() {
     keep_freed_memory();
     let cli = args::Cli::parse();
     if let Err(e) = cmd::run(cli) {
-        eprintln!("error: {e:#}");
+        // A reader that stopped reading (`schedlm ... | head`) is not an error of ours: stop
+        // quietly, as other Unix tools do.
+        if io::is_broken_pipe(&e) {
+            std::process::exit(0);
+        }
+        eprintln!("error: {}", message(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes, `: `-separated, each cause once: library errors often repeat
+/// their cause in their own message ("x.gz: cannot read: unexpected end of file"), and the
+/// chain would print it again.
+fn message(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

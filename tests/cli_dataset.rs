@@ -113,6 +113,8 @@ fn every_record_is_consistent_and_optimal_labels_survive_brute_force() {
             "--split",
             "60/20/20",
             "--plan",
+            "--format",
+            "both",
         ],
     )
     .ok();
@@ -489,4 +491,64 @@ fn stats_reports_counts_and_rules() {
                 .map_or(0, |v| v["hpc"].as_u64().unwrap_or(0)),
         20
     );
+}
+
+/// `--format`: one form of prompt and answer per file, `messages` by default; every schedlm
+/// reader takes either, and both give the same evaluation.
+#[test]
+fn one_form_per_file_and_both_read_the_same() {
+    let dir = tempdir();
+    let mut reports = Vec::new();
+    for (format, keys) in [
+        (None, ["messages", ""]),
+        (Some("prompt-completion"), ["prompt", "completion"]),
+    ] {
+        let out = dir
+            .path()
+            .join(format!("ds-{}", format.unwrap_or("default")));
+        let mut args = vec![
+            "--family", "hpc", "-n", "12", "--queue", "3..5", "--split", "0/0/100",
+        ];
+        if let Some(f) = format {
+            args.extend(["--format", f]);
+        }
+        build(&out, &args).ok();
+        for r in read_jsonl(&out.join("test.jsonl")) {
+            for key in ["prompt", "completion", "messages"] {
+                assert_eq!(
+                    r.get(key).is_some(),
+                    keys.contains(&key),
+                    "{format:?}: `{key}` in {r}"
+                );
+            }
+        }
+        let report = dir
+            .path()
+            .join(format!("report-{}", format.unwrap_or("default")));
+        let data = path_str(&out.join("test.jsonl"));
+        run(&[
+            "eval",
+            "--data",
+            &data,
+            "--policies",
+            "fcfs,sjf",
+            "-o",
+            &path_str(&report),
+        ])
+        .ok();
+        // Every column but the decision time.
+        let csv = fs::read_to_string(report.join("instances.csv")).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let seconds = header.iter().position(|h| *h == "seconds").unwrap();
+        let rows: Vec<String> = csv
+            .lines()
+            .map(|l| {
+                let mut cells: Vec<&str> = l.split(',').collect();
+                cells.remove(seconds);
+                cells.join(",")
+            })
+            .collect();
+        reports.push(rows);
+    }
+    assert_eq!(reports[0], reports[1]);
 }

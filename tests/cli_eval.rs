@@ -48,7 +48,7 @@ fn snapshot_report_end_to_end() {
         let output = if i % 3 == 2 {
             json!("no idea")
         } else {
-            r["completion"].clone()
+            r["messages"][2]["content"].clone()
         };
         preds += &format!(
             "{}\n",
@@ -432,4 +432,173 @@ fn policy(summary: &Value, name: &str) -> Value {
         .find(|p| p["policy"] == name)
         .unwrap()
         .clone()
+}
+
+/// A tiny OpenAI-compatible server for the command under test: answers each request with
+/// `reply(n, user message)` (status, body) and counts requests. Runs until the test ends.
+fn serve(
+    reply: impl Fn(usize, &str) -> (u16, String) + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let (reply, seen) = (Arc::new(reply), count.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let user = request["messages"][1]["content"].as_str().unwrap_or("");
+            let (status, text) = reply(seen.fetch_add(1, Ordering::SeqCst), user);
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (url, count)
+}
+
+/// The queue order `J1 ... Jn` of a compact prompt, as a chat-completions body.
+fn queue_order_body(user: &str) -> String {
+    let jobs = (1..100)
+        .take_while(|k| user.contains(&format!("J{k} ")))
+        .count();
+    let ids: Vec<String> = (1..=jobs).map(|k| format!("J{k}")).collect();
+    json!({"choices": [{"message": {"content": ids.join(" ")}, "finish_reason": "stop"}]})
+        .to_string()
+}
+
+#[test]
+fn a_dead_endpoint_fails_the_command_and_is_never_best() {
+    let dir = tempdir();
+    let data = dataset(dir.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("openai:http://127.0.0.1:{port}/v1#x");
+    let report = dir.path().join("out");
+    let args = |extra: &[&str]| {
+        let mut a: Vec<String> = [
+            "eval",
+            "--data",
+            &data,
+            "--policies",
+            &format!("{dead},fcfs"),
+            "--report",
+            &path_str(&report),
+            "--retries",
+            "0",
+            "--quiet",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let r = run(&args(&[])).failed();
+    assert!(
+        r.stderr
+            .contains(&format!("warning: {dead}: 16 of 16 answers failed"))
+            && r.stderr.contains("transport")
+            && r.stderr.contains("--keep-going"),
+        "{}",
+        r.stderr
+    );
+    let out = r.stdout_text();
+    assert!(out.starts_with("Best: fcfs,"), "{out}");
+    assert!(out.contains("all 16 answers failed"), "{out}");
+    // The report is written all the same, with every failed answer and its reason.
+    let md = fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("all 16 answers failed"), "{md}");
+    let answers = read_jsonl(&report.join("answers.jsonl"));
+    assert_eq!(answers.len(), 16);
+    assert!(answers.iter().all(|a| a["error"].is_string()));
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(report.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(policy(&summary, &dead)["failed"], 16);
+    // Asked to keep going, the same run exits 0.
+    run(&args(&["--keep-going"])).ok();
+}
+
+#[test]
+fn interrupted_llm_evaluations_resume_asking_only_for_what_is_missing() {
+    let dir = tempdir();
+    let data = dataset(dir.path());
+    let report = path_str(&dir.path().join("out"));
+    // The first server fails every third request (HTTP 500, not retried with --retries 0)
+    // and answers the queue order otherwise.
+    let (url, first) = serve(|n, user| {
+        if n % 3 == 2 {
+            (500, r#"{"error": {"message": "GPU fell over"}}"#.into())
+        } else {
+            (200, queue_order_body(user))
+        }
+    });
+    let policy_name = format!("openai:{url}#m");
+    let eval = |policies: &str, extra: &[&str]| {
+        let mut a = vec![
+            "eval",
+            "--data",
+            &data,
+            "--policies",
+            policies,
+            "--report",
+            &report,
+            "--retries",
+            "0",
+            "--quiet",
+        ];
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    let r = eval(&format!("fcfs,{policy_name}"), &["--limit", "12"]).ok();
+    assert!(
+        r.stderr.contains("4 of 12 answers failed") && r.stderr.contains("GPU fell over"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout_text().starts_with(&format!("Best: {policy_name}")));
+    assert_eq!(first.load(std::sync::atomic::Ordering::SeqCst), 12);
+
+    // The same endpoint, now healthy, under the same name: a resumed run asks only for the
+    // 4 failed answers and the 4 records past the old limit.
+    let again = Path::new(&report).join("answers.jsonl");
+    let kept = fs::read_to_string(&again).unwrap();
+    let (url2, second) = serve(|_, user| (200, queue_order_body(user)));
+    let renamed = kept.replace(&url, &url2);
+    fs::write(&again, renamed).unwrap();
+    let policy2 = format!("openai:{url2}#m");
+    let r = eval(&format!("fcfs,{policy2}"), &["--resume"]).ok();
+    assert!(r.stderr.contains("resuming with 8 answers"), "{}", r.stderr);
+    assert_eq!(second.load(std::sync::atomic::Ordering::SeqCst), 8);
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(Path::new(&report).join("summary.json")).unwrap())
+            .unwrap();
+    let p = policy(&summary, &policy2);
+    assert_eq!(
+        (p["instances"].as_u64(), p["failed"].as_u64()),
+        (Some(16), Some(0))
+    );
+    assert_eq!(p["valid_share"], 1.0);
 }

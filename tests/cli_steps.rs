@@ -16,7 +16,18 @@ use serde_json::Value;
 /// `dataset build -q -o DIR --records steps ARGS...`, which must succeed.
 fn build_steps(dir: &Path, args: &[&str]) {
     let d = path_str(dir);
-    let mut all = vec!["dataset", "build", "-q", "-o", &d, "--records", "steps"];
+    // Both forms, so that the test can check they agree.
+    let mut all = vec![
+        "dataset",
+        "build",
+        "-q",
+        "-o",
+        &d,
+        "--records",
+        "steps",
+        "--format",
+        "both",
+    ];
     all.extend_from_slice(args);
     run(&all).ok();
 }

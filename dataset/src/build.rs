@@ -27,13 +27,15 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 use schedlm_generator::{generate_one, Config};
-use schedlm_model::{problems, Instance, Objective, Problem, Variant};
+use schedlm_model::{problems, text_lines, Instance, Objective, Problem, Variant};
 use schedlm_solver::portfolio::{self, Method, SolveOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::fingerprint;
 use crate::prompt::Template;
-use crate::record::{make_record_with, step_records, AnswerOrder, RecordKind, RecordOptions};
+use crate::record::{
+    make_record_with, step_records, AnswerOrder, RecordFormat, RecordKind, RecordOptions,
+};
 use crate::split::{Split, SplitSpec};
 
 /// Version tag of the on-disk layout; a manifest of another format is refused.
@@ -115,6 +117,9 @@ pub struct BuildArgs {
     /// the manifest for `orders`, so builds from before the choice read and resume unchanged.
     #[serde(default, skip_serializing_if = "RecordKind::is_orders")]
     pub records: RecordKind,
+    /// Which form of prompt and answer the files carry (older manifests: both).
+    #[serde(default, skip_serializing_if = "RecordFormat::is_both")]
+    pub format: RecordFormat,
     pub split: SplitSpec,
     /// Skip invalid input instances (listed in the manifest) instead of failing.
     pub skip_invalid: bool,
@@ -200,6 +205,8 @@ pub enum BuildError {
     Manifest { path: PathBuf, reason: String },
     #[error("merge: {0}")]
     Merge(String),
+    #[error("another `schedlm dataset build` is writing to {dir}; wait for it to finish or use another output directory")]
+    Busy { dir: PathBuf },
     #[error("{path}:{line}: not a record: {reason}")]
     Record {
         path: PathBuf,
@@ -242,7 +249,8 @@ impl Default for BuildTuning {
 /// One unit of input: its source index and, for files, its text.
 struct Item {
     index: u64,
-    text: Option<String>,
+    /// The input line (`--from`), or why its bytes are not text; `None` when generated.
+    text: Option<Result<String, String>>,
 }
 
 /// A run of consecutive items.
@@ -260,8 +268,8 @@ pub fn source_len(source: &Source) -> Result<u64, BuildError> {
         Source::Generate { count, .. } => Ok(*count),
         Source::File { path, .. } => {
             let mut n = 0;
-            for line in open(path)?.lines() {
-                if !line.map_err(io_err(path))?.trim().is_empty() {
+            for line in text_lines(open(path)?) {
+                if !line.map_err(io_err(path))?.is_blank() {
                     n += 1;
                 }
             }
@@ -290,6 +298,7 @@ pub fn build(
                 .map_err(|source| BuildError::Generate { index: 0, source })?;
         }
     }
+    let _lock = lock_dir(dir)?;
     let manifest_path = dir.join("manifest.json");
     if manifest_path.exists() {
         let manifest = read_manifest(dir)?;
@@ -418,11 +427,38 @@ fn chunk_path(parts: &Path, number: u64) -> PathBuf {
 }
 
 /// Chunk numbers whose files are complete (temporary files are ignored and later replaced).
+/// The lock file that keeps two builds out of one directory.
+pub const LOCK_FILE: &str = ".build.lock";
+
+/// Takes the build lock of `dir` (created if missing) for as long as the returned file lives;
+/// a directory another process is building into is refused. The lock is the operating
+/// system's (released when that process ends, however it ends), so a killed build never
+/// leaves a stale lock behind.
+fn lock_dir(dir: &Path) -> Result<File, BuildError> {
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let path = dir.join(LOCK_FILE);
+    let file = File::create(&path).map_err(io_err(&path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
+            dir: dir.to_path_buf(),
+        }),
+        Err(fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+    }
+}
+
+/// The chunks an earlier run finished; the temporary files of chunks it was writing when it
+/// stopped are removed (their chunks are built again).
 fn finished_chunks(parts: &Path) -> Result<HashSet<u64>, BuildError> {
     let mut done = HashSet::new();
     for entry in fs::read_dir(parts).map_err(io_err(parts))? {
-        let name = entry.map_err(io_err(parts))?.file_name();
+        let entry = entry.map_err(io_err(parts))?;
+        let name = entry.file_name();
         let name = name.to_string_lossy();
+        if name.starts_with("chunk-") && name.ends_with(".tmp") {
+            fs::remove_file(entry.path()).map_err(io_err(&entry.path()))?;
+            continue;
+        }
         if let Some(n) = name
             .strip_prefix("chunk-")
             .and_then(|r| r.strip_suffix(".jsonl"))
@@ -475,18 +511,18 @@ fn chunk_iter(
         }
         Source::File { path, .. } => {
             let path = path.clone();
-            let mut lines = open(&path)?.lines().enumerate();
+            let mut lines = text_lines(open(&path)?);
             let mut number = 0;
             Ok(Box::new(std::iter::from_fn(move || {
                 let mut items = Vec::new();
                 while (items.len() as u64) < size {
                     match lines.next() {
                         None => break,
-                        Some((_, Err(e))) => return Some(Err(io_err(&path)(e))),
-                        Some((_, Ok(text))) if text.trim().is_empty() => {}
-                        Some((i, Ok(text))) => items.push(Item {
-                            index: i as u64 + 1,
-                            text: Some(text),
+                        Some(Err(e)) => return Some(Err(io_err(&path)(e))),
+                        Some(Ok(line)) if line.is_blank() => {}
+                        Some(Ok(line)) => items.push(Item {
+                            index: line.number as u64,
+                            text: Some(line.text),
                         }),
                     }
                 }
@@ -583,9 +619,11 @@ impl<'a> Context<'a> {
         records
             .iter()
             .map(|r| {
-                serde_json::to_string(r).map_err(|e| BuildError::Solve {
-                    index: item.index,
-                    reason: e.to_string(),
+                serde_json::to_string(&r.in_format(self.args.format)).map_err(|e| {
+                    BuildError::Solve {
+                        index: item.index,
+                        reason: e.to_string(),
+                    }
                 })
             })
             .collect()
@@ -604,10 +642,11 @@ impl<'a> Context<'a> {
                     })?;
                 Ok(Ok((instance, config.family.name().to_string())))
             }
-            (Source::File { label, .. }, Some(text)) => match parse_valid(text) {
+            (Source::File { label, .. }, Some(Ok(text))) => match parse_valid(text) {
                 Ok(instance) => Ok(Ok((instance, label.clone()))),
                 Err(reason) => self.invalid(item, reason).map(Err),
             },
+            (Source::File { .. }, Some(Err(reason))) => self.invalid(item, reason.clone()).map(Err),
             (Source::File { path, .. }, None) => Err(BuildError::Input {
                 path: path.clone(),
                 line: item.index,

@@ -55,7 +55,8 @@ pub use prompt::{
     Rendered, Template,
 };
 pub use record::{
-    make_record, read_records, AnswerOrder, Message, Record, RecordKind, RecordOptions,
+    make_record, read_records, AnswerOrder, Message, Record, RecordFormat, RecordKind,
+    RecordOptions,
 };
 pub use split::{Split, SplitSpec};
 pub use step::{render_state, StepState};

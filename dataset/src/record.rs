@@ -9,10 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Lines};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use schedlm_model::{repair, Instance, Objective, Problem, Variant};
+use schedlm_model::lines::TextLines;
+use schedlm_model::{repair, text_lines, Instance, Objective, Problem, Variant};
 use schedlm_solver::bnb::evaluate;
 use schedlm_solver::canonical::{canonical_order, ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
@@ -31,6 +32,10 @@ pub struct Message {
     pub content: String,
 }
 
+/// Relative tolerance of [`Record::check_label`]: the value written and the value recomputed
+/// come from the same dispatcher and formulas, so only the last bits may differ.
+pub const LABEL_TOLERANCE: f64 = 1e-9;
+
 /// One line of a dataset file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -47,10 +52,17 @@ pub struct Record {
     pub objective: Objective,
     pub variant: Variant,
     /// The text before the answer: system message, a blank line, the user message, a newline.
+    /// Left out of files written in the `messages` format ([`RecordFormat`]); filled in from
+    /// `messages` when such a file is read.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prompt: String,
-    /// The answer: the order line, and the plan line when the build asked for it.
+    /// The answer: the order line, and the plan line when the build asked for it (left out
+    /// and filled in like `prompt`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub completion: String,
-    /// The same as `prompt` + `completion`, as system, user and assistant messages.
+    /// The same as `prompt` + `completion`, as system, user and assistant messages. Left out
+    /// of files written in the `prompt-completion` format; filled in from them when read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<Message>,
     /// The label: the queue order, as the instance's own job ids.
     pub order: Vec<String>,
@@ -82,6 +94,48 @@ pub struct Record {
     /// Each classic rule's objective value on this instance, by rule name.
     pub baselines: BTreeMap<String, f64>,
     pub instance: Instance,
+}
+
+/// Which form of the prompt and answer a dataset file carries. Both forms hold the same text;
+/// fine-tuning tools pick one by the columns they find, so a file with both is ambiguous (TRL's
+/// `SFTTrainer` decides by the order of a Python set, which changes with the hash seed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordFormat {
+    /// `messages` only: system, user and assistant turns (conversational; TRL applies the
+    /// model's chat template, whose end-of-turn token ends the answer).
+    Messages,
+    /// `prompt` and `completion` strings only (TRL's standard prompt-completion type: the loss
+    /// on the completion only, and the end-of-sequence token appended to it).
+    PromptCompletion,
+    /// Both forms (every build before formats; the serde default, so that older manifests
+    /// read as what they are).
+    #[default]
+    Both,
+}
+
+impl RecordFormat {
+    pub const ALL: [RecordFormat; 3] = [
+        RecordFormat::Messages,
+        RecordFormat::PromptCompletion,
+        RecordFormat::Both,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordFormat::Messages => "messages",
+            RecordFormat::PromptCompletion => "prompt-completion",
+            RecordFormat::Both => "both",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<RecordFormat> {
+        RecordFormat::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    pub fn is_both(&self) -> bool {
+        *self == RecordFormat::Both
+    }
 }
 
 /// Which order among those as good as the solver's becomes the label.
@@ -350,6 +404,60 @@ fn message(role: &str, content: String) -> Message {
 }
 
 impl Record {
+    /// The record as a file of `format` carries it: the other form left empty (and so out of
+    /// the JSON).
+    pub fn in_format(&self, format: RecordFormat) -> Record {
+        let mut r = self.clone();
+        match format {
+            RecordFormat::Messages => {
+                r.prompt.clear();
+                r.completion.clear();
+            }
+            RecordFormat::PromptCompletion => r.messages.clear(),
+            RecordFormat::Both => {}
+        }
+        r
+    }
+
+    /// Fills in the form a file left out (see [`RecordFormat`]), so that every reader sees
+    /// both: `prompt` and `completion` from the system, user and assistant messages, or the
+    /// messages from the prompt (split at its first blank line) and the completion. Fails when
+    /// the record has neither.
+    pub fn fill_forms(&mut self) -> Result<(), String> {
+        let has_text = !self.prompt.is_empty() || !self.completion.is_empty();
+        match (has_text, self.messages.is_empty()) {
+            (true, true) => {
+                let prompt = self.prompt.strip_suffix('\n').unwrap_or(&self.prompt);
+                let (system, user) = prompt.split_once("\n\n").unwrap_or(("", prompt));
+                self.messages = vec![
+                    message("system", system.to_string()),
+                    message("user", user.to_string()),
+                    message("assistant", self.completion.clone()),
+                ];
+            }
+            (false, false) => {
+                let role = |r: &str| {
+                    self.messages
+                        .iter()
+                        .find(|m| m.role == r)
+                        .map(|m| m.content.as_str())
+                        .ok_or_else(|| format!("field `messages` has no {r} message"))
+                };
+                let (system, user) = (role("system")?, role("user")?);
+                let (prompt, completion) = (prompt_text(system, user), role("assistant")?);
+                self.completion = completion.to_string();
+                self.prompt = prompt;
+            }
+            (false, true) => {
+                return Err(
+                    "the record has neither `messages` nor `prompt` and `completion`".into(),
+                )
+            }
+            (true, false) => {}
+        }
+        Ok(())
+    }
+
     /// Whether the record stands for its whole instance: an order record, or the first step
     /// of a step record's instance (readers that work per instance keep only these).
     pub fn is_first_step(&self) -> bool {
@@ -368,6 +476,63 @@ impl Record {
     /// The template the record's prompt was rendered with (`None` for an unknown name).
     pub fn template(&self) -> Option<Template> {
         Template::from_name(&self.template)
+    }
+
+    /// Checks the label against the dispatcher, as an outside reader of the file would:
+    /// `order` is a permutation of the queue whose value under the record's objective and
+    /// variant is `value` (within a relative 1e-9), and `lower_bound` is a finite number with
+    /// `0 <= lower_bound <= value` (equal to `value` when `proven_optimal`). Returns what is
+    /// wrong, naming the field.
+    pub fn check_label(&self, problem: &Problem) -> Result<(), String> {
+        let near =
+            |a: f64, b: f64| (a - b).abs() <= LABEL_TOLERANCE * a.abs().max(b.abs()).max(1.0);
+        for (field, v) in [("value", self.value), ("lower_bound", self.lower_bound)] {
+            if !v.is_finite() {
+                return Err(format!("field `{field}` is not a finite number"));
+            }
+        }
+        let order = self
+            .order_indices()
+            .map_err(|id| format!("field `order`: job {id} is not in the queue"))?;
+        let mut seen = vec![false; self.instance.queue.len()];
+        for &i in &order {
+            if std::mem::replace(&mut seen[i], true) {
+                let id = &self.instance.queue[i].id;
+                return Err(format!("field `order`: job {id} appears twice"));
+            }
+        }
+        if let Some(i) = seen.iter().position(|s| !s) {
+            let id = &self.instance.queue[i].id;
+            return Err(format!("field `order`: job {id} of the queue is missing"));
+        }
+        let (_, actual) = evaluate(problem, self.objective, self.variant, &order);
+        if !near(actual, self.value) {
+            return Err(format!(
+                "field `value`: {} does not match its order, which scores {actual} ({} / {})",
+                self.value,
+                self.objective.name(),
+                self.variant.name()
+            ));
+        }
+        if self.lower_bound < 0.0 {
+            return Err(format!(
+                "field `lower_bound`: {} is negative (no objective is)",
+                self.lower_bound
+            ));
+        }
+        if self.lower_bound > self.value && !near(self.lower_bound, self.value) {
+            return Err(format!(
+                "field `lower_bound`: {} is above the label's value {}",
+                self.lower_bound, self.value
+            ));
+        }
+        if self.proven_optimal && !near(self.lower_bound, self.value) {
+            return Err(format!(
+                "field `proven_optimal`: true, but lower_bound {} differs from value {}",
+                self.lower_bound, self.value
+            ));
+        }
+        Ok(())
     }
 
     /// The record's queue order as indices of `instance.queue`, or the first unknown id.
@@ -394,26 +559,23 @@ pub fn read_records(path: &Path) -> Result<RecordReader, BuildError> {
     })?;
     Ok(RecordReader {
         path: path.to_path_buf(),
-        lines: BufReader::new(file).lines(),
-        line: 0,
+        lines: text_lines(BufReader::new(file)),
     })
 }
 
 /// The iterator of [`read_records`].
 pub struct RecordReader {
     path: PathBuf,
-    lines: Lines<BufReader<File>>,
-    line: u64,
+    lines: TextLines<BufReader<File>>,
 }
 
 impl Iterator for RecordReader {
     type Item = Result<(u64, Record), BuildError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        for text in self.lines.by_ref() {
-            self.line += 1;
-            let text = match text {
-                Ok(t) => t,
+        for line in self.lines.by_ref() {
+            let line = match line {
+                Ok(l) => l,
                 Err(source) => {
                     return Some(Err(BuildError::Io {
                         path: self.path.clone(),
@@ -421,16 +583,22 @@ impl Iterator for RecordReader {
                     }))
                 }
             };
-            if text.trim().is_empty() {
+            if line.is_blank() {
                 continue;
             }
+            let number = line.number as u64;
+            let record = line.text.and_then(|text| {
+                let mut r: Record = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                r.fill_forms()?;
+                Ok(r)
+            });
             return Some(
-                serde_json::from_str(&text)
-                    .map(|r| (self.line, r))
-                    .map_err(|e| BuildError::Record {
+                record
+                    .map(|r| (number, r))
+                    .map_err(|reason| BuildError::Record {
                         path: self.path.clone(),
-                        line: self.line,
-                        reason: e.to_string(),
+                        line: number,
+                        reason,
                     }),
             );
         }

@@ -30,7 +30,8 @@ pub struct Dataset {
 }
 
 /// Reads a dataset file. Blank lines are skipped; any other line must be a valid record with a
-/// valid instance and a finite value and bound. Ids must be unique, and every record must share
+/// valid instance and a consistent label ([`Record::check_label`]: its order scores its
+/// value under the dispatcher, `0 <= lower_bound <= value`). Ids must be unique, and every record must share
 /// the first record's objective and variant (means over different objectives mean nothing).
 /// Of step records (`dataset build --records steps`) only each instance's first step is kept:
 /// it carries the whole instance, its label, bound and baselines.
@@ -100,18 +101,25 @@ fn load(path: &Path, line: usize, record: Record) -> Result<Loaded, EvalError> {
             format!("record {}: field `instance`: {e}", record.id),
         )
     })?;
-    for (field, v) in [("value", record.value), ("lower_bound", record.lower_bound)] {
-        if !v.is_finite() {
-            return Err(EvalError::line(
-                path,
-                line,
-                format!(
-                    "record {}: field `{field}` is not a finite number",
-                    record.id
-                ),
-            ));
-        }
+    if record.template().is_none() {
+        return Err(EvalError::line(
+            path,
+            line,
+            format!(
+                "record {}: field `template`: unknown template {}",
+                record.id, record.template
+            ),
+        ));
     }
+    // Gaps are measured against the label, so a label that its own order contradicts would
+    // make every number of the report wrong.
+    record.check_label(&problem).map_err(|e| {
+        EvalError::line(
+            path,
+            line,
+            format!("record {}: inconsistent label: {e}", record.id),
+        )
+    })?;
     Ok(Loaded {
         line,
         record,

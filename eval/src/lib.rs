@@ -12,6 +12,7 @@
 //! - [`predictions`]: raw model outputs produced elsewhere, keyed by record id.
 //! - [`text`]: schedulers that answer in text ([`text::TextModel`]) and how a reply is scored
 //!   (strict parse; an invalid answer counts as invalid and is scored by the FCFS fallback).
+//! - [`answers`]: `answers.jsonl`, every text answer as it arrives, for `eval --resume`.
 //! - [`openai`]: a client for OpenAI-compatible chat-completions endpoints.
 //! - [`snapshot`]: snapshot evaluation, one [`snapshot::Row`] per (policy, record).
 //! - [`baseline`]: the classic rules on each record (the best rule per instance and the queue
@@ -22,6 +23,7 @@
 //!
 //! docs/eval.md describes the command, the definitions of every number and the files.
 
+pub mod answers;
 pub mod baseline;
 pub mod data;
 pub mod error;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use schedlm_dataset::{parse_answer, render, Mode, Template};
 use schedlm_generator::cut::window_jobs;
-use schedlm_generator::swf::{cluster, read_swf, ClusterShape, SwfOptions};
+use schedlm_generator::swf::{cluster, read_swf, ClusterShape, SwfOptions, Trace};
 use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, Simulation, StartRule};
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::canonical::ranking;
@@ -55,11 +55,14 @@ pub struct OnlineOptions {
     pub models: ModelLoader,
 }
 
-/// One window of the trace: `count` jobs from index `start`.
+/// One window of the trace: `count` jobs from index `start` of the cleaned trace, the first
+/// being SWF job `first_job`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
     pub start: usize,
     pub count: usize,
+    /// SWF job number (field 1) of the window's first job.
+    pub first_job: i64,
 }
 
 /// One replay of one window by one policy.
@@ -226,15 +229,25 @@ fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind,
 }
 
 /// The windows to replay.
-fn windows(n: usize, options: &OnlineOptions) -> Result<Vec<Window>, EvalError> {
+fn windows(trace: &Trace, options: &OnlineOptions) -> Result<Vec<Window>, EvalError> {
+    let n = trace.jobs.len();
+    let first_job = |start: usize| trace.jobs.get(start).map_or(-1, |j| j.number);
     match options.windows {
-        None => Ok(vec![Window { start: 0, count: n }]),
+        None => Ok(vec![Window {
+            start: 0,
+            count: n,
+            first_job: first_job(0),
+        }]),
         Some((count, len)) if len == 0 || len > n => Err(EvalError::Input(format!(
             "--windows {count}x{len}: the trace has {n} jobs"
         ))),
         Some((count, len)) => Ok(random_windows(n, count, len, options.seed)
             .into_iter()
-            .map(|start| Window { start, count: len })
+            .map(|start| Window {
+                start,
+                count: len,
+                first_job: first_job(start),
+            })
             .collect()),
     }
 }
@@ -256,7 +269,7 @@ pub fn evaluate_online(
     };
     let (resources, servers) = cluster(&trace, ClusterShape::Pool)
         .map_err(|e| EvalError::Input(format!("{}: {e}", path.display())))?;
-    let windows = windows(n, options)?;
+    let windows = windows(&trace, options)?;
     // Check every scheduler before replaying anything.
     for spec in specs {
         kind(spec, origin, options)?;

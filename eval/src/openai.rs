@@ -1,14 +1,22 @@
 //! A client for OpenAI-compatible chat-completions endpoints (vLLM, llama.cpp server,
-//! Ollama, ...): `POST {URL}/chat/completions` with the system and user messages, temperature
-//! 0, and the reply's `choices[0].message.content` as the answer.
+//! Ollama, hosted APIs): `POST {URL}/chat/completions` with the system and user messages,
+//! temperature 0, and the reply's `choices[0].message.content` as the answer, with its
+//! `finish_reason` and token `usage` when the server sends them.
 //!
-//! Each request has a timeout. Failures that may pass (no connection, timeout, HTTP 429 or
-//! 5xx, a body that is not the expected JSON) are retried with exponential backoff
-//! (`backoff`, `2 * backoff`, ...); other HTTP errors are not. A request that still fails
-//! becomes a [`Reply`] without output whose `error` says why, so one bad request costs one
-//! invalid answer, not the run. The API key, when needed, is read from an environment
+//! Each request has a timeout. Failures that may pass (no connection, timeout, HTTP 408, 429
+//! or 5xx, a body that is not the expected JSON) are retried with exponential backoff
+//! (`backoff`, `2 * backoff`, ...), waiting at least what a `Retry-After` header asks; other
+//! HTTP errors (401, 404, ...) are not. An HTTP error carries the server's own message. A
+//! request that still fails becomes a [`Reply`] without output whose `error` says why, so one
+//! bad request costs one failed answer, not the run; the evaluation counts and reports failed
+//! answers apart from invalid ones. The API key, when needed, is read from an environment
 //! variable (`OPENAI_API_KEY` unless told otherwise) and sent as a bearer token. Plain
 //! `http://` works out of the box; `https://` needs the crate feature `tls`.
+//!
+//! The defaults suit a local single-request server (llama.cpp, one GPU): one request at a
+//! time (the caller's concurrency), a generous timeout, and `max_tokens` sized to the queue
+//! (an order needs a few tokens per job). Hosted endpoints take more at once; see
+//! docs/eval.md.
 
 use std::time::{Duration, Instant};
 
@@ -27,18 +35,28 @@ pub struct ClientOptions {
     pub backoff: Duration,
     /// Environment variable holding the API key (unset or empty: no key is sent).
     pub api_key_env: String,
-    /// `max_tokens` of each request.
-    pub max_tokens: u32,
+    /// `max_tokens` of each request; `None`: [`auto_max_tokens`] of the queue length.
+    pub max_tokens: Option<u32>,
+}
+
+/// Longest wait a `Retry-After` header can impose before one retry.
+const MOST_RETRY_AFTER: Duration = Duration::from_secs(300);
+
+/// `max_tokens` for a queue of `jobs` when none is given: 64 plus 8 per queued job (an order
+/// of `J12`-style ids takes 2-4 tokens per job in common tokenizers), so a model that rambles
+/// is cut off early and counted (`finish_reason: length`) instead of filling a large budget.
+pub fn auto_max_tokens(jobs: usize) -> u32 {
+    u32::try_from(64 + 8 * jobs).unwrap_or(u32::MAX)
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
-            timeout: Duration::from_secs(120),
-            retries: 3,
-            backoff: Duration::from_millis(500),
+            timeout: Duration::from_secs(300),
+            retries: 2,
+            backoff: Duration::from_secs(1),
             api_key_env: "OPENAI_API_KEY".into(),
-            max_tokens: 1024,
+            max_tokens: None,
         }
     }
 }
@@ -52,10 +70,31 @@ pub struct Client {
     options: ClientOptions,
 }
 
-/// Why one attempt failed, and whether another may succeed.
+/// Why one attempt failed, whether another may succeed, and how long the server asked to
+/// wait before it.
 struct Failure {
     message: String,
     retry: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn retry(message: String) -> Failure {
+        Failure {
+            message,
+            retry: true,
+            retry_after: None,
+        }
+    }
+}
+
+/// A parsed chat-completions answer.
+#[derive(Debug, Clone, PartialEq)]
+struct Answer {
+    text: String,
+    finish_reason: Option<String>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
 }
 
 impl Client {
@@ -84,52 +123,121 @@ impl Client {
         })
     }
 
-    fn attempt(&self, body: &Value) -> Result<String, Failure> {
+    fn attempt(&self, body: &Value) -> Result<Answer, Failure> {
         let mut request = self.agent.post(&self.endpoint);
         if let Some(key) = &self.key {
             request = request.set("Authorization", &format!("Bearer {key}"));
         }
         let response = request.send_json(body).map_err(|e| match e {
-            ureq::Error::Status(code, _) => Failure {
-                message: format!("HTTP {code}"),
-                retry: code == 429 || code >= 500,
-            },
-            ureq::Error::Transport(t) => Failure {
-                message: format!("transport: {t}"),
-                retry: true,
-            },
+            ureq::Error::Status(code, response) => http_failure(code, response),
+            ureq::Error::Transport(t) => Failure::retry(format!("transport: {t}")),
         })?;
-        let text = response.into_string().map_err(|e| Failure {
-            message: format!("cannot read the response: {e}"),
-            retry: true,
-        })?;
-        content(&text).map_err(|message| Failure {
-            message,
-            retry: true,
-        })
+        let text = response
+            .into_string()
+            .map_err(|e| Failure::retry(format!("cannot read the response: {e}")))?;
+        parse_answer_body(&text).map_err(Failure::retry)
     }
 }
 
-/// `choices[0].message.content` of a chat-completions response body.
-fn content(body: &str) -> Result<String, String> {
-    let value: Value =
-        serde_json::from_str(body).map_err(|e| format!("the response is not JSON: {e}"))?;
-    value
-        .pointer("/choices/0/message/content")
+/// An HTTP error status: the server's own message (from a JSON `error.message`, `error`,
+/// `message` or `detail`, else the start of the body), whether to retry, and `Retry-After`.
+fn http_failure(code: u16, response: ureq::Response) -> Failure {
+    let retry_after = response
+        .header("Retry-After")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s).min(MOST_RETRY_AFTER));
+    let status = response.status_text().to_string();
+    let body = response.into_string().unwrap_or_default();
+    let said = server_message(&body);
+    let mut message = format!("HTTP {code} {status}");
+    if !said.is_empty() {
+        message.push_str(&format!(": {said}"));
+    }
+    Failure {
+        message,
+        retry: matches!(code, 408 | 429) || code >= 500,
+        retry_after,
+    }
+}
+
+/// What an error body says, in one line of at most 300 characters.
+fn server_message(body: &str) -> String {
+    let value: Option<Value> = serde_json::from_str(body).ok();
+    let said = value
+        .as_ref()
+        .and_then(|v| {
+            ["/error/message", "/error", "/message", "/detail"]
+                .iter()
+                .find_map(|p| v.pointer(p).and_then(Value::as_str))
+        })
+        .unwrap_or(body);
+    shorten(said, 300)
+}
+
+/// `text` on one line, cut to `most` characters (with `...` when cut).
+fn shorten(text: &str, most: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= most {
+        return line;
+    }
+    let cut: String = line.chars().take(most).collect();
+    format!("{cut}...")
+}
+
+/// The answer of a chat-completions response body, or what is wrong with the body.
+fn parse_answer_body(body: &str) -> Result<Answer, String> {
+    let value: Value = serde_json::from_str(body).map_err(|e| {
+        format!(
+            "the response is not JSON ({e}); it begins `{}`",
+            shorten(body, 120)
+        )
+    })?;
+    if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+        let said = error
+            .pointer("/message")
+            .and_then(Value::as_str)
+            .map_or_else(|| shorten(&error.to_string(), 300), |m| shorten(m, 300));
+        return Err(format!("the server answered with an error: {said}"));
+    }
+    let choice = match value.get("choices").and_then(Value::as_array) {
+        None => return Err("the response has no `choices`".into()),
+        Some(c) if c.is_empty() => return Err("the response's `choices` is empty".into()),
+        Some(c) => &c[0],
+    };
+    let text = choice
+        .pointer("/message/content")
         .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| "the response has no choices[0].message.content".to_string())
+        .ok_or("the response has no choices[0].message.content")?;
+    let usage = |field: &str| {
+        value
+            .pointer(&format!("/usage/{field}"))
+            .and_then(Value::as_u64)
+    };
+    Ok(Answer {
+        text: text.to_string(),
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        prompt_tokens: usage("prompt_tokens"),
+        completion_tokens: usage("completion_tokens"),
+    })
 }
 
 impl TextModel for Client {
     fn answer(&self, ask: &Ask<'_>) -> Reply {
-        self.complete(ask.system, ask.user)
+        let max_tokens = self
+            .options
+            .max_tokens
+            .unwrap_or_else(|| auto_max_tokens(ask.instance.queue.len()));
+        self.complete(ask.system, ask.user, max_tokens)
     }
 }
 
 impl Client {
     /// Asks the endpoint one prompt, with the retries of [`ClientOptions`].
-    pub fn complete(&self, system: &str, user: &str) -> Reply {
+    pub fn complete(&self, system: &str, user: &str, max_tokens: u32) -> Reply {
         let body = json!({
             "model": self.model,
             "messages": [
@@ -137,22 +245,25 @@ impl Client {
                 {"role": "user", "content": user},
             ],
             "temperature": 0,
-            "max_tokens": self.options.max_tokens,
+            "max_tokens": max_tokens,
         });
         let started = Instant::now();
         let mut wait = self.options.backoff;
         let mut attempt = 0;
         loop {
             match self.attempt(&body) {
-                Ok(text) => {
+                Ok(a) => {
                     return Reply {
-                        output: Some(text),
+                        output: Some(a.text),
                         seconds: Some(started.elapsed().as_secs_f64()),
+                        finish_reason: a.finish_reason,
+                        prompt_tokens: a.prompt_tokens,
+                        completion_tokens: a.completion_tokens,
                         ..Reply::default()
                     }
                 }
                 Err(f) if f.retry && attempt < self.options.retries => {
-                    std::thread::sleep(wait);
+                    std::thread::sleep(f.retry_after.map_or(wait, |after| after.max(wait)));
                     wait = wait.saturating_mul(2);
                     attempt += 1;
                 }
@@ -169,5 +280,61 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_carry_finish_reason_and_usage() {
+        let body = r#"{"choices":[{"message":{"content":"J1 J2"},"finish_reason":"length"}],
+            "usage":{"prompt_tokens":120,"completion_tokens":9}}"#;
+        let a = parse_answer_body(body).unwrap();
+        assert_eq!(a.text, "J1 J2");
+        assert_eq!(a.finish_reason.as_deref(), Some("length"));
+        assert_eq!((a.prompt_tokens, a.completion_tokens), (Some(120), Some(9)));
+    }
+
+    #[test]
+    fn malformed_bodies_say_what_is_wrong() {
+        let cases = [
+            ("<html>bad gateway</html>", "not JSON"),
+            (r#"{"choices":[]}"#, "`choices` is empty"),
+            (r#"{"id":"x"}"#, "no `choices`"),
+            (
+                r#"{"choices":[{"message":{}}]}"#,
+                "no choices[0].message.content",
+            ),
+            (
+                r#"{"error":{"message":"model not loaded"}}"#,
+                "model not loaded",
+            ),
+        ];
+        for (body, expected) in cases {
+            let err = parse_answer_body(body).unwrap_err();
+            assert!(err.contains(expected), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn server_messages_come_from_json_or_text() {
+        assert_eq!(
+            server_message(r#"{"error":{"message":"Invalid API key","type":"auth"}}"#),
+            "Invalid API key"
+        );
+        assert_eq!(server_message(r#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(
+            server_message("upstream\n  timed out"),
+            "upstream timed out"
+        );
+        assert_eq!(shorten(&"x".repeat(400), 300).len(), 303);
+    }
+
+    #[test]
+    fn auto_max_tokens_grows_with_the_queue() {
+        assert_eq!(auto_max_tokens(0), 64);
+        assert_eq!(auto_max_tokens(30), 304);
     }
 }

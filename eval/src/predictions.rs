@@ -8,9 +8,9 @@
 //! not in the evaluated data are counted and listed in the report, never silently dropped.
 
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::Path;
 
+use schedlm_model::text_lines;
 use serde_json::Value;
 
 use crate::error::EvalError;
@@ -72,14 +72,16 @@ fn parse_line(text: &str, line: usize) -> Result<(String, Prediction), String> {
 pub fn read_predictions(path: &Path) -> Result<HashMap<String, Prediction>, EvalError> {
     let file = std::fs::File::open(path).map_err(|e| EvalError::io(path, e))?;
     let mut out: HashMap<String, Prediction> = HashMap::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line_no = i + 1;
-        let text = line.map_err(|e| EvalError::io(path, e))?;
-        if text.trim().is_empty() {
+    for line in text_lines(std::io::BufReader::new(file)) {
+        let line = line.map_err(|e| EvalError::io(path, e))?;
+        if line.is_blank() {
             continue;
         }
-        let (id, prediction) =
-            parse_line(&text, line_no).map_err(|m| EvalError::line(path, line_no, m))?;
+        let line_no = line.number;
+        let (id, prediction) = line
+            .text
+            .and_then(|text| parse_line(&text, line_no))
+            .map_err(|m| EvalError::line(path, line_no, m))?;
         if let Some(first) = out.get(&id) {
             return Err(EvalError::line(
                 path,

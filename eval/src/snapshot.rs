@@ -7,7 +7,10 @@
 //! `optimal`'s orders, when its time budget rather than the node limit stops it).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use indicatif::{ParallelProgressIterator, ProgressBar, ProgressStyle};
 
 use rayon::prelude::*;
 use schedlm_dataset::prompt_ids;
@@ -16,6 +19,7 @@ use schedlm_solver::portfolio::{relative_gap, solve, Method, SolveOptions};
 use schedlm_solver::rules::{self, RuleContext};
 use serde::{Deserialize, Serialize};
 
+use crate::answers::{prompt_sha256, AnswerLine, AnswerLog};
 use crate::baseline::{record_rules, RecordRules};
 use crate::data::{Dataset, Loaded};
 use crate::error::EvalError;
@@ -43,6 +47,11 @@ pub struct SnapshotOptions {
     pub client: ClientOptions,
     /// Loads `model:DIR` schedulers.
     pub models: ModelLoader,
+    /// Where text answers are written as they arrive, and the answers of an earlier run to
+    /// resume from (`answers.jsonl`); `None`: not written.
+    pub answers: Option<Arc<AnswerLog>>,
+    /// Show a progress bar per policy (rate and ETA) on stderr.
+    pub progress: bool,
 }
 
 impl Default for SnapshotOptions {
@@ -55,6 +64,8 @@ impl Default for SnapshotOptions {
             concurrency: 8,
             client: ClientOptions::default(),
             models: ModelLoader::default(),
+            answers: None,
+            progress: false,
         }
     }
 }
@@ -82,6 +93,13 @@ pub struct Row {
     pub optimal: bool,
     /// Whether the answer was valid (always true for rules and solvers).
     pub valid: bool,
+    /// Whether there was no answer at all (request or model failed, prediction missing):
+    /// `defects` says why. A failed answer is also invalid.
+    #[serde(default)]
+    pub failed: bool,
+    /// Whether the answer was cut off at the token limit (`finish_reason: length`).
+    #[serde(default)]
+    pub truncated: bool,
     /// The leniently repaired answer's value (= `value` for rules and solvers).
     pub lenient_value: f64,
     /// The FCFS fallback's value.
@@ -113,12 +131,79 @@ pub struct Evaluation {
     pub notes: Vec<String>,
     /// The classic rules on every record, in file order.
     pub rules: Vec<RecordRules>,
+    /// A few answers of each text scheduler next to the record's label.
+    pub examples: Vec<AnswerExample>,
+}
+
+/// One answer of a text scheduler shown in the report beside the label: the first invalid
+/// answer, the first valid one that is not optimal and the first optimal one, of each policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerExample {
+    pub policy: String,
+    pub record: String,
+    pub line: usize,
+    pub queue: usize,
+    /// The raw answer (or why there was none).
+    pub answer: String,
+    /// The record's label as its answer line (prompt ids).
+    pub label: String,
+    pub value: f64,
+    pub reference: f64,
+    pub gap: Option<f64>,
+    pub valid: bool,
+    pub optimal: bool,
+}
+
+/// The examples of one text policy (see [`AnswerExample`]); `texts` are its answers in record
+/// order.
+fn examples(data: &Dataset, rows: &[Row], texts: &[String]) -> Vec<AnswerExample> {
+    let picks = [
+        rows.iter().position(|r| !r.valid),
+        rows.iter().position(|r| r.valid && !r.optimal),
+        rows.iter().position(|r| r.optimal),
+    ];
+    picks
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            let (r, row) = (&data.records[i].record, &rows[i]);
+            AnswerExample {
+                policy: row.policy.clone(),
+                record: row.record.clone(),
+                line: row.line,
+                queue: row.queue,
+                answer: texts[i].clone(),
+                label: r.completion.lines().next().unwrap_or_default().to_string(),
+                value: row.value,
+                reference: row.reference,
+                gap: row.gap,
+                valid: row.valid,
+                optimal: row.optimal,
+            }
+        })
+        .collect()
 }
 
 /// An order (or a text answer) for one record, before scoring.
 enum Decision {
     Order(Vec<usize>),
-    Text(Result<String, String>),
+    /// A text answer, and whether it was cut off at the token limit.
+    Text(String, bool),
+    /// No answer at all (request or model failed, prediction missing), and why.
+    Failed(String),
+    /// An answer that is no order (no valid best-of sample), and why.
+    NoOrder(String),
+}
+
+impl Decision {
+    /// A text scheduler's answer as the report shows it; `None` for rules and solvers.
+    fn text(&self) -> Option<String> {
+        match self {
+            Decision::Order(_) => None,
+            Decision::Text(t, _) => Some(t.clone()),
+            Decision::Failed(why) | Decision::NoOrder(why) => Some(format!("(none: {why})")),
+        }
+    }
 }
 
 /// Evaluates every scheduler on every record.
@@ -141,6 +226,7 @@ pub fn evaluate(
             .par_iter()
             .map(|r| record_rules(r, data.objective, data.variant))
             .collect(),
+        examples: Vec::new(),
     };
     let disagree = eval.rules.iter().filter(|r| r.disagrees).count();
     if disagree > 0 {
@@ -152,7 +238,12 @@ pub fn evaluate(
     }
     for (spec, source) in specs.iter().zip(&sources) {
         for (name, decisions) in decide(data, spec, source, options, &mut eval.notes)? {
+            let texts: Vec<String> = decisions.iter().filter_map(|(d, _)| d.text()).collect();
             let rows = score_all(data, &eval.rules, &name, decisions)?;
+            if texts.len() == rows.len() {
+                eval.examples.extend(examples(data, &rows, &texts));
+            }
+            eval.notes.extend(answer_notes(&name, &rows));
             eval.policies.push(name);
             eval.rows.extend(rows);
         }
@@ -161,6 +252,48 @@ pub fn evaluate(
 }
 
 type Decisions = Vec<(Decision, Option<f64>)>;
+
+/// What went wrong with a policy's answers, for the report and stderr: how many failed and
+/// the most common reasons, how many were cut off at the token limit.
+pub fn answer_notes(policy: &str, rows: &[Row]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let failed: Vec<&Row> = rows.iter().filter(|r| r.failed).collect();
+    if !failed.is_empty() {
+        let mut reasons: Vec<(&str, usize)> = Vec::new();
+        for r in &failed {
+            match reasons.iter_mut().find(|(why, _)| *why == r.defects) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((&r.defects, 1)),
+            }
+        }
+        reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+        let shown: Vec<String> = reasons
+            .iter()
+            .take(3)
+            .map(|(why, n)| format!("{n} x {why}"))
+            .collect();
+        let more = if reasons.len() > 3 {
+            format!("; and {} other reasons", reasons.len() - 3)
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "{policy}: {} of {} answers failed (no answer; scored by the FCFS fallback): {}{more}",
+            failed.len(),
+            rows.len(),
+            shown.join("; ")
+        ));
+    }
+    let truncated = rows.iter().filter(|r| r.truncated).count();
+    if truncated > 0 {
+        notes.push(format!(
+            "{policy}: {truncated} of {} answers were cut off at the token limit \
+             (finish_reason length); raise --max-tokens",
+            rows.len()
+        ));
+    }
+    notes
+}
 
 /// A loaded scheduler.
 enum Source {
@@ -192,7 +325,7 @@ fn decide(
 ) -> Result<Vec<(String, Decisions)>, EvalError> {
     let name = spec.name();
     let replies = match source {
-        Source::Text(model) => ask(data, model.as_ref(), options)?,
+        Source::Text(model) => ask(data, &name, model.as_ref(), options)?,
         Source::Predictions(by_id) => predicted(data, by_id.clone(), &name, notes),
         Source::Orders => return Ok(vec![(name, timed_orders(data, spec, options)?)]),
     };
@@ -205,8 +338,10 @@ fn timed_orders(
     spec: &PolicySpec,
     options: &SnapshotOptions,
 ) -> Result<Decisions, EvalError> {
+    let bar = progress_bar(&spec.name(), data.records.len(), options.progress);
     data.records
         .par_iter()
+        .progress_with(bar)
         .map(|r| {
             let t = Instant::now();
             let order = order_of(r, spec, data, options)?;
@@ -255,35 +390,86 @@ fn order_of(
     })
 }
 
-/// Asks a text model every record's prompt (the record's own system and user messages).
+/// A progress bar on stderr (hidden unless `show`): the policy, count, rate and ETA.
+fn progress_bar(policy: &str, len: usize, show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template(
+        "{prefix} [{bar:30}] {pos}/{len} ({per_sec}, ETA {eta}) {msg}",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(len as u64)
+        .with_style(style)
+        .with_prefix(policy.to_string())
+}
+
+/// Asks a text model every record's prompt (the record's own system and user messages),
+/// except those an earlier run answered (`options.answers`, on resume); each new answer is
+/// written to `answers.jsonl` as it arrives.
 fn ask(
     data: &Dataset,
+    policy: &str,
     model: &dyn TextModel,
     options: &SnapshotOptions,
 ) -> Result<Vec<Reply>, EvalError> {
     let prompts: Vec<(String, String)> = data.records.iter().map(prompt_of).collect();
-    let asks = data
+    let hashes: Vec<String> = prompts.iter().map(|(s, u)| prompt_sha256(s, u)).collect();
+    let log = options.answers.as_deref();
+    let mut replies: Vec<Option<Reply>> = data
         .records
         .iter()
-        .zip(&prompts)
-        .map(|(r, (system, user))| {
-            let template = r.record.template().ok_or_else(|| {
-                EvalError::Input(format!(
-                    "line {}: field `template`: unknown template {}",
-                    r.line, r.record.template
-                ))
-            })?;
-            Ok(Ask {
+        .zip(&hashes)
+        .map(|(r, h)| log.and_then(|l| l.kept(policy, &r.record.id, h)).cloned())
+        .collect();
+    let todo: Vec<usize> = (0..replies.len())
+        .filter(|&i| replies[i].is_none())
+        .collect();
+    let asks = todo
+        .iter()
+        .map(|&i| {
+            let (r, (system, user)) = (&data.records[i], &prompts[i]);
+            Ask {
                 system,
                 user,
                 instance: &r.record.instance,
                 objective: data.objective,
                 variant: data.variant,
-                template,
-            })
+                template: r.record.template().unwrap_or_default(),
+            }
         })
-        .collect::<Result<Vec<_>, EvalError>>()?;
-    Ok(answer_all(model, &asks, options.concurrency))
+        .collect::<Vec<_>>();
+    let bar = progress_bar(policy, data.records.len(), options.progress);
+    bar.set_position((data.records.len() - todo.len()) as u64);
+    let failures = std::sync::atomic::AtomicUsize::new(0);
+    let write_error = std::sync::Mutex::new(None);
+    let on_reply = |k: usize, reply: &Reply| {
+        let i = todo[k];
+        if reply.error.is_some() {
+            let n = failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            bar.set_message(format!("{n} failed"));
+        }
+        bar.inc(1);
+        if let Some(log) = log {
+            let r = &data.records[i];
+            let line = AnswerLine::new(policy, &r.record.id, r.line, hashes[i].clone(), reply);
+            if let Err(e) = log.write(&line) {
+                if let Ok(mut first) = write_error.lock() {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+    };
+    let new = answer_all(model, &asks, options.concurrency, &on_reply);
+    bar.finish_and_clear();
+    if let Some(e) = write_error.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    for (&i, reply) in todo.iter().zip(new) {
+        replies[i] = Some(reply);
+    }
+    Ok(replies.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// The system and user messages of a record (empty when the record has none).
@@ -315,8 +501,8 @@ fn predicted(
                 error: p.output.is_none().then(|| "no output".to_string()),
                 output: p.output,
                 best_of: p.best_of,
-                sampled: false,
                 seconds: p.seconds,
+                ..Reply::default()
             },
             None => {
                 missing += 1;
@@ -348,18 +534,19 @@ fn predicted(
 /// The greedy column, and a best-of column when any reply has a best-of answer.
 fn text_columns(name: String, replies: Vec<Reply>) -> Vec<(String, Decisions)> {
     let has_best = replies.iter().any(|r| r.best_of.is_some() || r.sampled);
-    let text = |r: &Reply, best: bool| {
+    let decision = |r: &Reply, best: bool| {
         let out = if best { &r.best_of } else { &r.output };
         match (out, &r.error) {
-            (Some(t), _) => Ok(t.clone()),
-            (None, Some(e)) => Err(e.clone()),
-            (None, None) => Err("no valid best-of answer".to_string()),
+            (Some(t), _) => Decision::Text(t.clone(), !best && r.truncated()),
+            (None, Some(e)) => Decision::Failed(e.clone()),
+            (None, None) if best => Decision::NoOrder("no valid best-of answer".into()),
+            (None, None) => Decision::Failed("no output".into()),
         }
     };
     let column = |best: bool| -> Decisions {
         replies
             .iter()
-            .map(|r| (Decision::Text(text(r, best)), r.seconds))
+            .map(|r| (decision(r, best), r.seconds))
             .collect()
     };
     let mut out = vec![(name.clone(), column(false))];
@@ -420,25 +607,15 @@ fn score_one(
                 order: Some(placed),
             }
         }
-        Decision::Text(text) => {
-            let text = text.as_deref().map_err(String::as_str);
-            let template = r.record.template().ok_or_else(|| {
-                EvalError::Input(format!(
-                    "line {}: field `template`: unknown template {}",
-                    r.line, r.record.template
-                ))
-            })?;
-            let ids = prompt_ids(&r.record.instance, objective, variant, template);
-            score_text(
-                &r.problem,
-                &r.record.instance,
-                &ids,
-                objective,
-                variant,
-                text,
-            )
-            .map_err(bad)?
+        Decision::Text(text, _) => score_reply(data, r, Ok(text)).map_err(bad)?,
+        Decision::Failed(why) | Decision::NoOrder(why) => {
+            score_reply(data, r, Err(why)).map_err(bad)?
         }
+    };
+    let (failed, truncated) = match decision {
+        Decision::Failed(_) => (true, false),
+        Decision::Text(_, truncated) => (false, *truncated),
+        _ => (false, false),
     };
     let rec = &r.record;
     let reference = if rec.proven_optimal {
@@ -460,6 +637,8 @@ fn score_one(
         gap,
         optimal,
         valid: scored.valid,
+        failed,
+        truncated,
         lenient_value: scored.lenient_value,
         fcfs_value: fcfs,
         seconds,
@@ -469,6 +648,26 @@ fn score_one(
         same_as_best_rule_order: same(&rules.best_order),
         defects: scored.defects,
     })
+}
+
+/// Scores a text answer (or its absence, with the reason) on one record (whose template is
+/// known: the data reader checked it).
+fn score_reply(
+    data: &Dataset,
+    r: &Loaded,
+    text: Result<&str, &str>,
+) -> Result<Scored, schedlm_model::OrderError> {
+    let (objective, variant) = (data.objective, data.variant);
+    let template = r.record.template().unwrap_or_default();
+    let ids = prompt_ids(&r.record.instance, objective, variant, template);
+    score_text(
+        &r.problem,
+        &r.record.instance,
+        &ids,
+        objective,
+        variant,
+        text,
+    )
 }
 
 /// Rows by policy name, for lookups.

@@ -52,6 +52,13 @@ pub struct PolicyStats {
     /// Share of rows solved optimally (value within the tolerance of the reference).
     pub optimal_share: f64,
     pub valid_share: f64,
+    /// Answers that never came (request or model failed, prediction missing); scored by the
+    /// FCFS fallback like other invalid answers, and counted apart.
+    #[serde(default)]
+    pub failed: usize,
+    /// Answers cut off at the token limit (`finish_reason: length`).
+    #[serde(default)]
+    pub truncated: usize,
     /// Mean decision time in seconds over the rows that measured one.
     pub mean_seconds: Option<f64>,
     /// Record by record against the best rule per instance (each record's best classic rule).
@@ -61,6 +68,14 @@ pub struct PolicyStats {
     /// Share of rows whose placed order is the best rule per instance's (invalid answers never
     /// are).
     pub same_as_best_rule_order: f64,
+}
+
+impl PolicyStats {
+    /// Whether every answer was a valid order (rules and solvers always; text schedulers
+    /// when none was invalid or failed). Only such a policy can be called best.
+    pub fn all_valid(&self) -> bool {
+        self.valid_share >= 1.0 && self.failed == 0
+    }
 }
 
 /// Wins, ties and losses against a reference, record by record.
@@ -122,7 +137,8 @@ pub struct Group {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Policies by mean value, best first; ties by the larger optimal share, then the
-    /// command-line order.
+    /// command-line order. Policies with invalid or failed answers come after every policy
+    /// whose answers were all valid (their means hold FCFS fallbacks, not their own orders).
     pub ranking: Vec<String>,
     pub policies: Vec<PolicyStats>,
     pub pairs: Vec<Pair>,
@@ -153,8 +169,9 @@ pub fn summarize_with(policies: &[String], rows: &[Row], rules: &[RecordRules]) 
     let per: Vec<PolicyStats> = policies.iter().map(|p| policy_stats(p, &of(p))).collect();
     let mut ranking: Vec<&PolicyStats> = per.iter().collect();
     ranking.sort_by(|a, b| {
-        a.mean_value
-            .total_cmp(&b.mean_value)
+        b.all_valid()
+            .cmp(&a.all_valid())
+            .then(a.mean_value.total_cmp(&b.mean_value))
             .then(b.optimal_share.total_cmp(&a.optimal_share))
     });
     let bins = queue_bins(rows);
@@ -289,6 +306,8 @@ fn policy_stats(policy: &str, rows: &[&Row]) -> PolicyStats {
         gap: gap_stats(rows),
         optimal_share: share(rows, |r| r.optimal),
         valid_share: share(rows, |r| r.valid),
+        failed: rows.iter().filter(|r| r.failed).count(),
+        truncated: rows.iter().filter(|r| r.truncated).count(),
         mean_seconds: mean(rows.iter().filter_map(|r| r.seconds)),
         vs_best_rule: rows.iter().fold(Tally::default(), |mut t, r| {
             t.add(r.value, r.best_rule_value);
@@ -426,6 +445,8 @@ mod tests {
             gap: None,
             optimal: tied(value, reference),
             valid: true,
+            failed: false,
+            truncated: false,
             lenient_value: value,
             fcfs_value: value,
             defects: String::new(),
@@ -495,6 +516,24 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_with_invalid_answers_ranks_after_every_valid_one() {
+        let mut rows = vec![
+            row("fcfs", "a", 3, 10.0, 5.0),
+            row("fcfs", "b", 3, 10.0, 5.0),
+            row("llm", "a", 3, 5.0, 5.0),
+            row("llm", "b", 3, 10.0, 5.0),
+        ];
+        // One of llm's answers failed (scored by FCFS); its mean is still the lowest.
+        rows[3].valid = false;
+        rows[3].failed = true;
+        let policies = vec!["llm".to_string(), "fcfs".to_string()];
+        let stats = summarize(&policies, &rows);
+        assert_eq!(stats.ranking, vec!["fcfs", "llm"]);
+        let llm = &stats.policies[0];
+        assert_eq!((llm.failed, llm.all_valid()), (1, false));
+    }
+
+    #[test]
     fn text_policies_against_the_rules() {
         let rows = against_rules_rows();
         let names: Vec<String> = ["fcfs", "sjf", "predictions:p", "model:m"]
@@ -553,6 +592,7 @@ mod tests {
                 ls_evaluations: 1,
             },
             notes: Vec::new(),
+            examples: Vec::new(),
             stats: s.clone(),
         };
         let lines = crate::report::markdown::headline(&summary);

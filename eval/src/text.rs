@@ -30,6 +30,18 @@ pub struct Reply {
     pub seconds: Option<f64>,
     /// Why there is no output (request failed, missing prediction, ...).
     pub error: Option<String>,
+    /// Why the model stopped, as the server says (`stop`, `length`, ...).
+    pub finish_reason: Option<String>,
+    /// Tokens of the prompt and of the answer, as the server counts them.
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+impl Reply {
+    /// Whether the answer was cut off at the token limit (`finish_reason: length`).
+    pub fn truncated(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
 }
 
 /// What a text scheduler is asked: the rendered prompt, and the snapshot it shows (for
@@ -49,10 +61,10 @@ pub struct Ask<'a> {
 pub trait TextModel: Sync {
     fn answer(&self, ask: &Ask<'_>) -> Reply;
 
-    /// Most questions worth asking at once, whatever the requested concurrency: a model that
-    /// runs on this machine gains nothing from more concurrent answers than cores, and each
-    /// holds its own activations. `None`: no limit of its own (remote endpoints).
-    fn max_concurrency(&self) -> Option<usize> {
+    /// Questions to ask at once, whatever the requested concurrency (which is meant for
+    /// remote endpoints): a model that runs in this process answers one per core, since more
+    /// gain nothing and each holds its own activations. `None`: the requested concurrency.
+    fn own_concurrency(&self) -> Option<usize> {
         None
     }
 }
@@ -99,10 +111,14 @@ pub fn load_model(dir: &Path) -> Result<Box<dyn TextModel>, EvalError> {
 }
 
 /// Asks `model` every question, at most `concurrency` at a time; replies in question order.
-pub fn answer_all(model: &dyn TextModel, asks: &[Ask<'_>], concurrency: usize) -> Vec<Reply> {
-    let concurrency = model
-        .max_concurrency()
-        .map_or(concurrency, |most| concurrency.min(most));
+/// `on_reply(i, reply)` runs as each reply arrives (on the thread that got it), e.g. to save it.
+pub fn answer_all(
+    model: &dyn TextModel,
+    asks: &[Ask<'_>],
+    concurrency: usize,
+    on_reply: &(dyn Fn(usize, &Reply) + Sync),
+) -> Vec<Reply> {
+    let concurrency = model.own_concurrency().unwrap_or(concurrency);
     let next = AtomicUsize::new(0);
     let replies: Mutex<Vec<Option<Reply>>> = Mutex::new(vec![None; asks.len()]);
     std::thread::scope(|scope| {
@@ -113,6 +129,7 @@ pub fn answer_all(model: &dyn TextModel, asks: &[Ask<'_>], concurrency: usize) -
                     break;
                 };
                 let reply = model.answer(ask);
+                on_reply(i, &reply);
                 if let Ok(mut all) = replies.lock() {
                     all[i] = Some(reply);
                 }

@@ -162,10 +162,7 @@ impl schedlm_eval::text::TextModel for Follower {
         let ids: Vec<String> = (1..=n).map(|k| format!("J{k}")).collect();
         schedlm_eval::text::Reply {
             output: Some(ids.join(" ")),
-            best_of: None,
-            sampled: false,
-            seconds: None,
-            error: None,
+            ..Default::default()
         }
     }
 }

@@ -22,12 +22,15 @@ struct Answer {
     delay: Duration,
     status: u16,
     body: String,
+    /// Extra response header lines, each ending in `\r\n`.
+    headers: String,
 }
 
 fn ok(content: &str) -> Answer {
     Answer {
         delay: Duration::ZERO,
         status: 200,
+        headers: String::new(),
         body:
             json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
                 .to_string(),
@@ -95,9 +98,10 @@ fn answer(stream: TcpStream, handler: &Handler, log: &Mutex<Vec<Seen>>, count: &
     let mut stream = stream;
     let _ = write!(
         stream,
-        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n{}",
         a.status,
         a.body.len(),
+        a.headers,
         a.body
     );
 }
@@ -108,7 +112,7 @@ fn options(timeout_ms: u64, retries: u32) -> ClientOptions {
         retries,
         backoff: Duration::from_millis(10),
         api_key_env: "SCHEDLM_EVAL_TEST_UNSET_KEY".into(),
-        max_tokens: 64,
+        max_tokens: Some(64),
     }
 }
 
@@ -122,7 +126,7 @@ fn normal_answers_carry_the_prompt_and_the_key() {
         ..options(2000, 0)
     };
     let client = Client::new(&url, "tiny", with_key).unwrap();
-    let reply = client.complete("sys", "user text");
+    let reply = client.complete("sys", "user text", 64);
     assert_eq!(reply.output.as_deref(), Some("J2 J1"));
     assert!(reply.error.is_none() && reply.seconds.is_some());
     let seen = seen.lock().unwrap();
@@ -146,7 +150,7 @@ fn slow_answers_time_out_and_are_retried() {
     // No retry: the first (slow) answer is a timeout.
     let reply = Client::new(&url, "m", options(200, 0))
         .unwrap()
-        .complete("s", "u");
+        .complete("s", "u", 64);
     assert!(reply.output.is_none());
     let error = reply.error.unwrap();
     assert!(
@@ -157,7 +161,7 @@ fn slow_answers_time_out_and_are_retried() {
     let (url, seen) = serve(Box::new(slow));
     let reply = Client::new(&url, "m", options(200, 1))
         .unwrap()
-        .complete("s", "u");
+        .complete("s", "u", 64);
     assert_eq!(reply.output.as_deref(), Some("J1"));
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
@@ -167,9 +171,9 @@ fn server_errors_are_retried_client_errors_are_not() {
     let flaky = |n: usize, _: &Seen| {
         if n < 2 {
             Answer {
-                delay: Duration::ZERO,
                 status: 500,
                 body: "{\"error\": \"overloaded\"}".into(),
+                ..ok("")
             }
         } else {
             ok("J1")
@@ -178,19 +182,19 @@ fn server_errors_are_retried_client_errors_are_not() {
     let (url, seen) = serve(Box::new(flaky));
     let reply = Client::new(&url, "m", options(2000, 3))
         .unwrap()
-        .complete("s", "u");
+        .complete("s", "u", 64);
     assert_eq!(reply.output.as_deref(), Some("J1"));
     assert_eq!(seen.lock().unwrap().len(), 3);
 
     let bad_request = |_: usize, _: &Seen| Answer {
-        delay: Duration::ZERO,
         status: 400,
         body: "{}".into(),
+        ..ok("")
     };
     let (url, seen) = serve(Box::new(bad_request));
     let reply = Client::new(&url, "m", options(2000, 3))
         .unwrap()
-        .complete("s", "u");
+        .complete("s", "u", 64);
     assert!(reply.error.unwrap().contains("HTTP 400"));
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
@@ -198,14 +202,13 @@ fn server_errors_are_retried_client_errors_are_not() {
 #[test]
 fn malformed_json_and_garbage_text() {
     let malformed = |_: usize, _: &Seen| Answer {
-        delay: Duration::ZERO,
-        status: 200,
         body: "{\"choices\": [".into(),
+        ..ok("")
     };
     let (url, seen) = serve(Box::new(malformed));
     let reply = Client::new(&url, "m", options(2000, 2))
         .unwrap()
-        .complete("s", "u");
+        .complete("s", "u", 64);
     let error = reply.error.unwrap();
     assert!(
         error.contains("after 3 attempt") && error.contains("not JSON"),
@@ -214,24 +217,21 @@ fn malformed_json_and_garbage_text() {
     assert_eq!(seen.lock().unwrap().len(), 3);
 
     let wrong_shape = |_: usize, _: &Seen| Answer {
-        delay: Duration::ZERO,
-        status: 200,
         body: "{\"choices\": []}".into(),
+        ..ok("")
     };
     let (url, _) = serve(Box::new(wrong_shape));
     let reply = Client::new(&url, "m", options(2000, 0))
         .unwrap()
-        .complete("s", "u");
-    assert!(reply
-        .error
-        .unwrap()
-        .contains("no choices[0].message.content"));
+        .complete("s", "u", 64);
+    let error = reply.error.unwrap();
+    assert!(error.contains("`choices` is empty"), "{error}");
 
     // Garbage text is an answer: the client returns it and scoring marks it invalid.
     let (url, _) = serve(Box::new(|_, _| ok("\u{1F600} lorem ipsum")));
     let reply = Client::new(&url, "m", options(2000, 0))
         .unwrap()
-        .complete("s", "u");
+        .complete("s", "u", 64);
     assert_eq!(reply.output.as_deref(), Some("\u{1F600} lorem ipsum"));
 }
 
@@ -245,7 +245,7 @@ fn unreachable_server_and_bounded_concurrency() {
         .port();
     let client = Client::new(&format!("http://127.0.0.1:{port}/v1"), "m", options(500, 1)).unwrap();
     assert!(client
-        .complete("s", "u")
+        .complete("s", "u", 64)
         .error
         .unwrap()
         .contains("after 2 attempt"));
@@ -274,7 +274,7 @@ fn unreachable_server_and_bounded_concurrency() {
             template: schedlm_dataset::Template::Compact,
         })
         .collect();
-    let replies = answer_all(&client, &asks, 3);
+    let replies = answer_all(&client, &asks, 3, &|_, _| {});
     let outs: Vec<String> = replies.into_iter().map(|r| r.output.unwrap()).collect();
     assert_eq!(outs, vec!["0", "1", "2", "3", "4", "5"]);
 }
@@ -354,4 +354,126 @@ fn online_replay_through_an_endpoint_falls_back_on_garbage() {
     assert_eq!(seen.lock().unwrap().len(), model.decisions);
     // Every decision fell back to FCFS: the same schedule as the FCFS rule.
     assert_eq!(model.result.jobs, eval.replays[0].result.jobs);
+}
+
+#[test]
+fn http_errors_carry_the_server_message_and_retry_after_is_honoured() {
+    let unauthorized = |_: usize, _: &Seen| Answer {
+        status: 401,
+        body: r#"{"error": {"message": "Invalid API key", "type": "auth"}}"#.into(),
+        ..ok("")
+    };
+    let (url, seen) = serve(Box::new(unauthorized));
+    let error = Client::new(&url, "m", options(2000, 3))
+        .unwrap()
+        .complete("s", "u", 64)
+        .error
+        .unwrap();
+    assert!(
+        error.contains("HTTP 401") && error.contains("Invalid API key"),
+        "{error}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1, "401 is not retried");
+
+    // 429 with Retry-After: 1 waits a second (the backoff alone is 10 ms), then succeeds.
+    let limited = |n: usize, _: &Seen| {
+        if n == 0 {
+            Answer {
+                status: 429,
+                body: r#"{"error": {"message": "slow down"}}"#.into(),
+                headers: "Retry-After: 1\r\n".into(),
+                ..ok("")
+            }
+        } else {
+            ok("J1")
+        }
+    };
+    let (url, seen) = serve(Box::new(limited));
+    let started = std::time::Instant::now();
+    let reply = Client::new(&url, "m", options(2000, 2))
+        .unwrap()
+        .complete("s", "u", 64);
+    assert_eq!(reply.output.as_deref(), Some("J1"));
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "Retry-After ignored: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn finish_reason_usage_and_max_tokens_reach_the_reply() {
+    let cut = |_: usize, seen: &Seen| {
+        let max = seen.body["max_tokens"].as_u64().unwrap();
+        Answer {
+            body: json!({
+                "choices": [{"message": {"content": "J1 J"}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": max},
+            })
+            .to_string(),
+            ..ok("")
+        }
+    };
+    let (url, _) = serve(Box::new(cut));
+    let reply = Client::new(&url, "m", options(2000, 0))
+        .unwrap()
+        .complete("s", "u", 7);
+    assert!(reply.truncated());
+    assert_eq!(reply.prompt_tokens, Some(100));
+    assert_eq!(reply.completion_tokens, Some(7));
+}
+
+#[test]
+fn a_dead_endpoint_is_never_best_and_its_failures_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = common::records(schedlm_generator::Family::Hpc, 3, 5);
+    let path = dir.path().join("test.jsonl");
+    common::write_records(&path, &records);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("openai:http://127.0.0.1:{port}/v1#m");
+    let data = read_records(&path).unwrap();
+    let specs = parse_list(&format!("{dead},fcfs,sjf")).unwrap();
+    let log = std::sync::Arc::new(
+        schedlm_eval::answers::AnswerLog::open(&dir.path().join("report"), false).unwrap(),
+    );
+    let options = SnapshotOptions {
+        client: options(500, 0),
+        answers: Some(log.clone()),
+        ..SnapshotOptions::default()
+    };
+    let eval = evaluate(&data, &specs, &options).unwrap();
+    let dead_rows: Vec<_> = eval
+        .rows
+        .iter()
+        .filter(|r| r.policy.starts_with("openai:"))
+        .collect();
+    assert_eq!(dead_rows.len(), 3);
+    assert!(dead_rows.iter().all(|r| r.failed && !r.valid));
+    assert!(
+        eval.notes
+            .iter()
+            .any(|n| n.contains("3 of 3 answers failed") && n.contains("transport")),
+        "{:?}",
+        eval.notes
+    );
+    let stats = schedlm_eval::stats::summarize(&eval.policies, &eval.rows);
+    // The dead endpoint's rows hold FCFS values, so it ties FCFS on the mean; it still ranks
+    // after every policy whose answers were all valid.
+    assert_eq!(
+        stats.ranking.last().map(String::as_str),
+        Some(dead.as_str())
+    );
+    let p = stats.policies.iter().find(|p| p.policy == dead).unwrap();
+    assert_eq!((p.failed, p.instances), (3, 3));
+    // Every failed answer is in answers.jsonl, with its reason.
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert_eq!(text.lines().count(), 3);
+    assert!(text
+        .lines()
+        .all(|l| l.contains("\"error\":\"request failed")));
 }

@@ -475,3 +475,37 @@ fn text_answers_against_the_rules() {
         "{sentence}"
     );
 }
+
+/// A record whose label its own order contradicts, or whose bound is impossible, is refused
+/// with its line: gaps are measured against the label.
+#[test]
+fn inconsistent_labels_are_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = common::records(Family::Hpc, 2, 4);
+    type Spoil = fn(&mut schedlm_dataset::Record);
+    let cases: [(&str, Spoil); 4] = [
+        ("field `value`", |r| r.value = 0.5),
+        ("is negative", |r| {
+            r.lower_bound = -1.0;
+            r.proven_optimal = false
+        }),
+        ("above the label's value", |r| {
+            r.lower_bound = r.value * 2.0;
+            r.proven_optimal = false
+        }),
+        ("appears twice", |r| r.order[1] = r.order[0].clone()),
+    ];
+    for (expected, spoil) in cases {
+        let mut records = base.clone();
+        spoil(&mut records[1]);
+        let path = dir.path().join("bad.jsonl");
+        common::write_records(&path, &records);
+        let err = read_records(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("line 2") && err.contains("inconsistent label") && err.contains(expected),
+            "{expected}: {err}"
+        );
+    }
+    common::write_records(&dir.path().join("good.jsonl"), &base);
+    assert!(read_records(&dir.path().join("good.jsonl")).is_ok());
+}

@@ -41,7 +41,7 @@ impl GptConfig {
         let ok = self.layers > 0
             && self.heads > 0
             && self.width > 0
-            && self.width % self.heads == 0
+            && self.width.is_multiple_of(self.heads)
             && self.context > 0;
         if ok {
             Ok(())

@@ -39,6 +39,7 @@ pub mod constrain;
 pub mod curve;
 pub mod data;
 pub mod decode;
+pub mod device;
 pub mod error;
 pub mod gpt;
 pub mod heldout;

@@ -233,20 +233,34 @@ fn bpe_json(tokens: &[String], merges: &[String], types: &[i32], pre: &str) -> J
     })
 }
 
-/// The snapshot directory of `model_id` (`org/name`) in the hf-hub cache (`$HF_HUB_CACHE`,
-/// `$HF_HOME/hub`, or `~/.cache/huggingface/hub`), at the revision `refs/main` names.
-pub fn hub_snapshot(model_id: &str) -> Result<PathBuf> {
-    let cache = std::env::var_os("HF_HUB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/huggingface/hub"))
-        })
-        .ok_or_else(|| FinetuneError::Model("no hf-hub cache directory (set HF_HOME)".into()))?;
-    let repo = cache.join(format!("models--{}", model_id.replace('/', "--")));
-    let refs = repo.join("refs/main");
-    let revision = std::fs::read_to_string(&refs).map_err(|e| FinetuneError::io(&refs, e))?;
-    Ok(repo.join("snapshots").join(revision.trim()))
+/// The snapshot directory of `spec` (`org/name`, or `org/name@revision` with a branch, tag or
+/// commit hash; `main` when none) in the hf-hub cache, through the `hf_hub` crate's cache API:
+/// `$HF_HUB_CACHE` when set, else `$HF_HOME/hub`, else `~/.cache/huggingface/hub`. Offline:
+/// nothing is downloaded (fill the cache with `huggingface-cli download ORG/NAME`, or Python's
+/// `huggingface_hub`, which share its layout).
+pub fn hub_snapshot(spec: &str) -> Result<PathBuf> {
+    let (id, revision) = spec.split_once('@').unwrap_or((spec, "main"));
+    let cache = match std::env::var_os("HF_HUB_CACHE") {
+        Some(path) => hf_hub::Cache::new(PathBuf::from(path)),
+        None => hf_hub::Cache::from_env(),
+    };
+    let repo = cache.repo(hf_hub::Repo::with_revision(
+        id.to_string(),
+        hf_hub::RepoType::Model,
+        revision.to_string(),
+    ));
+    // A branch or tag names its commit in refs/; a commit hash names its snapshot directly.
+    let config = repo
+        .get("config.json")
+        .or_else(|| Some(repo.pointer_path(revision).join("config.json")).filter(|p| p.exists()));
+    match config.as_deref().and_then(Path::parent) {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => Err(FinetuneError::Model(format!(
+            "hf:{spec}: no snapshot of {id} at revision {revision} in the hf-hub cache {} \
+             (schedlm does not download; fetch it with `huggingface-cli download {id}`)",
+            cache.path().display()
+        ))),
+    }
 }
 
 /// Reads a Hugging Face model directory of a Llama-architecture model.

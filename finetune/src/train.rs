@@ -485,7 +485,7 @@ impl Trainer {
         let due = if every == 0 {
             epoch_end
         } else {
-            self.state.step % every == 0
+            self.state.step.is_multiple_of(every)
         };
         let point = if due || self.finished() {
             Some(self.point(epochs, val, out)?)

@@ -29,12 +29,24 @@ fn hub_cache_lookup_by_model_id() {
         &tok,
     );
     std::fs::create_dir_all(repo.join("refs")).unwrap();
-    std::fs::write(repo.join("refs/main"), format!("{revision}\n")).unwrap();
+    // As huggingface_hub writes refs: the commit hash, no newline.
+    std::fs::write(repo.join("refs/main"), revision).unwrap();
 
     std::env::remove_var("HF_HUB_CACHE");
     std::env::set_var("HF_HOME", home.path());
     assert_eq!(hub_snapshot("schedlm-test/tiny-llama").unwrap(), snapshot);
-    assert!(hub_snapshot("schedlm-test/absent").is_err());
+    let err = hub_snapshot("schedlm-test/absent").unwrap_err().to_string();
+    assert!(
+        err.contains("huggingface-cli download schedlm-test/absent"),
+        "{err}"
+    );
+    // A revision: a commit hash names its snapshot, a branch without a ref is not there.
+    let other = "ffffffffffffffffffffffffffffffffffffffff";
+    assert_eq!(
+        hub_snapshot(&format!("schedlm-test/tiny-llama@{other}")).unwrap(),
+        repo.join("snapshots").join(other)
+    );
+    assert!(hub_snapshot("schedlm-test/tiny-llama@dev").is_err());
 
     let p = Base::Hf("schedlm-test/tiny-llama".into())
         .load(&Device::Cpu)

@@ -63,15 +63,15 @@ pub enum Estimator {
     /// The mean of the user's last two effective run times, rounded half up; the walltime
     /// while the user has fewer than two completed jobs; capped at the walltime.
     Last2,
-    /// Online ridge regression (lambda = [`RIDGE`]) of ln(effective run time) on the
-    /// features [`MODEL_FEATURES`]: intercept, ln walltime, ln processors, and from the user's
+    /// Online ridge regression (lambda = 1e-3) of ln(effective run time) on ten
+    /// features: intercept, ln walltime, ln processors, and from the user's
     /// completed jobs the last and the second-last ln run time, the mean ln run time, and the
     /// ln run time of the last job with the same walltime and processors, each with a
     /// 0/1 indicator of being present (and 0 when absent). The prediction is
-    /// exp(w . x) rounded and clamped to [1, walltime]; the walltime until [`MODEL_WARMUP`]
-    /// jobs have been observed. The weights are refitted (exactly, a 10 x 10 solve) after every
-    /// observation, with the features the job had when it was submitted (when
-    /// [`Predictor::submit`] was called) so training and prediction agree. Deterministic.
+    /// exp(w . x) rounded and clamped to [1, walltime]; the walltime until 20 jobs have been
+    /// observed. The weights are refitted (exactly, a 10 x 10 solve) after every observation,
+    /// with the features the job had when it was submitted, so training and prediction
+    /// agree. Deterministic. (The constants: `RIDGE`, `MODEL_FEATURES`, `MODEL_WARMUP`.)
     Model,
 }
 

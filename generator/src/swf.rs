@@ -527,7 +527,12 @@ pub fn parse_swf_with_waits(
         }
         line += 1;
         report.lines_read += 1;
-        let trimmed = buf.trim_ascii();
+        // A UTF-8 byte-order mark at the start of the file is not part of the first line.
+        let bytes = match buf.strip_prefix(b"\xEF\xBB\xBF") {
+            Some(rest) if line == 1 => rest,
+            _ => &buf[..],
+        };
+        let trimmed = bytes.trim_ascii();
         if trimmed.is_empty() {
             report.blank_lines += 1;
             continue;
@@ -680,7 +685,8 @@ fn record(text: &[u8], name: &str, line: usize) -> Result<Record, SwfError> {
     let mut ints = [0i64; FIELDS];
     for (index, field) in fields.iter().enumerate() {
         if INTEGER_FIELDS.contains(&(index + 1)) {
-            ints[index] = parse_integer(field).ok_or_else(|| bad(index, "an integer"))?;
+            ints[index] =
+                parse_integer(field).ok_or_else(|| bad(index, integer_expected(field)))?;
         } else if !is_number(field) {
             return Err(bad(index, "a number"));
         }
@@ -803,6 +809,21 @@ fn parse_integer(field: &[u8]) -> Option<i64> {
     }
     let value: f64 = std::str::from_utf8(field).ok()?.parse().ok()?;
     (value.fract() == 0.0 && value.abs() < 1e18).then_some(value as i64)
+}
+
+/// What an integer field that [`parse_integer`] refused should have been: a whole number too
+/// large is out of range, anything else is not an integer.
+fn integer_expected(field: &[u8]) -> &'static str {
+    let whole = is_number(field)
+        && std::str::from_utf8(field)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_some_and(|v| v.fract() == 0.0);
+    if whole {
+        "an integer of magnitude below 10^18 (out of range)"
+    } else {
+        "an integer"
+    }
 }
 
 /// `[+-]digits[.digits][(e|E)[+-]digits]`, with at least one digit before the exponent.

@@ -344,6 +344,13 @@ fn bad_lines_are_errors_with_file_and_line() {
         .to_string()
         .contains("field 4 (run time) must be an integer, found \"4.5\""));
 
+    let text = format!("{good}2 0 5 99999999999999999999 4 -1 -1 4 9 -1 1 1 -1 -1 -1 -1 -1 -1\n");
+    let err = parse_swf(text.as_bytes(), "x.swf", &SwfOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("out of range"),
+        "an integer too large is out of range, not \"not an integer\": {err}"
+    );
+
     let text = format!("{good}2 0 5 4 4 x -1 4 9 -1 1 1 -1 -1 -1 -1 -1 -1\n");
     let err = parse_swf(text.as_bytes(), "x.swf", &SwfOptions::default()).unwrap_err();
     assert!(err

@@ -27,6 +27,7 @@
 
 pub mod dispatch;
 pub mod instance;
+pub mod lines;
 pub mod objective;
 pub mod order;
 pub mod problem;
@@ -35,6 +36,7 @@ pub mod validate;
 
 pub use dispatch::{dispatch, Dispatcher, Placement, Schedule, Variant};
 pub use instance::{Instance, QueuedJob, RunningJob, Server, Time};
+pub use lines::{text_lines, TextLine};
 pub use objective::{bounded_slowdown, Objective, Objectives, TAU};
 pub use order::{check_permutation, order_from_ids, repair, OrderError};
 pub use problem::{Problem, Running};

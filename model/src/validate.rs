@@ -47,7 +47,11 @@ pub enum InstanceError {
         index: usize,
         value: i64,
     },
-    #[error("{kind} \"{id}\": `{field}` is {value}, outside the accepted range [-2^40, 2^40]")]
+    #[error(
+        "{}: `{field}` is {value}, outside the accepted range [{}, 2^40]",
+        owner(.kind, .id),
+        lowest(.field)
+    )]
     OutOfRange {
         kind: &'static str,
         id: String,
@@ -230,6 +234,24 @@ fn check_shapes(instance: &Instance, out: &mut Vec<InstanceError>) -> bool {
         }
     }
     ok
+}
+
+/// Who an out-of-range field belongs to: `job "a"`, or the instance itself (`now`).
+fn owner(kind: &str, id: &str) -> String {
+    if kind == "instance" {
+        "the instance".to_string()
+    } else {
+        format!("{kind} \"{id}\"")
+    }
+}
+
+/// The lowest accepted value of a field, as the range message writes it.
+fn lowest(field: &str) -> &'static str {
+    match field {
+        "walltime" => "1",
+        "runtime" | "capacity" | "demand" => "0",
+        _ => "-2^40",
+    }
 }
 
 fn in_range(value: i64) -> bool {

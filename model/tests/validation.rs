@@ -227,7 +227,7 @@ fn out_of_range() {
             field: "walltime",
             value: too_big,
         },
-        &["job \"a\"", "`walltime`"],
+        &["job \"a\"", "`walltime`", "[1, 2^40]"],
     );
     rejects(
         &format!(
@@ -241,7 +241,7 @@ fn out_of_range() {
             field: "now",
             value: too_big,
         },
-        &["`now`"],
+        &["the instance: `now`", "[-2^40, 2^40]"],
     );
 }
 

@@ -353,7 +353,9 @@ impl<'p> Search<'p> {
     fn check_limits(&mut self) -> bool {
         if self.nodes >= self.node_limit {
             self.stopped = Some(Status::NodeLimit);
-        } else if self.nodes % 256 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+        } else if self.nodes.is_multiple_of(256)
+            && self.deadline.is_some_and(|d| Instant::now() >= d)
+        {
             self.stopped = Some(Status::TimeLimit);
         }
         self.stopped.is_some()
@@ -461,7 +463,7 @@ impl<'p> Search<'p> {
     fn energy_worthwhile(&self) -> bool {
         self.energy_calls < 256
             || self.energy_prunes * 64 >= self.energy_calls
-            || self.nodes % 16 == 0
+            || self.nodes.is_multiple_of(16)
     }
 
     fn table_key(&self, level: usize) -> (u128, u64, u64) {

@@ -387,7 +387,7 @@ impl<'p> Search<'p> {
     fn stop(&self) -> bool {
         self.eval.evaluations >= self.max_evaluations
             || self.best_total <= self.floor_total + Self::eps(self.floor_total)
-            || (self.eval.evaluations % 32 == 0
+            || (self.eval.evaluations.is_multiple_of(32)
                 && self.deadline.is_some_and(|d| Instant::now() >= d))
     }
 

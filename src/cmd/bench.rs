@@ -383,10 +383,10 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
         }
     }
 
-    println!(
+    outln!(
         "{}",
         tables(args, run_milp, milp_limit, &summaries, &results)
-    );
+    )?;
     if let Some(dir) = &args.out {
         eprintln!(
             "wrote {}-<N>.jsonl and results.json to {}",

@@ -76,6 +76,12 @@ pub struct TrainBenchArgs {
     #[arg(long, default_value_t = 3)]
     pub repeat: usize,
 
+    /// Where the candle model runs: `cpu`, or `cuda` / `cuda:N` in a build with the `cuda`
+    /// feature; the PyTorch reference then runs on the same GPU (`--device cuda`). On a GPU
+    /// the thread counts do not apply and each shape is measured once per --repeat.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+
     /// Snapshots decoded for the decisions/s figure (8-job `hpc` queues; 0 skips decoding).
     #[arg(long, default_value_t = 20)]
     pub decode: usize,
@@ -100,7 +106,10 @@ impl Timing {
 }
 
 pub fn run(args: &TrainBenchArgs) -> Result<()> {
-    let threads = if args.threads.is_empty() {
+    let device = schedlm_finetune::device::parse(&args.device)?;
+    let threads = if device.is_cuda() {
+        vec![1]
+    } else if args.threads.is_empty() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if cores > 1 {
             vec![1, cores]
@@ -117,11 +126,11 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         .then(|| torch_available(args))
         .transpose()?
         .flatten();
-    println!(
+    outln!(
         "| width | batch x tokens | threads | candle tokens/s | candle tokens/CPU-s | \
          PyTorch tokens/s | PyTorch tokens/CPU-s | candle / PyTorch |"
-    );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    )?;
+    outln!("|---:|---|---:|---:|---:|---:|---:|---:|")?;
     for &width in &args.width {
         for &seq in &args.seq {
             for &n in &threads {
@@ -140,7 +149,7 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
                 // during the run touches both; each figure is the median of its runs.
                 let (mut candle, mut reference) = (Vec::new(), Vec::new());
                 for _ in 0..args.repeat.max(1) {
-                    candle.push(in_pool(n, || candle_train(shape, args.steps))?);
+                    candle.push(in_pool(n, || candle_train(shape, args.steps, &device))?);
                     if let Some(version) = &torch {
                         reference.push(torch_train(args, shape, n).with_context(|| {
                             format!("running the PyTorch reference ({version})")
@@ -149,19 +158,27 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
                 }
                 let candle = median(candle);
                 let reference = (!reference.is_empty()).then(|| median(reference));
-                print_row(shape, n, &candle, reference.as_ref());
+                let threads = if device.is_cuda() {
+                    args.device.clone()
+                } else {
+                    n.to_string()
+                };
+                print_row(shape, &threads, &candle, reference.as_ref())?;
             }
         }
     }
     if args.decode > 0 {
         for &n in &threads {
-            let rate = in_pool(n, || decode_rate(args.decode))?;
-            println!(
+            let rate = in_pool(n, || decode_rate(args.decode, &device))?;
+            outln!(
                 "decoding, {n} thread(s): {:.1} decisions/s one snapshot at a time, {:.1} with \
                  all at once (gpt-tiny, untrained, constrained greedy with the KV cache, {} \
                  8-job hpc snapshots of ~{} prompt tokens)",
-                rate.one, rate.all, args.decode, rate.prompt
-            );
+                rate.one,
+                rate.all,
+                args.decode,
+                rate.prompt
+            )?;
         }
     }
     Ok(())
@@ -173,7 +190,12 @@ fn median(mut runs: Vec<Timing>) -> Timing {
     runs[runs.len() / 2]
 }
 
-fn print_row(shape: TrainShape, threads: usize, candle: &Timing, torch: Option<&Timing>) {
+fn print_row(
+    shape: TrainShape,
+    threads: &str,
+    candle: &Timing,
+    torch: Option<&Timing>,
+) -> Result<()> {
     let (t_rate, t_cpu, ratio) = match torch {
         Some(t) => (
             format!("{:.0}", t.per_s()),
@@ -182,14 +204,15 @@ fn print_row(shape: TrainShape, threads: usize, candle: &Timing, torch: Option<&
         ),
         None => ("-".into(), "-".into(), "-".into()),
     };
-    println!(
+    outln!(
         "| {} | {} x {} | {threads} | {:.0} | {:.0} | {t_rate} | {t_cpu} | {ratio} |",
         shape.config.width,
         shape.batch,
         shape.seq,
         candle.per_s(),
         candle.per_cpu_s()
-    );
+    )?;
+    Ok(())
 }
 
 /// Runs `f` with `threads` threads for rayon and for candle's matrix products.
@@ -204,8 +227,8 @@ fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Res
     pool.install(f)
 }
 
-fn candle_train(shape: TrainShape, steps: usize) -> Result<Timing> {
-    let mut bench = TrainBench::new(shape, 1, &Device::Cpu)?;
+fn candle_train(shape: TrainShape, steps: usize, device: &Device) -> Result<Timing> {
+    let mut bench = TrainBench::new(shape, 1, device)?;
     for _ in 0..2 {
         bench.step()?;
     }
@@ -270,6 +293,7 @@ fn torch_train(args: &TrainBenchArgs, shape: TrainShape, threads: usize) -> Resu
         .args(["--layers", &c.layers.to_string()])
         .args(["--vocab", &c.vocab_size.to_string()])
         .args(["--context", &c.context.to_string()])
+        .args(["--device", args.device.trim()])
         .output()
         .with_context(|| format!("starting {}", args.python.display()))?;
     if !out.status.success() {
@@ -296,7 +320,7 @@ struct DecodeRate {
 }
 
 /// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots.
-fn decode_rate(count: usize) -> Result<DecodeRate> {
+fn decode_rate(count: usize, device: &Device) -> Result<DecodeRate> {
     let options = RecordOptions {
         answer: AnswerOrder::Solver,
         template: Template::CompactV2,
@@ -324,13 +348,13 @@ fn decode_rate(count: usize) -> Result<DecodeRate> {
     }
     let tokenizer = TextTokenizer::train_bpe(&texts, 1024)?;
     let config = GptConfig::tiny(tokenizer.vocab_size());
-    let loaded = build(&ModelSpec::Gpt { config }, Some(tokenizer), 1, &Device::Cpu)?;
+    let loaded = build(&ModelSpec::Gpt { config }, Some(tokenizer), 1, device)?;
     let tokens: usize = texts
         .iter()
         .step_by(2)
         .map(|t| loaded.tokenizer.encode(t).map(|ids| ids.len()))
         .sum::<Result<usize, _>>()?;
-    let predictor = Predictor::from_loaded(loaded, &Device::Cpu);
+    let predictor = Predictor::from_loaded(loaded, device);
     let decode = DecodeOptions::default();
     let answer =
         |instance| predictor.predict(instance, Objective::Bsld, Template::CompactV2, &decode);

@@ -7,7 +7,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use schedlm_dataset::build::{self, BuildArgs, BuildTuning, Shard, Source};
-use schedlm_dataset::{merge::merge, stats::stats, AnswerOrder, RecordKind, SplitSpec, Template};
+use schedlm_dataset::{
+    merge::merge, stats::stats, AnswerOrder, RecordFormat, RecordKind, SplitSpec, Template,
+};
 use schedlm_generator::{Family, Load};
 use schedlm_model::{Objective, Variant};
 use schedlm_solver::portfolio::Method;
@@ -141,6 +143,13 @@ pub struct BuildCmd {
     #[arg(long, value_enum, default_value = "orders")]
     pub records: RecordKindArg,
 
+    /// Which form of the prompt and answer each record carries (the metadata columns are the
+    /// same in all). One form per file, because fine-tuning tools pick a form by the columns
+    /// they find: TRL's SFTTrainer, given both, picks by the order of a Python set, which
+    /// changes with the hash seed (docs/dataset.md says what TRL does with each).
+    #[arg(long, value_enum, default_value = "messages")]
+    pub format: RecordFormatArg,
+
     /// Shares of train/val/test in percent.
     #[arg(long, default_value = "90/5/5")]
     pub split: SplitSpec,
@@ -273,9 +282,27 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         },
         plan: a.plan,
         records,
+        format: match a.format {
+            RecordFormatArg::Messages => RecordFormat::Messages,
+            RecordFormatArg::PromptCompletion => RecordFormat::PromptCompletion,
+            RecordFormatArg::Both => RecordFormat::Both,
+        },
         split: a.split,
         skip_invalid: a.skip_invalid,
     })
+}
+
+/// `--format`: see [`RecordFormat`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordFormatArg {
+    /// `messages` only: system, user and assistant turns. TRL applies the model's chat
+    /// template, so the answer ends with the template's end-of-turn token.
+    Messages,
+    /// `prompt` and `completion` strings only. TRL computes the loss on the completion and
+    /// appends the end-of-sequence token to it.
+    PromptCompletion,
+    /// Both forms (what builds wrote before this option; ambiguous to TRL).
+    Both,
 }
 
 /// `--records`: see [`RecordKind`].
@@ -301,6 +328,13 @@ fn run_build(a: &BuildCmd) -> Result<()> {
     let args = build_args(a)?;
     let shard = a.shard.unwrap_or_default();
     let total = build::source_len(&args.source)?;
+    if total == 0 {
+        let what = match &args.source {
+            build::Source::File { path, .. } => format!("{} is empty", path.display()),
+            build::Source::Generate { .. } => "--count is 0".to_string(),
+        };
+        bail!("no instance to build from: {what}; nothing was written");
+    }
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {
@@ -345,6 +379,13 @@ fn run_build(a: &BuildCmd) -> Result<()> {
             String::new()
         }
     );
+    if m.total() == 0 {
+        bail!(
+            "the dataset in {} is empty: all {} input lines were skipped (reasons above)",
+            a.out.display(),
+            m.skipped.len()
+        );
+    }
     Ok(())
 }
 
@@ -376,9 +417,9 @@ fn run_stats(a: &StatsCmd) -> Result<()> {
     };
     let s = stats(&a.dir, tokenizer.as_ref().map(|_| &count as _))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
+        outln!("{}", serde_json::to_string_pretty(&s)?)?;
     } else {
-        print!("{}", s.to_text());
+        out!("{}", s.to_text())?;
     }
     Ok(())
 }

@@ -87,11 +87,11 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
     };
     if args.json {
         for s in &scores {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?)?;
         }
     } else {
-        println!("{title}");
-        print!("{}", table(&scores));
+        outln!("{title}")?;
+        out!("{}", table(&scores))?;
     }
     Ok(())
 }
@@ -106,8 +106,7 @@ fn timeline_name(t: Timeline) -> &'static str {
 /// Reads a trace, reports its cleaning on stderr, and returns it with its completion times.
 fn load(path: &Path, options: &SwfOptions, timeline: Timeline) -> Result<(Trace, Vec<i64>)> {
     let start = Instant::now();
-    let (trace, waits) = read_swf_with_waits(path, options)
-        .with_context(|| format!("cannot read trace {}", path.display()))?;
+    let (trace, waits) = read_swf_with_waits(path, options).context("cannot read the trace")?;
     eprintln!(
         "read {} in {:.2?}:\n{}\n",
         path.display(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use schedlm_dataset::Template;
+use schedlm_eval::answers::AnswerLog;
 use schedlm_eval::data::read_records;
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
 use schedlm_eval::openai::ClientOptions;
@@ -16,7 +17,7 @@ use schedlm_eval::report::online::{
     headline as online_headline, online_summary, write_online_report,
 };
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
-use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
+use schedlm_eval::snapshot::{answer_notes, evaluate, SnapshotOptions};
 use schedlm_eval::spec::parse_list;
 use schedlm_eval::text::{Ask, ModelLoader, Reply, TextModel};
 use schedlm_eval::EvalError;
@@ -63,8 +64,13 @@ pub struct EvalArgs {
     #[arg(long, value_name = "LIST")]
     pub policies: String,
 
-    /// Output directory of the report (created if missing).
-    #[arg(long, value_name = "DIR")]
+    /// Output directory of the report (created if missing); `--report` is the old spelling.
+    #[arg(
+        short = 'o',
+        long = "out",
+        visible_alias = "report",
+        value_name = "DIR"
+    )]
     pub report: PathBuf,
 
     /// Time budget of `optimal` per instance (per decision online).
@@ -83,17 +89,21 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 20_000)]
     pub ls_evaluations: u64,
 
-    /// Requests in flight at once for `openai:` schedulers.
-    #[arg(long, default_value_t = 8)]
+    /// Requests in flight at once for `openai:` schedulers. The default suits a local server
+    /// that answers one request at a time (llama.cpp, a single GPU); more only queue up there
+    /// and run into the timeout. Hosted endpoints and batching servers (vLLM) take more: e.g.
+    /// `--concurrency 16 --request-timeout 60s`.
+    #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
 
-    /// Timeout of one request to an `openai:` endpoint.
-    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    /// Timeout of one request to an `openai:` endpoint (connect, send and read together).
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
     pub request_timeout: Duration,
 
-    /// Retries of a failed request (no connection, timeout, HTTP 429 or 5xx, malformed
-    /// response), with exponential backoff from 0.5 s.
-    #[arg(long, default_value_t = 3)]
+    /// Retries of a failed request (no connection, timeout, HTTP 408, 429 or 5xx, malformed
+    /// response), with exponential backoff from 1 s, waiting at least what the server's
+    /// `Retry-After` asks (at most 5 min). Other HTTP errors (401, 404, ...) are not retried.
+    #[arg(long, default_value_t = 2)]
     pub retries: u32,
 
     /// Environment variable holding the API key of `openai:` endpoints (sent as a bearer token
@@ -101,9 +111,30 @@ pub struct EvalArgs {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
 
-    /// `max_tokens` of each request.
-    #[arg(long, default_value_t = 1024)]
-    pub max_tokens: u32,
+    /// `max_tokens` of each request [default: 64 + 8 per queued job, enough for an order of
+    /// job ids]. Answers cut off at the limit (`finish_reason: length`) are counted in the
+    /// report; raise it for models that reason before answering.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+
+    /// Snapshot evaluation: evaluate only the first N records of --data.
+    #[arg(long, value_name = "N", requires = "data")]
+    pub limit: Option<usize>,
+
+    /// Snapshot evaluation: keep the answers already in REPORT/answers.jsonl (every text
+    /// answer is written there as it arrives) and ask only for the missing and the failed
+    /// ones. Without it, answers.jsonl starts anew.
+    #[arg(long, requires = "data")]
+    pub resume: bool,
+
+    /// Exit 0 even when every answer of a text scheduler failed (no answer from the endpoint
+    /// or model). The report marks such a scheduler either way.
+    #[arg(long)]
+    pub keep_going: bool,
+
+    /// Hide the progress bars.
+    #[arg(long)]
+    pub quiet: bool,
 
     /// Online: how jobs are started from the ordered queue.
     #[arg(long, value_enum, default_value_t = schedlm_model::sim::StartRule::Easy, requires = "trace")]
@@ -152,7 +183,7 @@ struct FinetuneModel {
 }
 
 impl TextModel for FinetuneModel {
-    fn max_concurrency(&self) -> Option<usize> {
+    fn own_concurrency(&self) -> Option<usize> {
         Some(rayon::current_num_threads())
     }
 
@@ -168,6 +199,16 @@ impl TextModel for FinetuneModel {
         let seconds = Some(started.elapsed().as_secs_f64());
         match result {
             Ok(p) => Reply {
+                finish_reason: Some(
+                    if p.tokens >= self.decode.max_new_tokens {
+                        "length"
+                    } else {
+                        "stop"
+                    }
+                    .to_string(),
+                ),
+                prompt_tokens: Some(p.prompt_tokens as u64),
+                completion_tokens: Some(p.tokens as u64),
                 output: Some(p.text),
                 best_of: p.best_of,
                 sampled: self.decode.best_of >= 2,
@@ -215,8 +256,24 @@ impl EvalArgs {
         }
     }
 
-    fn snapshot_options(&self) -> SnapshotOptions {
-        SnapshotOptions {
+    /// The options of a snapshot evaluation; `asks` says whether some scheduler answers in
+    /// text here (a model or an endpoint), whose answers then go to answers.jsonl.
+    fn snapshot_options(&self, asks: bool) -> Result<SnapshotOptions> {
+        let log = if asks {
+            let log = AnswerLog::open(&self.report, self.resume)
+                .with_context(|| format!("cannot write the report to {}", self.report.display()))?;
+            if log.kept_count() > 0 {
+                eprintln!(
+                    "eval: resuming with {} answers from {}",
+                    log.kept_count(),
+                    log.path().display()
+                );
+            }
+            Some(Arc::new(log))
+        } else {
+            None
+        };
+        Ok(SnapshotOptions {
             time_limit: self.time_limit,
             node_limit: self.node_limit,
             seed: self.seed,
@@ -224,7 +281,9 @@ impl EvalArgs {
             concurrency: self.concurrency.max(1),
             client: self.client(),
             models: self.models(),
-        }
+            answers: log,
+            progress: !self.quiet,
+        })
     }
 }
 
@@ -238,9 +297,27 @@ pub fn run(args: &EvalArgs) -> Result<()> {
 }
 
 fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) -> Result<()> {
-    let data = read_records(path)?;
+    let mut data = read_records(path)?;
     super::note_later_steps("eval", path, data.records.len(), data.later_steps);
-    let options = args.snapshot_options();
+    if let Some(n) = args.limit {
+        if n == 0 {
+            bail!("--limit 0 leaves no record to evaluate");
+        }
+        if n < data.records.len() {
+            eprintln!(
+                "eval: the first {n} of {} records (--limit)",
+                data.records.len()
+            );
+            data.records.truncate(n);
+        }
+    }
+    let asks = specs.iter().any(|s| {
+        matches!(
+            s,
+            schedlm_eval::PolicySpec::Model(_) | schedlm_eval::PolicySpec::OpenAi { .. }
+        )
+    });
+    let options = args.snapshot_options(asks)?;
     let eval = evaluate(&data, specs, &options)?;
     let summary = snapshot_summary(path, &data, &eval, &options);
     let mut written = write_snapshot_report(&args.report, &summary, &eval.rows)
@@ -250,14 +327,50 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
             .with_context(|| format!("cannot write the report to {}", args.report.display()))?,
     );
     for line in headline(&summary) {
-        println!("{}", line.replace("**", ""));
+        outln!("{}", line.replace("**", ""))?;
     }
+    // What went wrong with answers is a warning (stderr); other remarks go with the results.
+    let warnings: Vec<String> = summary
+        .stats
+        .policies
+        .iter()
+        .flat_map(|p| {
+            let rows: Vec<_> = eval
+                .rows
+                .iter()
+                .filter(|r| r.policy == p.policy)
+                .cloned()
+                .collect();
+            answer_notes(&p.policy, &rows)
+        })
+        .collect();
     for note in &summary.notes {
-        println!("Note: {note}");
+        if warnings.contains(note) {
+            eprintln!("eval: warning: {note}");
+        } else {
+            outln!("Note: {note}")?;
+        }
     }
-    print_table(policy_rows(&summary));
+    print_table(policy_rows(&summary))?;
+    if let Some(log) = &options.answers {
+        written.push(log.path().to_path_buf());
+    }
     for path in written {
         eprintln!("wrote {}", path.display());
+    }
+    let dead: Vec<String> = summary
+        .stats
+        .policies
+        .iter()
+        .filter(|p| p.instances > 0 && p.failed == p.instances)
+        .map(|p| p.policy.clone())
+        .collect();
+    if !dead.is_empty() && !args.keep_going {
+        bail!(
+            "every answer of {} failed (reasons above and in the report); rerun with --resume \
+             to ask again, or pass --keep-going to accept the report as it is",
+            dead.join(", ")
+        );
     }
     Ok(())
 }
@@ -280,7 +393,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> 
     let written = write_online_report(&args.report, &summary, &eval)
         .with_context(|| format!("cannot write the report to {}", args.report.display()))?;
     for line in online_headline(&summary) {
-        println!("{}", line.replace("**", ""));
+        outln!("{}", line.replace("**", ""))?;
     }
     for path in written {
         eprintln!("wrote {}", path.display());
@@ -289,7 +402,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> 
 }
 
 /// Prints a table with aligned columns.
-fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) {
+fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -311,8 +424,9 @@ fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) {
             .collect::<Vec<_>>()
             .join("  ")
     };
-    println!("{}", line(&header));
+    outln!("{}", line(&header))?;
     for row in &rows {
-        println!("{}", line(row));
+        outln!("{}", line(row))?;
     }
+    Ok(())
 }

@@ -23,7 +23,9 @@ pub struct FinetuneArgs {
     #[arg(long)]
     pub val: Option<PathBuf>,
     /// `gpt-tiny` (from scratch), `gguf:PATH` (e.g. SmolLM2-135M-Instruct, see
-    /// scripts/fetch-smollm2.sh) or `hf:DIR|ORG/NAME` (Hugging Face layout, offline).
+    /// scripts/fetch-smollm2.sh) or `hf:DIR|ORG/NAME[@REVISION]` (a Hugging Face model
+    /// directory, or a model in the local hf-hub cache at a branch, tag or commit; nothing is
+    /// downloaded: fill the cache with `huggingface-cli download ORG/NAME`).
     #[arg(long, default_value = "gpt-tiny")]
     pub model: String,
     /// Run directory. Holds the model and tokenizer, a checkpoint (optimizer.safetensors,
@@ -31,7 +33,7 @@ pub struct FinetuneArgs {
     /// curves: curve.csv, one row per evaluation point (step, epoch, tokens_seen,
     /// answer_tokens_seen, elapsed_s, train_loss, val_loss, val_gap_mean, val_valid_share,
     /// val_optimal_share), and curve.svg, its plot.
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: PathBuf,
     /// Length of the run in epochs (passes over the training records) [default: 10].
     /// Ignored when --steps is given. On --resume, replaces the run's planned length.
@@ -76,8 +78,11 @@ pub struct FinetuneArgs {
     /// Largest global gradient norm (0: no clipping).
     #[arg(long, default_value_t = 1.0)]
     pub clip: f64,
+    /// AdamW weight decay (decoupled, applied to every trained weight).
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
+    /// Seed of the initial weights (from scratch) or the adapters' `A` (LoRA), the batch
+    /// order and the held-out sampling: the same seed and data give the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// BPE vocabulary size of a model trained from scratch.
@@ -113,6 +118,11 @@ pub struct FinetuneArgs {
     /// Also write base and adapters folded together (merged.safetensors) after training.
     #[arg(long)]
     pub merge: bool,
+    /// Where to train: `cpu`, or `cuda` / `cuda:N` for an NVIDIA GPU in a build with the
+    /// `cuda` feature (docs/finetune.md, "GPUs"). The run directory is the same either way and
+    /// loads on any device.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
     /// Hide the progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -143,7 +153,7 @@ fn spec(args: &FinetuneArgs, vocab_size: usize) -> Result<ModelSpec> {
                 base: Base::Hf(id.into()),
                 lora,
             },
-            _ => bail!("--model `{m}`: write gpt-tiny, gguf:PATH or hf:DIR|ORG/NAME"),
+            _ => bail!("--model `{m}`: write gpt-tiny, gguf:PATH or hf:DIR|ORG/NAME[@REVISION]"),
         },
     })
 }
@@ -248,21 +258,25 @@ fn load_examples(path: &Path, trainer: &Trainer) -> Result<(Vec<Example>, Vec<Re
 }
 
 /// Prints the epochs and evaluation points of this session.
-fn report(trainer: &Trainer, done: usize) {
+fn report(trainer: &Trainer, done: usize) -> Result<()> {
     for log in &trainer.state.history[done..] {
         let val = log.val_loss.map_or("-".to_string(), |v| format!("{v:.4}"));
-        println!(
+        outln!(
             "epoch {:>3}  steps {:>5}  train loss {:.4}  val loss {val}  {:.0} tok/s",
-            log.epoch, log.steps, log.train_loss, log.tokens_per_s
-        );
+            log.epoch,
+            log.steps,
+            log.train_loss,
+            log.tokens_per_s
+        )?;
     }
     for p in &trainer.points {
-        println!("{}", p.line());
+        outln!("{}", p.line())?;
     }
+    Ok(())
 }
 
 pub fn run(args: &FinetuneArgs) -> Result<()> {
-    let device = Device::Cpu;
+    let device = schedlm_finetune::device::parse(&args.device)?;
     let mut trainer = start(args, &device)?;
     let (train, _) = load_examples(&args.train, &trainer)?;
     let val = match &args.val {
@@ -279,7 +293,7 @@ pub fn run(args: &FinetuneArgs) -> Result<()> {
     );
     let done = trainer.state.history.len();
     trainer.fit(&train, &val.0, Some(&args.out))?;
-    report(&trainer, done);
+    report(&trainer, done)?;
     if args.merge {
         let path = save_merged(&trainer.loaded, &args.out)?;
         eprintln!("finetune: wrote {}", path.display());

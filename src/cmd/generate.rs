@@ -60,8 +60,7 @@ pub fn snapshots(
 
 /// `generate --from-trace`: replay the trace with the rule and cut snapshots.
 fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
-    let trace = read_swf(path, &SwfOptions::default())
-        .with_context(|| format!("cannot read trace {}", path.display()))?;
+    let trace = read_swf(path, &SwfOptions::default()).context("cannot read the trace")?;
     let mut config = CutConfig::new(args.queue.min, args.queue.max);
     config.select = match (args.every, args.sample) {
         (_, Some(k)) => Select::Sample(k),

@@ -27,14 +27,14 @@ const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
 const SHIPPED_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/b1-uniform");
 
 pub fn run(args: &PipelineArgs) -> Result<()> {
-    println!(
+    outln!(
         "schedlm pipeline: {} snapshots per family, queues of {}..{} jobs, seed {}, serial dispatcher;",
         args.count, args.queue.min, args.queue.max, args.seed
-    );
-    println!(
+    )?;
+    outln!(
         "optimal = the `auto` solver on bsld, {} per snapshot; gap = (value - proven lower bound) / bound",
         humantime::format_duration(args.time_limit)
-    );
+    )?;
     for family in FAMILIES {
         let instances = snapshots(family, args.count as usize, args.queue, args.seed)?;
         let problems: Vec<Problem> = instances
@@ -67,7 +67,7 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
                 Ok((rules, best))
             })
             .collect::<Result<_>>()?;
-        print_table(family, &results);
+        print_table(family, &results)?;
         if !args.table_only {
             write_family(&args.out, family, &instances)?;
         }
@@ -75,7 +75,7 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
     if args.table_only {
         return Ok(());
     }
-    println!("\nsnapshots written under {}", args.out.display());
+    outln!("\nsnapshots written under {}", args.out.display())?;
     learn(args)
 }
 
@@ -90,11 +90,11 @@ fn learn(args: &PipelineArgs) -> Result<()> {
     if shipped.join("model.safetensors").exists() {
         policies.push_str(&format!(",model:{}", shipped.display()));
     } else {
-        println!(
+        outln!(
             "
 note: the shipped model {} is not there; only the quick model is evaluated",
             shipped.display()
-        );
+        )?;
     }
     let steps: [(&str, Vec<String>); 3] = [
         (
@@ -148,21 +148,21 @@ note: the shipped model {} is not there; only the quick model is evaluated",
                 &policies,
                 "--seed",
                 &seed,
-                "--report",
+                "--out",
                 &report,
             ]),
         ),
     ];
     for (what, argv) in steps {
-        println!("\n== {what}: schedlm {}", argv.join(" "));
+        outln!("\n== {what}: schedlm {}", argv.join(" "))?;
         let cli = Cli::try_parse_from(std::iter::once("schedlm".to_string()).chain(argv))
             .map_err(|e| anyhow::anyhow!("pipeline step `{what}`: {e}"))?;
         super::run(cli).with_context(|| format!("pipeline step `{what}`"))?;
     }
-    println!(
+    outln!(
         "\nreport: {}/report.html (and report.md, summary.json, instances.csv)",
         report
-    );
+    )?;
     Ok(())
 }
 
@@ -170,20 +170,26 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) {
+fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) -> Result<()> {
     let n = results.len() as f64;
     let proven = results.iter().filter(|(_, s)| s.proven_optimal).count();
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "family {} ({} snapshots, {} with a proven optimum): mean of each objective, lower is better",
         family.name(),
         results.len(),
         proven
-    );
-    println!(
+    )?;
+    outln!(
         "{:<8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
-        "rule", "bsld", "wait [s]", "flow [s]", "makespan", "bsld gap", "best bsld"
-    );
+        "rule",
+        "bsld",
+        "wait [s]",
+        "flow [s]",
+        "makespan",
+        "bsld gap",
+        "best bsld"
+    )?;
     for (r, rule) in Rule::ALL.iter().enumerate() {
         let mean = |o: Objective| results.iter().map(|(row, _)| row[r].get(o)).sum::<f64>() / n;
         // Mean gap of this rule's bsld to the optimum's lower bound (SPEC section 4).
@@ -201,7 +207,7 @@ fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) {
             })
             .count() as f64
             / n;
-        println!(
+        outln!(
             "{:<8} {:>10.3} {:>10.0} {:>10.0} {:>10.0} {:>11.2}% {:>11.0}%",
             rule.name(),
             mean(Objective::Bsld),
@@ -210,11 +216,11 @@ fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) {
             mean(Objective::Makespan),
             100.0 * gap,
             100.0 * best
-        );
+        )?;
     }
     let optimal_bsld = results.iter().map(|(_, s)| s.value).sum::<f64>() / n;
     let gap = results.iter().map(|(_, s)| s.gap()).sum::<f64>() / n;
-    println!(
+    outln!(
         "{:<8} {:>10.3} {:>10} {:>10} {:>10} {:>11.2}% {:>12}",
         "optimal",
         optimal_bsld,
@@ -223,7 +229,8 @@ fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) {
         "-",
         100.0 * gap,
         "(bsld)"
-    );
+    )?;
+    Ok(())
 }
 
 fn write_family(dir: &Path, family: Family, instances: &[schedlm_model::Instance]) -> Result<()> {

@@ -20,9 +20,10 @@ pub struct PredictArgs {
     pub model: PathBuf,
     /// Records to answer (JSON Lines, e.g. DIR/test.jsonl).
     pub file: PathBuf,
-    /// Output file (JSON Lines: id, output, best_of, tokens, time_ms).
+    /// Output file (JSON Lines: id, output, best_of, tokens, time_ms) [default: standard
+    /// output].
     #[arg(short, long)]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
     /// Let the model write anything (no constraint to valid orders), to measure it alone.
     #[arg(long)]
     pub unconstrained: bool,
@@ -35,8 +36,10 @@ pub struct PredictArgs {
     /// Sample among the K most likely tokens only.
     #[arg(long)]
     pub top_k: Option<usize>,
+    /// Seed of the best-of samples (the greedy output does not depend on it).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Most tokens generated per answer; an answer cut off there is reported invalid.
     #[arg(long, default_value_t = 512)]
     pub max_new_tokens: usize,
     /// Recompute every token at every step (to measure what the key/value cache saves).
@@ -45,10 +48,14 @@ pub struct PredictArgs {
     /// Answer only the first N records.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Where to decode: `cpu`, or `cuda` / `cuda:N` in a build with the `cuda` feature.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
 }
 
 pub fn run(args: &PredictArgs) -> Result<()> {
-    let predictor = Predictor::load(&args.model)
+    let device = schedlm_finetune::device::parse(&args.device)?;
+    let predictor = Predictor::load_on(&args.model, &device)
         .with_context(|| format!("loading {}", args.model.display()))?;
     let mut records = read_records(&args.file)?;
     // A steps build is answered per instance, through the first step of each.
@@ -66,9 +73,14 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         use_cache: !args.no_cache,
         variant: Default::default(),
     };
-    let file = std::fs::File::create(&args.output)
-        .with_context(|| format!("creating {}", args.output.display()))?;
-    let mut out = std::io::BufWriter::new(file);
+    let mut out = crate::io::create_output(args.output.as_deref())?;
+    let written = |e: std::io::Error| {
+        let to = args
+            .output
+            .as_deref()
+            .map_or("standard output".into(), |p| p.display().to_string());
+        anyhow::Error::new(e).context(format!("cannot write to {to}"))
+    };
     let (mut valid, mut too_long, started) = (0usize, 0usize, Instant::now());
     // Records are answered a few at a time on all cores (one shared model; every answer is
     // independent of the others, so the output is the same with any number of threads) and
@@ -83,10 +95,10 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             let answer = answer?;
             valid += usize::from(answer.valid);
             too_long += usize::from(answer.too_long);
-            writeln!(out, "{}", answer.line)?;
+            writeln!(out, "{}", answer.line).map_err(written)?;
         }
     }
-    out.flush()?;
+    out.flush().map_err(written)?;
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
         "predict: {} records, {valid} greedy answers valid, {too_long} prompts too long for the \

@@ -192,8 +192,8 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         ..SwfOptions::default()
     };
     let read_start = Instant::now();
-    let (trace, waits) = read_swf_with_waits(&args.trace, &options)
-        .with_context(|| format!("cannot read trace {}", args.trace.display()))?;
+    let (trace, waits) =
+        read_swf_with_waits(&args.trace, &options).context("cannot read the trace")?;
     let plans = estimates(&trace, &waits, args.estimate)?;
     let read_seconds = read_start.elapsed().as_secs_f64();
     let n = trace.jobs.len();
@@ -246,7 +246,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let path = args.out.join("summary.json");
     std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
         .with_context(|| format!("cannot write {}", path.display()))?;
-    print!("{}", table(args, &trace, &replayed));
+    out!("{}", table(args, &trace, &replayed))?;
     Ok(())
 }
 
@@ -310,12 +310,14 @@ fn write_jobs(path: &Path, replayed: &[Replayed], servers: &[Server]) -> Result<
                 servers[j.server].id
             );
             if buf.len() > 1 << 16 {
-                out.write_all(buf.as_bytes())?;
+                out.write_all(buf.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
                 buf.clear();
             }
         }
     }
-    out.write_all(buf.as_bytes())?;
+    out.write_all(buf.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     out.flush()
         .with_context(|| format!("cannot write {}", path.display()))
 }
@@ -339,12 +341,14 @@ fn write_series(path: &Path, replayed: &[Replayed]) -> Result<()> {
             }
             buf.push('\n');
             if buf.len() > 1 << 16 {
-                out.write_all(buf.as_bytes())?;
+                out.write_all(buf.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
                 buf.clear();
             }
         }
     }
-    out.write_all(buf.as_bytes())?;
+    out.write_all(buf.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     out.flush()
         .with_context(|| format!("cannot write {}", path.display()))
 }

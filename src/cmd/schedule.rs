@@ -34,7 +34,7 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
         .par_iter()
         .enumerate()
         .map(|(k, line)| {
-            let (_, problem) = parse_instance(&line.text)?;
+            let (_, problem) = parse_instance(line)?;
             let ctx = RuleContext {
                 origin: args.origin,
                 seed: args.seed,

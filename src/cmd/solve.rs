@@ -93,7 +93,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             .par_iter()
             .progress_with(bar)
             .map(|line| {
-                let (_, problem) = parse_instance(&line.text)?;
+                let (_, problem) = parse_instance(line)?;
                 let solution = portfolio::solve(&problem, &options).map_err(|e| e.to_string())?;
                 Ok(SolveRecord::new(
                     line.number,

@@ -9,18 +9,18 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     let lines = read_lines(&args.file)?;
     let mut invalid = 0;
     for line in &lines {
-        if let Err(reason) = parse_instance(&line.text) {
+        if let Err(reason) = parse_instance(line) {
             invalid += 1;
             eprintln!("{}:{}: {}", args.file.display(), line.number, reason);
         }
     }
-    println!(
+    outln!(
         "{}: {} instances, {} valid, {} invalid",
         args.file.display(),
         lines.len(),
         lines.len() - invalid,
         invalid
-    );
+    )?;
     if invalid > 0 {
         bail!("{invalid} invalid instance(s) in {}", args.file.display());
     }

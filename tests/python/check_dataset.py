@@ -3,9 +3,10 @@
 Usage: python3 check_dataset.py DIR
 
 Checks that `load_dataset("json", data_files=...)` accepts the three split files as they are,
-that the columns TRL reads are there with the right types (prompt/completion strings, messages
-as a list of {role, content}), and that the counts agree with DIR/manifest.json. Exits 0 and
-prints "ok ..." on success; any failure raises.
+that the columns TRL reads are there with the right types (prompt/completion strings, or
+messages as a list of {role, content}, whichever `--format` the build used, never both), and
+that the counts agree with DIR/manifest.json. Exits 0 and prints "ok ..." on success; any
+failure raises.
 """
 
 import json
@@ -19,25 +20,25 @@ manifest = json.loads((directory / "manifest.json").read_text())
 files = {s: str(directory / f"{s}.jsonl") for s in ("train", "val", "test")}
 data = load_dataset("json", data_files=files)
 
+form = manifest["args"].get("format", "both")
+text_columns = {"messages": {"messages"}, "prompt-completion": {"prompt", "completion"},
+                "both": {"messages", "prompt", "completion"}}[form]
 for split, ds in data.items():
     expected = manifest["records"][split]
     assert ds.num_rows == expected, (split, ds.num_rows, expected)
-    for column in ("id", "prompt", "completion", "messages", "order", "value",
-                   "lower_bound", "proven_optimal", "baselines", "instance", "family",
-                   "split", "template", "objective", "solver"):
+    for column in ("id", "order", "value", "lower_bound", "proven_optimal", "baselines",
+                   "instance", "family", "split", "template", "objective", "solver"):
         assert column in ds.column_names, (split, column, ds.column_names)
+    present = {"messages", "prompt", "completion"} & set(ds.column_names)
+    assert present == text_columns, (form, present)
     for row in ds:
-        assert isinstance(row["prompt"], str) and isinstance(row["completion"], str)
-        roles = [m["role"] for m in row["messages"]]
-        assert roles == ["system", "user", "assistant"], roles
-        assert row["messages"][2]["content"] == row["completion"]
+        if "prompt" in text_columns:
+            assert isinstance(row["prompt"], str) and row["completion"].startswith("J")
+        if "messages" in text_columns:
+            roles = [m["role"] for m in row["messages"]]
+            assert roles == ["system", "user", "assistant"], roles
+            assert row["messages"][2]["content"].startswith("J")
         assert row["split"] == split
         assert len(row["order"]) == len(row["instance"]["queue"])
-
-# The conversational view TRL's SFTTrainer takes: only `messages`.
-chat = data["train"].select_columns(["messages"])
-assert chat[0]["messages"][0]["role"] == "system"
-# The prompt-completion view.
-pc = data["train"].select_columns(["prompt", "completion"])
-assert pc[0]["completion"].startswith("J")
-print("ok", {s: d.num_rows for s, d in data.items()}, "columns:", len(data["train"].column_names))
+print("ok", form, {s: d.num_rows for s, d in data.items()}, "columns:",
+      len(data["train"].column_names))

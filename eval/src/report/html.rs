@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use super::markdown::{
-    group_rows, headline, pair_rows, policy_rows, rules_note, rules_rows, BEST_RULE_LABEL,
+    example_rows, group_rows, headline, pair_rows, policy_rows, rules_note, rules_rows,
+    BEST_RULE_LABEL,
 };
 use super::plot::{cdf, svg, Chart, Line};
 use super::SnapshotSummary;
@@ -19,7 +20,9 @@ td:first-child,th:first-child{text-align:left}\
 th{background:#f3f3f3}.wide{overflow-x:auto}\
 .headline{background:#f6f8fa;border-left:4px solid #2a6;padding:.6em 1em}\
 .headline li{margin:.3em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}\
-.plots figure{margin:0}.note{color:#a50}";
+.plots figure{margin:0}.note{color:#a50}\
+td.win{background:#dff3e4}td.loss{background:#fbe3e1}td.even{background:#f1f3f4}\
+pre{white-space:pre-wrap;margin:0;font-size:.9em}";
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -88,6 +91,10 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     }
     b.push_str("</ul>\n<h2>Policies (best first)</h2>\n");
     b.push_str(&table(policy_rows(s)));
+    if !s.examples.is_empty() {
+        b.push_str("<h2>Example answers</h2>\n");
+        b.push_str(&table(example_rows(s)));
+    }
     b.push_str("<h2>Against the rules</h2>\n");
     b.push_str(&table(rules_rows(s)));
     let _ = writeln!(b, "<p>{}</p>", escape(&rules_note()));
@@ -95,7 +102,11 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     b.push_str(&figure(&gap_cdf(s, rows)?));
     b.push_str(&figure(&gap_by_queue(s, rows)?));
     b.push_str("</div>\n<h2>Wins / ties / losses (row policy against column policy)</h2>\n");
-    b.push_str(&table(pair_rows(s)));
+    b.push_str(&pair_table(s));
+    b.push_str(
+        "<p>Cells: wins/ties/losses of the row policy, record by record; green where it wins \
+         more than it loses, red where it loses more, grey when even.</p>\n",
+    );
     b.push_str("<h2>Mean gap by queue length</h2>\n");
     b.push_str(&table(group_rows(s, &s.stats.by_queue, "queue")));
     b.push_str("<h2>Mean gap by family</h2>\n");
@@ -107,8 +118,49 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     Ok(page(&title, &b))
 }
 
+/// The wins/ties/losses table with each cell coloured by who wins more.
+fn pair_table(s: &SnapshotSummary) -> String {
+    let (header, rows) = pair_rows(s);
+    let mut t = String::from("<div class=\"wide\"><table><tr>");
+    for h in header {
+        let _ = write!(t, "<th>{}</th>", escape(&h));
+    }
+    t.push_str("</tr>\n");
+    for row in rows {
+        t.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let counts: Vec<usize> = cell.split('/').filter_map(|n| n.parse().ok()).collect();
+            let class = match counts[..] {
+                [w, _, l] if i > 0 && w > l => " class=\"win\"",
+                [w, _, l] if i > 0 && w < l => " class=\"loss\"",
+                [_, _, _] if i > 0 => " class=\"even\"",
+                _ => "",
+            };
+            let _ = write!(t, "<td{class}>{}</td>", escape(cell));
+        }
+        t.push_str("</tr>\n");
+    }
+    t.push_str("</table></div>\n");
+    t
+}
+
+/// The policies to plot: those that answered at least once (a policy whose answers all
+/// failed did not schedule and is not drawn as if it had).
 fn names(s: &SnapshotSummary) -> Vec<&str> {
-    s.stats.policies.iter().map(|p| p.policy.as_str()).collect()
+    s.stats
+        .policies
+        .iter()
+        .filter(|p| p.failed < p.instances)
+        .map(|p| p.policy.as_str())
+        .collect()
+}
+
+/// A policy's legend entry: its name, and how many failed answers the plot leaves out.
+fn legend(s: &SnapshotSummary, policy: &str) -> String {
+    match s.stats.policies.iter().find(|p| p.policy == policy) {
+        Some(p) if p.failed > 0 => format!("{policy} ({} failed answers not shown)", p.failed),
+        _ => policy.to_string(),
+    }
 }
 
 /// The rows of one policy, standing for the records: the best rule per instance's gap of a
@@ -119,6 +171,7 @@ fn record_rows(s: &SnapshotSummary, rows: &[Row]) -> Vec<Row> {
         .filter(|r| Some(r.policy.as_str()) == first)
         .map(|r| Row {
             gap: gap_to(r.best_rule_value, r.reference).1,
+            failed: false,
             ..r.clone()
         })
         .collect()
@@ -129,7 +182,7 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
     let cdf_of = |rows: &[Row], p: &str| {
         let gaps: Vec<f64> = rows
             .iter()
-            .filter(|r| r.policy == p)
+            .filter(|r| r.policy == p && !r.failed)
             .filter_map(|r| r.gap.map(|g| g * 100.0))
             .collect();
         cdf(&gaps)
@@ -137,9 +190,9 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
     let mut lines: Vec<Line> = names(s)
         .into_iter()
         .map(|p| Line {
-            name: p.to_string(),
+            name: legend(s, p),
             points: cdf_of(rows, p),
-            reference: false,
+            ..Line::default()
         })
         .collect();
     let reference = record_rows(s, rows);
@@ -148,6 +201,7 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
             name: BEST_RULE_LABEL.to_string(),
             points: cdf_of(&reference, &first.policy),
             reference: true,
+            ..Line::default()
         });
     }
     svg(&Chart {
@@ -156,19 +210,21 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
         y_label: "share of instances with gap <= x",
         lines: &lines,
         steps: true,
+        integer_x: false,
     })
 }
 
 /// Mean gap (in %) per queue-length group and policy, at the group's mean length, and of the
-/// best rule per instance (dashed).
+/// best rule per instance (dashed, each point labelled with its group's record count).
 fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
     let bins = queue_bins(rows);
-    let by_queue = |rows: &[Row], p: &str| -> Vec<(f64, f64)> {
+    // (mean queue length, mean gap in %, records) of each group with a defined gap.
+    let by_queue = |rows: &[Row], p: &str| -> Vec<(f64, f64, usize)> {
         bins.iter()
             .filter_map(|&(lo, hi)| {
                 let members: Vec<&Row> = rows
                     .iter()
-                    .filter(|r| r.policy == p && lo <= r.queue && r.queue <= hi)
+                    .filter(|r| r.policy == p && !r.failed && lo <= r.queue && r.queue <= hi)
                     .collect();
                 let gaps: Vec<f64> = members.iter().filter_map(|r| r.gap).collect();
                 if gaps.is_empty() {
@@ -176,31 +232,36 @@ fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
                 }
                 let len =
                     members.iter().map(|r| r.queue as f64).sum::<f64>() / members.len() as f64;
-                Some((len, 100.0 * gaps.iter().sum::<f64>() / gaps.len() as f64))
+                let mean = 100.0 * gaps.iter().sum::<f64>() / gaps.len() as f64;
+                Some((len, mean, members.len()))
             })
             .collect()
     };
+    let points = |v: &[(f64, f64, usize)]| v.iter().map(|&(x, y, _)| (x, y)).collect();
     let mut lines: Vec<Line> = names(s)
         .into_iter()
         .map(|p| Line {
-            name: p.to_string(),
-            points: by_queue(rows, p),
-            reference: false,
+            name: legend(s, p),
+            points: points(&by_queue(rows, p)),
+            ..Line::default()
         })
         .collect();
     let reference = record_rows(s, rows);
     if let Some(first) = reference.first() {
+        let groups = by_queue(&reference, &first.policy);
         lines.push(Line {
             name: BEST_RULE_LABEL.to_string(),
-            points: by_queue(&reference, &first.policy),
+            points: points(&groups),
             reference: true,
+            labels: groups.iter().map(|g| format!("n={}", g.2)).collect(),
         });
     }
     svg(&Chart {
-        title: "Mean gap versus queue length",
+        title: "Mean gap versus queue length (n: records per point)",
         x_label: "queued jobs",
         y_label: "mean gap (%)",
         lines: &lines,
         steps: false,
+        integer_x: true,
     })
 }

@@ -32,31 +32,60 @@ fn describe(p: &PolicyStats, objective: &str) -> String {
 
 /// The headline sentences (plain text; `**` marks the policy names).
 pub fn headline(s: &SnapshotSummary) -> Vec<String> {
-    let find = |name: &str| s.stats.policies.iter().find(|p| p.policy == name);
+    let find = |name: &String| s.stats.policies.iter().find(|p| &p.policy == name);
     let mut out = Vec::new();
-    if let Some(best) = s.stats.ranking.first().and_then(|n| find(n)) {
-        out.push(format!(
-            "Best: **{}**, {}.",
-            best.policy,
-            describe(best, &s.objective)
-        ));
-        if best.policy == "optimal" {
-            if let Some(next) = s.stats.ranking.get(1).and_then(|n| find(n)) {
-                out.push(format!(
-                    "Best without the exact solver: **{}**, {}.",
-                    next.policy,
-                    describe(next, &s.objective)
-                ));
+    // Only a policy whose every answer was a valid order can be best: the means of the others
+    // hold FCFS fallbacks for their invalid or failed answers.
+    let ranked: Vec<&PolicyStats> = s
+        .stats
+        .ranking
+        .iter()
+        .filter_map(find)
+        .filter(|p| p.all_valid())
+        .collect();
+    match ranked.first() {
+        None => out.push(
+            "Best: none; every policy had invalid or failed answers (their means hold FCFS fallbacks)."
+                .to_string(),
+        ),
+        Some(best) => {
+            out.push(format!(
+                "Best: {}, {}.",
+                best_names(&ranked),
+                describe(best, &s.objective)
+            ));
+            if best.policy == "optimal" {
+                let others: Vec<&PolicyStats> = ranked
+                    .iter()
+                    .copied()
+                    .filter(|p| p.policy != "optimal")
+                    .collect();
+                if let Some(next) = others.first() {
+                    out.push(format!(
+                        "Best without the exact solver: {}, {}.",
+                        best_names(&others),
+                        describe(next, &s.objective)
+                    ));
+                }
             }
         }
     }
     for p in s.stats.policies.iter().filter(|p| is_text(&p.policy)) {
+        if p.failed == p.instances && p.instances > 0 {
+            out.push(format!(
+                "**{}**: all {} answers failed (no answer at all); it did not schedule, and its \
+                 rows hold the FCFS fallback.",
+                p.policy, p.instances
+            ));
+            continue;
+        }
         out.push(against_rules(s, p));
         out.push(format!(
-            "**{}**: {} of answers valid; invalid answers are scored by FCFS (mean {} {}; with \
-             lenient repair instead: {}).",
+            "**{}**: {} of answers valid{}; invalid answers are scored by FCFS (mean {} {}; \
+             with lenient repair instead: {}).",
             p.policy,
             pct(Some(p.valid_share)),
+            answer_troubles(p),
             s.objective,
             num(p.mean_value),
             num(p.mean_lenient_value)
@@ -70,6 +99,40 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
         s.variant
     ));
     out
+}
+
+/// The best policy's name in bold, with those tied with it on the mean value ("**a** (tied
+/// with **b**)"); `ranked` is best first.
+fn best_names(ranked: &[&PolicyStats]) -> String {
+    let Some(best) = ranked.first() else {
+        return String::new();
+    };
+    let tied_with: Vec<String> = ranked[1..]
+        .iter()
+        .take_while(|p| tied(p.mean_value, best.mean_value))
+        .map(|p| format!("**{}**", p.policy))
+        .collect();
+    if tied_with.is_empty() {
+        format!("**{}**", best.policy)
+    } else {
+        format!("**{}** (tied with {})", best.policy, tied_with.join(", "))
+    }
+}
+
+/// " (3 failed: no answer; 2 cut off at the token limit)", or nothing.
+fn answer_troubles(p: &PolicyStats) -> String {
+    let mut parts = Vec::new();
+    if p.failed > 0 {
+        parts.push(format!("{} failed: no answer", p.failed));
+    }
+    if p.truncated > 0 {
+        parts.push(format!("{} cut off at the token limit", p.truncated));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
 }
 
 /// How mean gap `a` compares with mean gap `b` (equal within the tolerance), when both are
@@ -172,6 +235,10 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     }
     let _ = writeln!(md, "\n## Policies (best first)\n");
     md.push_str(&policy_table(s));
+    if !s.examples.is_empty() {
+        let _ = writeln!(md, "\n## Example answers\n");
+        md.push_str(&table(example_rows(s)));
+    }
     let _ = writeln!(md, "\n## Against the rules\n");
     md.push_str(&table(rules_rows(s)));
     let _ = writeln!(md, "\n{}", rules_note());
@@ -209,6 +276,7 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         "max gap",
         "optimal",
         "valid",
+        "failed",
         "mean (lenient)",
         "time / decision",
     ]
@@ -225,9 +293,13 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         .filter_map(|n| s.stats.policies.iter().find(|p| &p.policy == n))
     {
         // The reference row goes where its mean value ranks it.
-        if !placed && reference.is_finite() && reference < p.mean_value {
+        if !placed && reference.is_finite() && (reference < p.mean_value || !p.all_valid()) {
             rows.push(best_rule_row(s));
             placed = true;
+        }
+        if p.instances > 0 && p.failed == p.instances {
+            rows.push(failed_row(p));
+            continue;
         }
         rows.push(vec![
             p.policy.clone(),
@@ -238,6 +310,7 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
             pct(p.gap.max),
             pct(Some(p.optimal_share)),
             pct(Some(p.valid_share)),
+            p.failed.to_string(),
             num(p.mean_lenient_value),
             secs(p.mean_seconds),
         ]);
@@ -246,6 +319,20 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         rows.push(best_rule_row(s));
     }
     (header, rows)
+}
+
+/// The policy table's row of a policy whose every answer failed: no value of its own.
+fn failed_row(p: &PolicyStats) -> Vec<String> {
+    let dash = || "-".to_string();
+    let mut row = vec![p.policy.clone()];
+    row.extend((0..6).map(|_| dash()));
+    row.extend([
+        pct(Some(0.0)),
+        p.failed.to_string(),
+        dash(),
+        secs(p.mean_seconds),
+    ]);
+    row
 }
 
 /// The policy table's row of the best rule per instance (not a scheduler: the best classic
@@ -264,7 +351,58 @@ fn best_rule_row(s: &SnapshotSummary) -> Vec<String> {
         dash(),
         dash(),
         dash(),
+        dash(),
     ]
+}
+
+/// A few answers of each text scheduler beside the label (the first invalid, the first valid
+/// but not optimal, and the first optimal answer).
+pub fn example_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "policy",
+        "record (line)",
+        "queue",
+        "answer",
+        "label (optimal or best known)",
+        "value",
+        "reference",
+        "gap",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let cut = |t: &str| {
+        let one_line = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        if one_line.chars().count() > 160 {
+            format!("{}...", one_line.chars().take(160).collect::<String>())
+        } else {
+            one_line
+        }
+    };
+    let rows = s
+        .examples
+        .iter()
+        .map(|e| {
+            let verdict = if !e.valid {
+                " (invalid: FCFS fallback)"
+            } else if e.optimal {
+                " (optimal)"
+            } else {
+                ""
+            };
+            vec![
+                e.policy.clone(),
+                format!("{} ({})", e.record, e.line),
+                e.queue.to_string(),
+                cut(&e.answer),
+                e.label.clone(),
+                format!("{}{verdict}", num(e.value)),
+                num(e.reference),
+                pct(e.gap),
+            ]
+        })
+        .collect();
+    (header, rows)
 }
 
 /// What the "Against the rules" table means.
@@ -298,6 +436,8 @@ pub fn rules_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     let mut rows: Vec<Vec<String>> = st
         .policies
         .iter()
+        // A policy whose every answer failed has no order to set against the rules.
+        .filter(|p| p.instances == 0 || p.failed < p.instances)
         .map(|p| {
             let t = &p.vs_best_rule;
             vec![

@@ -21,7 +21,7 @@ use schedlm_solver::rules::Rule;
 use crate::baseline::RecordRules;
 use crate::data::Dataset;
 use crate::error::EvalError;
-use crate::snapshot::{Evaluation, Row, SnapshotOptions};
+use crate::snapshot::{AnswerExample, Evaluation, Row, SnapshotOptions};
 use crate::stats::{summarize_with, Stats};
 
 /// Settings of a snapshot run, recorded in the summary.
@@ -44,6 +44,9 @@ pub struct SnapshotSummary {
     pub proven: usize,
     pub settings: Settings,
     pub notes: Vec<String>,
+    /// A few answers of each text scheduler beside the label.
+    #[serde(default)]
+    pub examples: Vec<AnswerExample>,
     #[serde(flatten)]
     pub stats: Stats,
 }
@@ -89,6 +92,7 @@ pub fn snapshot_summary(
             ls_evaluations: options.ls_evaluations,
         },
         notes: eval.notes.clone(),
+        examples: eval.examples.clone(),
         stats: summarize_with(&eval.policies, &eval.rows, &eval.rules),
     }
 }

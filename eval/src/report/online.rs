@@ -293,14 +293,14 @@ fn policy_table(s: &OnlineSummary) -> (Vec<String>, Vec<Vec<String>>) {
 
 /// Mean bsld per window (rows) and policy (columns).
 fn window_table(s: &OnlineSummary) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut header = vec!["window".to_string(), "first job".to_string()];
+    let mut header = vec!["window".to_string(), "first job (SWF number)".to_string()];
     header.extend(s.policies.iter().map(|p| p.policy.clone()));
     let rows = s
         .windows
         .iter()
         .enumerate()
         .map(|(k, w)| {
-            let mut row = vec![k.to_string(), w.start.to_string()];
+            let mut row = vec![k.to_string(), w.first_job.to_string()];
             row.extend(s.policies.iter().map(|p| {
                 s.per_window
                     .iter()
@@ -411,7 +411,7 @@ fn bsld_over_time(s: &OnlineSummary, jobs: &[JobRow]) -> Result<String, EvalErro
             Line {
                 name: p.policy.clone(),
                 points,
-                reference: false,
+                ..Line::default()
             }
         })
         .collect();
@@ -421,6 +421,7 @@ fn bsld_over_time(s: &OnlineSummary, jobs: &[JobRow]) -> Result<String, EvalErro
         y_label: "mean bsld of jobs submitted",
         lines: &lines,
         steps: false,
+        integer_x: false,
     })
 }
 
@@ -450,7 +451,7 @@ fn series_cdf(
             Line {
                 name: p.policy.clone(),
                 points: weighted_cdf(&weighted),
-                reference: false,
+                ..Line::default()
             }
         })
         .collect();
@@ -468,5 +469,6 @@ fn series_cdf(
         y_label: "share of time with value <= x",
         lines: &lines,
         steps: true,
+        integer_x: false,
     })
 }

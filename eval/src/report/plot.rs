@@ -5,12 +5,14 @@ use plotters::prelude::*;
 use crate::error::EvalError;
 
 /// One named line of a chart.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Line {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     /// A reference rather than a policy: drawn dashed, in black, without taking a color.
     pub reference: bool,
+    /// A label written beside each point (e.g. how many records it averages); empty: none.
+    pub labels: Vec<String>,
 }
 
 /// What a chart shows.
@@ -21,14 +23,20 @@ pub struct Chart<'a> {
     pub lines: &'a [Line],
     /// Draw the lines as steps (for CDFs).
     pub steps: bool,
+    /// The x axis counts things (queue lengths, jobs): ticks only at whole numbers.
+    pub integer_x: bool,
 }
 
-const WIDTH: u32 = 760;
-const HEIGHT: u32 = 400;
+/// The page's width (report.html's body is at most 1100 px wide), so a chart is readable
+/// without zooming; the legend gets a column of its own.
+const WIDTH: u32 = 1060;
+const HEIGHT: u32 = 440;
 /// Width of the legend column right of the plot.
-const LEGEND: u32 = 230;
+const LEGEND: u32 = 330;
 /// Longest legend entry, in characters (longer names keep their end).
-const LEGEND_CHARS: usize = 34;
+const LEGEND_CHARS: usize = 46;
+/// Most ticks on an axis.
+const TICKS: usize = 10;
 
 /// A legend entry: the name, or its last characters after an ellipsis.
 fn legend_name(name: &str) -> String {
@@ -149,11 +157,19 @@ fn draw(chart: &Chart<'_>, out: &mut String) -> Result<(), Box<dyn std::error::E
             .x_label_area_size(40)
             .y_label_area_size(60)
             .build_cartesian_2d(x0..x1, y0..y1)?;
-        c.configure_mesh()
-            .x_desc(chart.x_label)
+        let whole = |x: &f64| format!("{x:.0}");
+        let mut mesh = c.configure_mesh();
+        mesh.x_desc(chart.x_label)
             .y_desc(chart.y_label)
-            .light_line_style(WHITE.mix(0.0))
-            .draw()?;
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
+            .light_line_style(WHITE.mix(0.0));
+        if chart.integer_x {
+            // One tick per whole number in range, at most TICKS of them.
+            let span = (x1.floor() - x0.ceil()).max(0.0) as usize + 1;
+            mesh.x_labels(span.min(TICKS)).x_label_formatter(&whole);
+        }
+        mesh.draw()?;
         let mut colors = 0;
         for (i, line) in chart.lines.iter().enumerate() {
             let color = if line.reference {
@@ -168,7 +184,7 @@ fn draw(chart: &Chart<'_>, out: &mut String) -> Result<(), Box<dyn std::error::E
                 line.points.clone()
             };
             let style = color.stroke_width(2);
-            let y = 40 + 18 * i as i32;
+            let y = 40 + 20 * i as i32;
             if line.reference {
                 c.draw_series(DashedLineSeries::new(points, 6, 4, style))?;
                 legend.draw(&PathElement::new(vec![(4, y), (11, y)], style))?;
@@ -179,9 +195,18 @@ fn draw(chart: &Chart<'_>, out: &mut String) -> Result<(), Box<dyn std::error::E
             }
             legend.draw(&Text::new(
                 legend_name(&line.name),
-                (30, y - 6),
-                ("sans-serif", 12),
+                (30, y - 7),
+                ("sans-serif", 13),
             ))?;
+            // Each label a little above and right of its point.
+            c.draw_series(line.points.iter().zip(&line.labels).map(|(&p, label)| {
+                EmptyElement::at(p)
+                    + Text::new(
+                        label.clone(),
+                        (4, -18),
+                        ("sans-serif", 12).into_font().color(&color),
+                    )
+            }))?;
             if !chart.steps && line.points.len() <= 40 {
                 c.draw_series(
                     line.points
@@ -213,12 +238,13 @@ mod tests {
             Line {
                 name: "a<b".into(),
                 points: cdf(&[0.0, 0.1, 0.5]),
-                reference: false,
+                ..Line::default()
             },
             Line {
                 name: "ref".into(),
                 points: cdf(&[0.0, 0.2]),
                 reference: true,
+                ..Line::default()
             },
         ];
         let s = svg(&Chart {
@@ -227,6 +253,7 @@ mod tests {
             y_label: "y",
             lines: &lines,
             steps: true,
+            integer_x: false,
         })
         .unwrap();
         assert!(
@@ -234,5 +261,41 @@ mod tests {
             "{}",
             &s[..200]
         );
+    }
+
+    #[test]
+    fn integer_axes_have_whole_ticks_and_points_their_labels() {
+        let lines = [Line {
+            name: "p".into(),
+            points: vec![(3.0, 1.0), (4.5, 2.0), (7.0, 0.5)],
+            labels: vec!["n=12".into(), "n=7".into(), "n=3".into()],
+            ..Line::default()
+        }];
+        let s = svg(&Chart {
+            title: "t",
+            x_label: "queued jobs",
+            y_label: "y",
+            lines: &lines,
+            steps: false,
+            integer_x: true,
+        })
+        .unwrap();
+        assert!(s.contains("n=12") && s.contains("n=3"));
+        // Tick labels are whole numbers: no "4.5" and no decimals like "3.0".
+        let texts: Vec<&str> = s
+            .split("</text>")
+            .filter_map(|t| t.rsplit('>').next())
+            .map(str::trim)
+            .collect();
+        for t in texts.iter().filter(|t| t.parse::<f64>().is_ok()) {
+            if t.contains('.') {
+                // Only the y axis may have decimals; an x tick is whole.
+                assert!(
+                    !["3.0", "4.0", "4.5", "5.0", "6.0", "7.0"].contains(t),
+                    "{t}"
+                );
+            }
+        }
+        assert!(texts.contains(&"4") && texts.contains(&"6"), "{texts:?}");
     }
 }

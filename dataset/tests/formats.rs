@@ -1,0 +1,93 @@
+//! A record written in one form (`messages`, or `prompt` and `completion`) reads back as the
+//! record with both, for every template, with and without the plan line, and for step records:
+//! no reader can tell which form a file was written in.
+
+use std::time::Duration;
+
+use schedlm_dataset::record::step_records;
+use schedlm_dataset::{
+    make_record, AnswerOrder, Record, RecordFormat, RecordOptions, SplitSpec, Template,
+};
+use schedlm_generator::{generate, Config, Family};
+use schedlm_model::{Objective, Problem, Variant};
+use schedlm_solver::portfolio::{solve, SolveOptions};
+
+fn records() -> Vec<Record> {
+    let mut out = Vec::new();
+    for family in [Family::Hpc, Family::Dl, Family::Uniform] {
+        let mut config = Config::new(family, 3);
+        config.queue_min = 3;
+        config.queue_max = 6;
+        for (i, instance) in generate(&config, 2).unwrap().iter().enumerate() {
+            let problem = Problem::new(instance).unwrap();
+            let options = SolveOptions {
+                time_limit: Duration::from_secs(5),
+                node_limit: Some(20_000),
+                ..SolveOptions::default()
+            };
+            let solution = solve(&problem, &options).unwrap();
+            for template in Template::ALL {
+                for plan in [false, true] {
+                    let options = RecordOptions {
+                        answer: AnswerOrder::Canonical,
+                        template,
+                        objective: Objective::Bsld,
+                        variant: Variant::Serial,
+                        plan,
+                        split: SplitSpec::default(),
+                    };
+                    let r = make_record(
+                        i as u64,
+                        family.name(),
+                        instance,
+                        &problem,
+                        &solution,
+                        "auto",
+                        &options,
+                    )
+                    .unwrap();
+                    if template == Template::CompactV2 && !plan {
+                        out.extend(step_records(&r, &problem).unwrap());
+                    }
+                    out.push(r);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn each_form_reads_back_as_the_whole_record() {
+    for original in records() {
+        for format in [RecordFormat::Messages, RecordFormat::PromptCompletion] {
+            let line = serde_json::to_string(&original.in_format(format)).unwrap();
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let has = |key: &str| value.get(key).is_some();
+            match format {
+                RecordFormat::Messages => {
+                    assert!(has("messages") && !has("prompt") && !has("completion"))
+                }
+                _ => assert!(!has("messages") && has("prompt") && has("completion")),
+            }
+            let mut read: Record = serde_json::from_str(&line).unwrap();
+            read.fill_forms().unwrap();
+            assert_eq!(
+                read,
+                original,
+                "{} ({}, {})",
+                original.id,
+                original.template,
+                format.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_record_without_either_form_is_refused() {
+    let mut r = records().remove(0).in_format(RecordFormat::Messages);
+    r.messages.clear();
+    let err = r.fill_forms().unwrap_err();
+    assert!(err.contains("neither"), "{err}");
+}

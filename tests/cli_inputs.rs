@@ -1,0 +1,245 @@
+//! Every input line accounted for, every output failure reported (issue #13): a line that is
+//! not UTF-8 is one bad line with its number in every command that reads instances or records;
+//! a byte-order mark is accepted; an empty input is said; a closed pipe ends a command quietly
+//! and a full disk is an error with exit 1, never a panic; a second build into a directory
+//! being built is refused.
+
+mod common;
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::{command, generate_file, path_str, read_jsonl, reports_for, run, tempdir};
+
+/// Three instances with a byte 0xFF inside the second line's text.
+fn with_bad_byte(dir: &Path) -> PathBuf {
+    let good = generate_file(
+        dir,
+        "g.jsonl",
+        &["--family", "hpc", "-n", "3", "--queue", "3..5"],
+    );
+    let text = fs::read(&good).unwrap();
+    let mut lines: Vec<Vec<u8>> = text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    let at = lines[1].iter().position(|&b| b == b'q').unwrap();
+    lines[1].insert(at, 0xFF);
+    let bad = dir.join("bad.jsonl");
+    fs::write(&bad, lines.join(&b'\n')).unwrap();
+    bad
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_one_bad_line_everywhere() {
+    let dir = tempdir();
+    let bad = with_bad_byte(dir.path());
+    let file = path_str(&bad);
+    let check = |stderr: &str| {
+        let reports = reports_for(stderr, &file, 2);
+        assert_eq!(reports.len(), 1, "{stderr}");
+        assert!(reports[0].contains("not UTF-8 text: byte 0xFF"), "{stderr}");
+        assert!(
+            reports_for(stderr, &file, 1).is_empty() && reports_for(stderr, &file, 3).is_empty()
+        );
+    };
+    let r = run(&["validate", &file]).failed();
+    check(&r.stderr);
+    assert!(r.stdout_text().contains("3 instances, 2 valid, 1 invalid"));
+
+    let out = dir.path().join("solved.jsonl");
+    let r = run(&["solve", &file, "--time-limit", "1s", "-o", &path_str(&out)]).failed();
+    check(&r.stderr);
+    assert_eq!(
+        read_jsonl(&out).len(),
+        2,
+        "the valid lines are solved and written"
+    );
+
+    let out = dir.path().join("scheduled.jsonl");
+    let r = run(&["schedule", &file, "-o", &path_str(&out)]).failed();
+    check(&r.stderr);
+    assert_eq!(read_jsonl(&out).len(), 2);
+
+    let data = dir.path().join("data");
+    let r = run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--from",
+        &file,
+        "-o",
+        &path_str(&data),
+    ])
+    .failed();
+    assert!(
+        r.stderr.contains(&format!("{file}:2: not UTF-8 text")),
+        "{}",
+        r.stderr
+    );
+    let data = dir.path().join("data2");
+    let r = run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--from",
+        &file,
+        "--skip-invalid",
+        "--split",
+        "0/0/100",
+        "-o",
+        &path_str(&data),
+    ])
+    .ok();
+    assert!(
+        r.stderr.contains("2 records") && r.stderr.contains("1 skipped"),
+        "{}",
+        r.stderr
+    );
+
+    // eval --data: a record line that is not text is an error naming it.
+    let test = data.join("test.jsonl");
+    let mut bytes = fs::read(&test).unwrap();
+    bytes.extend_from_slice(b"{\"id\": \"\xFF\"}\n");
+    fs::write(&test, bytes).unwrap();
+    let report = path_str(&dir.path().join("report"));
+    let r = run(&[
+        "eval",
+        "--data",
+        &path_str(&test),
+        "--policies",
+        "fcfs",
+        "--report",
+        &report,
+    ])
+    .failed();
+    assert!(
+        r.stderr.contains("line 3") && r.stderr.contains("not UTF-8 text"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_an_empty_input_is_said() {
+    let dir = tempdir();
+    let good = generate_file(dir.path(), "g.jsonl", &["--family", "hpc", "-n", "2"]);
+    let bom = dir.path().join("bom.jsonl");
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(fs::read(&good).unwrap());
+    // CRLF line ends too.
+    let crlf: Vec<u8> = bytes
+        .split(|&b| b == b'\n')
+        .collect::<Vec<_>>()
+        .join(&b"\r\n"[..]);
+    fs::write(&bom, crlf).unwrap();
+    let r = run(&["validate", &path_str(&bom)]).ok();
+    assert!(
+        r.stdout_text().contains("2 instances, 2 valid"),
+        "{}",
+        r.stderr
+    );
+
+    let empty = dir.path().join("empty.jsonl");
+    fs::write(&empty, "").unwrap();
+    let r = run(&["validate", &path_str(&empty)]).ok();
+    assert!(r.stderr.contains("the input is empty"), "{}", r.stderr);
+    let data = dir.path().join("data");
+    let r = run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--from",
+        &path_str(&empty),
+        "-o",
+        &path_str(&data),
+    ])
+    .failed();
+    assert!(
+        r.stderr.contains("is empty; nothing was written"),
+        "{}",
+        r.stderr
+    );
+    assert!(!data.join("train.jsonl").exists());
+}
+
+#[test]
+fn a_full_disk_is_an_error_and_a_closed_pipe_is_quiet() {
+    let dir = tempdir();
+    let good = generate_file(dir.path(), "g.jsonl", &["--family", "hpc", "-n", "2"]);
+    if Path::new("/dev/full").exists() {
+        for args in [
+            vec!["validate", path_str(&good).leak()],
+            vec!["generate", "--family", "hpc", "-n", "50"],
+        ] {
+            let full = fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap();
+            let out = command()
+                .args(&args)
+                .stdout(full)
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains("No space left") && !stderr.contains("panicked"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+    // A reader that stops after a few bytes: the writer ends quietly with status 0.
+    let mut child = command()
+        .args([
+            "generate", "--family", "hpc", "-n", "3000", "--queue", "20..30",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_second_build_into_a_directory_being_built_is_refused() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    // Another build holds the lock.
+    let lock = fs::File::create(data.join(".build.lock")).unwrap();
+    lock.try_lock().unwrap();
+    let args = [
+        "dataset",
+        "build",
+        "-q",
+        "--family",
+        "hpc",
+        "-n",
+        "4",
+        "-o",
+        &path_str(&data),
+    ];
+    let r = run(&args).failed();
+    assert!(
+        r.stderr
+            .contains("another `schedlm dataset build` is writing to"),
+        "{}",
+        r.stderr
+    );
+    assert!(!data.join("manifest.json").exists());
+    drop(lock);
+    run(&args).ok();
+    assert!(data.join("manifest.json").exists());
+}
