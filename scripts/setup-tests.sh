@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the build (scripts/setup.sh): headless Chromium for
 # the report rendering check (tests/browser/check_report.sh), Python's Hugging Face `datasets`
-# for the dataset format check (tests/python_datasets.rs; TRL too with SCHEDLM_TEST_TRL=1), and
-# the SmolLM2-135M-Instruct GGUF for the pretrained-model tests (scripts/fetch-smollm2.sh). Each step that fails is reported
-# and the test that needs it is skipped; nothing else depends on them.
+# and TRL for the dataset format checks (tests/python_datasets.rs), and the SmolLM2-135M-Instruct
+# GGUF for the pretrained-model tests (scripts/fetch-smollm2.sh). Each step that fails is
+# reported and the test that needs it is skipped; nothing else depends on them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,15 +25,20 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -c "import datasets" >/dev/nu
     echo "setup-tests: could not install datasets; its test will be skipped" >&2
 fi
 
-# TRL, for the fine-tuning tool check (tests/python_datasets.rs, check_trl.py), only on request
-# (SCHEDLM_TEST_TRL=1): PyTorch from PyPI brings 3-4 GB of CUDA libraries (6 GB installed),
-# and the CPU-only wheels live on download.pytorch.org, which CI machines cannot reach. Without
-# it the test is skipped with a message; docs/dataset.md records its last run.
-if [ "${SCHEDLM_TEST_TRL:-0}" = 1 ] && command -v python3 >/dev/null 2>&1 &&
+# TRL, for the fine-tuning tool check (tests/python_datasets.rs, check_trl.py). It brings
+# PyTorch from PyPI with its CUDA libraries (about 6 GB installed, 1.5 minutes here); the
+# CPU-only wheels live on download.pytorch.org, which CI machines cannot reach. Skipped when
+# less than 15 GB are free or SCHEDLM_TEST_TRL=0; the test then says it was skipped.
+free_gb=$(df -Pk "${HOME:-/}" 2>/dev/null | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "${SCHEDLM_TEST_TRL:-1}" != 0 ] && command -v python3 >/dev/null 2>&1 &&
   ! python3 -c "import trl" >/dev/null 2>&1; then
-  echo "setup-tests: pip install trl (with PyTorch)" >&2
-  python3 -m pip install --quiet --disable-pip-version-check trl >&2 ||
-    echo "setup-tests: could not install trl; its test will be skipped" >&2
+  if [ "${free_gb:-0}" -ge 15 ]; then
+    echo "setup-tests: pip install trl (with PyTorch)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check trl >&2 ||
+      echo "setup-tests: could not install trl; its test will be skipped" >&2
+  else
+    echo "setup-tests: ${free_gb:-?} GB free, less than the 15 GB TRL and PyTorch need; its test will be skipped" >&2
+  fi
 fi
 
 ./scripts/fetch-smollm2.sh || echo "setup-tests: could not fetch SmolLM2; its tests will be skipped" >&2

@@ -98,6 +98,17 @@ fn snapshot_report_end_to_end() {
     assert!(md.contains("## Wins / ties / losses"));
     let html = fs::read_to_string(report.join("report.html")).unwrap();
     assert!(html.contains("<svg"));
+    // Wins and losses coloured; example answers of the text scheduler beside the labels.
+    assert!(html.contains("<td class=\"win\">") && html.contains("<td class=\"loss\">"));
+    assert!(
+        md.contains("## Example answers") && md.contains("no idea"),
+        "{md}"
+    );
+    let examples = summary["examples"].as_array().unwrap();
+    assert!(examples
+        .iter()
+        .any(|e| e["valid"] == false && e["answer"] == "no idea"));
+    assert!(examples.iter().any(|e| e["optimal"] == true));
 }
 
 #[test]

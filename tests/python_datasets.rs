@@ -19,8 +19,7 @@ fn python_has(module: &str) -> bool {
 fn trl_fine_tunes_on_both_formats() {
     if !python_has("trl") {
         eprintln!(
-            "skipped: python3 with `trl` is not installed (SCHEDLM_TEST_TRL=1 \
-             scripts/setup-tests.sh installs it)"
+            "skipped: python3 with `trl` is not installed (scripts/setup-tests.sh installs it)"
         );
         return;
     }

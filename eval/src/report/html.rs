@@ -48,7 +48,15 @@ fn sentence(s: &str) -> String {
 }
 
 /// An HTML table.
-pub fn table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> String {
+pub fn table(rows: (Vec<String>, Vec<Vec<String>>)) -> String {
+    table_with(rows, |_, _| "")
+}
+
+/// An HTML table whose data cells get the CSS class `class(column, text)` (none when empty).
+fn table_with(
+    (header, rows): (Vec<String>, Vec<Vec<String>>),
+    class: impl Fn(usize, &str) -> &'static str,
+) -> String {
     let mut t = String::from("<div class=\"wide\"><table><tr>");
     for h in header {
         let _ = write!(t, "<th>{}</th>", escape(&h));
@@ -56,8 +64,15 @@ pub fn table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> String {
     t.push_str("</tr>\n");
     for row in rows {
         t.push_str("<tr>");
-        for cell in row {
-            let _ = write!(t, "<td>{}</td>", escape(&cell));
+        for (i, cell) in row.iter().enumerate() {
+            match class(i, cell) {
+                "" => {
+                    let _ = write!(t, "<td>{}</td>", escape(cell));
+                }
+                c => {
+                    let _ = write!(t, "<td class=\"{c}\">{}</td>", escape(cell));
+                }
+            }
         }
         t.push_str("</tr>\n");
     }
@@ -120,28 +135,15 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
 
 /// The wins/ties/losses table with each cell coloured by who wins more.
 fn pair_table(s: &SnapshotSummary) -> String {
-    let (header, rows) = pair_rows(s);
-    let mut t = String::from("<div class=\"wide\"><table><tr>");
-    for h in header {
-        let _ = write!(t, "<th>{}</th>", escape(&h));
-    }
-    t.push_str("</tr>\n");
-    for row in rows {
-        t.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            let counts: Vec<usize> = cell.split('/').filter_map(|n| n.parse().ok()).collect();
-            let class = match counts[..] {
-                [w, _, l] if i > 0 && w > l => " class=\"win\"",
-                [w, _, l] if i > 0 && w < l => " class=\"loss\"",
-                [_, _, _] if i > 0 => " class=\"even\"",
-                _ => "",
-            };
-            let _ = write!(t, "<td{class}>{}</td>", escape(cell));
+    table_with(pair_rows(s), |column, cell| {
+        let counts: Vec<usize> = cell.split('/').filter_map(|n| n.parse().ok()).collect();
+        match counts[..] {
+            [w, _, l] if column > 0 && w > l => "win",
+            [w, _, l] if column > 0 && w < l => "loss",
+            [_, _, _] if column > 0 => "even",
+            _ => "",
         }
-        t.push_str("</tr>\n");
-    }
-    t.push_str("</table></div>\n");
-    t
+    })
 }
 
 /// The policies to plot: those that answered at least once (a policy whose answers all
