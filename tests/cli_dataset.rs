@@ -552,3 +552,29 @@ fn one_form_per_file_and_both_read_the_same() {
     }
     assert_eq!(reports[0], reports[1]);
 }
+
+/// A build that fails (here on a bad input line) leaves its finished chunks; the temporary file
+/// of a chunk it was writing is removed when a build resumes in that directory, even one that
+/// fails again.
+#[test]
+fn temporary_chunks_of_a_failed_build_are_removed_on_resume() {
+    let dir = tempdir();
+    let good = common::generate_file(dir.path(), "g.jsonl", &["--family", "hpc", "-n", "6"]);
+    let input = dir.path().join("in.jsonl");
+    let mut text = fs::read_to_string(&good).unwrap();
+    text.push_str("{\"not\": \"an instance\"}\n");
+    fs::write(&input, text).unwrap();
+    let out = dir.path().join("ds");
+    let args = ["--from", &path_str(&input), "--chunk", "2", "-j", "1"];
+    let e = build(&out, &args).failed().stderr;
+    assert!(e.contains("in.jsonl:7"), "{e}");
+    let parts = out.join("parts");
+    let stale = parts.join("chunk-00000003.tmp");
+    fs::write(&stale, "{\"id\":").unwrap();
+    build(&out, &args).failed();
+    assert!(
+        !stale.exists(),
+        "the temporary chunk of the failed build is still there"
+    );
+    assert!(parts.join("chunk-00000000.jsonl").exists());
+}

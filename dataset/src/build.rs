@@ -426,7 +426,6 @@ fn chunk_path(parts: &Path, number: u64) -> PathBuf {
     parts.join(format!("chunk-{number:08}.jsonl"))
 }
 
-/// Chunk numbers whose files are complete (temporary files are ignored and later replaced).
 /// The lock file that keeps two builds out of one directory.
 pub const LOCK_FILE: &str = ".build.lock";
 
