@@ -243,3 +243,28 @@ fn a_second_build_into_a_directory_being_built_is_refused() {
     run(&args).ok();
     assert!(data.join("manifest.json").exists());
 }
+
+#[test]
+fn a_build_whose_every_line_is_skipped_is_an_error() {
+    let dir = tempdir();
+    let input = dir.path().join("bad.jsonl");
+    fs::write(&input, "{\"a\": 1}\n[]\n").unwrap();
+    let out = dir.path().join("data");
+    let r = run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--skip-invalid",
+        "--from",
+        &path_str(&input),
+        "-o",
+        &path_str(&out),
+    ])
+    .failed();
+    assert!(
+        r.stderr
+            .contains("is empty: all 2 input lines were skipped"),
+        "{}",
+        r.stderr
+    );
+}

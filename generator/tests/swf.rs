@@ -551,3 +551,14 @@ fn parse_swf_reads_any_bufread() {
     let t = parse_swf(reader, "cursor", &SwfOptions::default()).unwrap();
     assert_eq!(t.jobs.len(), 1);
 }
+
+#[test]
+fn a_byte_order_mark_before_the_header_is_not_part_of_it() {
+    let text = format!("\u{FEFF}; MaxProcs: 8\n{}", line(1, 0, 5, 4, 4, 9, 1, 1));
+    let t = parse(&text);
+    assert_eq!(t.jobs.len(), 1);
+    assert_eq!(t.header.max_procs, Some(8));
+    // Elsewhere it is an ordinary (bad) byte sequence.
+    let text = format!("; MaxProcs: 8\n\u{FEFF}{}", line(1, 0, 5, 4, 4, 9, 1, 1));
+    assert!(parse_swf(text.as_bytes(), "t.swf", &SwfOptions::default()).is_err());
+}
