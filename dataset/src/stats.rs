@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use schedlm_model::quantile::quantile;
 use schedlm_model::Problem;
 use schedlm_solver::bnb::evaluate;
 use schedlm_solver::portfolio::relative_gap;
@@ -25,21 +26,20 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The summary of `values` (sorted in place); all zero when empty. Percentiles are the
-    /// nearest rank: the smallest value with at least p% of the sample at or below it.
+    /// The summary of `values` (sorted in place); all zero when empty. Median and p90 by
+    /// [`schedlm_model::quantile`] (linear between the closest ranks, NumPy's default).
     pub fn of(values: &mut [f64]) -> Summary {
         if values.is_empty() {
             return Summary::default();
         }
         values.sort_by(f64::total_cmp);
         let n = values.len();
-        let rank = |p: f64| values[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
         Summary {
             count: n,
             min: values[0],
             mean: values.iter().sum::<f64>() / n as f64,
-            median: rank(0.5),
-            p90: rank(0.9),
+            median: quantile(values, 0.5).unwrap_or_default(),
+            p90: quantile(values, 0.9).unwrap_or_default(),
             max: values[n - 1],
         }
     }
@@ -272,7 +272,9 @@ mod tests {
     #[test]
     fn summary_by_hand() {
         let s = Summary::of(&mut [5.0, 1.0, 3.0, 2.0, 4.0, 10.0, 6.0, 7.0, 8.0, 9.0]);
-        assert_eq!((s.min, s.max, s.median, s.p90), (1.0, 10.0, 5.0, 9.0));
+        // numpy.percentile(range(1, 11), [50, 90]) = [5.5, 9.1]
+        assert_eq!((s.min, s.max, s.median), (1.0, 10.0, 5.5));
+        assert!((s.p90 - 9.1).abs() < 1e-12);
         assert!((s.mean - 5.5).abs() < 1e-12);
         assert_eq!(Summary::of(&mut []), Summary::default());
         assert_eq!(Summary::of(&mut [2.0]).p90, 2.0);

@@ -4,9 +4,9 @@
 //! Definitions (docs/eval.md repeats them):
 //! - means are arithmetic means over the policy's rows;
 //! - gap statistics are over rows with a defined gap (`undefined` counts the others: a zero
-//!   reference with a non-zero value); the median is the middle value (the mean of the two
-//!   middle values for an even count); p90 is the nearest-rank 90th percentile (the smallest
-//!   value with at least 90% of the values at or below it);
+//!   reference with a non-zero value); the median and p90 are percentiles by
+//!   [`schedlm_model::quantile`] (linear between the closest ranks, NumPy's default; the
+//!   median is the middle value, or the mean of the two middle values);
 //! - shares are fractions in [0, 1];
 //! - policy A *wins* against B on a record when A's value is lower by more than the
 //!   tolerance of [`crate::snapshot::TOLERANCE`] (relative, floor 1), *ties* within it;
@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use schedlm_model::quantile::{median, quantile};
 use schedlm_solver::rules::Rule;
 use serde::{Deserialize, Serialize};
 
@@ -280,18 +281,10 @@ pub fn gap_stats_of(gaps: impl IntoIterator<Item = Option<f64>>) -> GapStats {
     let mut gaps: Vec<f64> = all.iter().filter_map(|g| *g).collect();
     gaps.sort_by(f64::total_cmp);
     let n = gaps.len();
-    let median = (n > 0).then(|| {
-        if n % 2 == 1 {
-            gaps[n / 2]
-        } else {
-            (gaps[n / 2 - 1] + gaps[n / 2]) / 2.0
-        }
-    });
-    let p90 = (n > 0).then(|| gaps[(0.9 * n as f64).ceil() as usize - 1]);
     GapStats {
         mean: mean(gaps.iter().copied()),
-        median,
-        p90,
+        median: median(&gaps),
+        p90: quantile(&gaps, 0.9),
         max: gaps.last().copied(),
         undefined: all.len() - n,
     }
@@ -681,7 +674,8 @@ mod tests {
         let s = summarize(&["a".into(), "b".into()], &rows);
         let a = &s.policies[0];
         assert_eq!(a.gap.median, Some(0.5));
-        assert_eq!(a.gap.p90, Some(1.0));
+        // numpy.percentile([0, 0.5, 1], 90) = 0.9
+        assert!((a.gap.p90.unwrap() - 0.9).abs() < 1e-12);
         assert_eq!(a.gap.undefined, 1);
         assert_eq!(a.optimal_share, 0.25);
         assert_eq!(s.ranking, vec!["b".to_string(), "a".to_string()]);

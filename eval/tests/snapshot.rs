@@ -138,8 +138,11 @@ fn summary_numbers_recompute_from_the_csv() {
             (gaps[k / 2 - 1] + gaps[k / 2]) / 2.0
         };
         close(median, &p["gap"]["median"], name);
-        let rank = (9 * k).div_ceil(10);
-        close(gaps[rank - 1], &p["gap"]["p90"], name);
+        // NumPy's percentile: linear between the closest ranks, at position 0.9 (k - 1).
+        let pos = 0.9 * (k - 1) as f64;
+        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+        let p90 = gaps[lo] + (gaps[hi] - gaps[lo]) * (pos - lo as f64);
+        close(p90, &p["gap"]["p90"], name);
         close(gaps[k - 1], &p["gap"]["max"], name);
     }
 

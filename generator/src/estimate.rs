@@ -452,11 +452,7 @@ pub fn score(estimator: Estimator, jobs: &[TraceJob], predictions: &[i64]) -> Sc
         apes.iter().sum::<f64>() / n as f64
     };
     apes.sort_by(f64::total_cmp);
-    let median_ape = match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => apes[n / 2],
-        _ => (apes[n / 2 - 1] + apes[n / 2]) / 2.0,
-    };
+    let median_ape = schedlm_model::quantile::median(&apes).unwrap_or(0.0);
     Score {
         estimator,
         jobs: n,

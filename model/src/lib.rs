@@ -31,6 +31,7 @@ pub mod lines;
 pub mod objective;
 pub mod order;
 pub mod problem;
+pub mod quantile;
 pub mod sim;
 pub mod validate;
 

@@ -294,6 +294,19 @@ pub enum SolveError {
     Milp(#[from] crate::milp::MilpError),
     #[error("the `milp` solver is not built in: rebuild schedlm-solver with the `milp` feature")]
     MilpUnavailable,
+    #[error("the `milp` solver models only the serial dispatcher, not the strict one: use `bnb` or `auto` for strict")]
+    MilpStrict,
+}
+
+impl SolveOptions {
+    /// Whether these options can run at all (checked before any work, so that a command
+    /// refuses them at once): `milp` models only the serial dispatcher.
+    pub fn check(&self) -> Result<(), SolveError> {
+        if self.method == Method::Milp && self.variant == Variant::Strict {
+            return Err(SolveError::MilpStrict);
+        }
+        Ok(())
+    }
 }
 
 /// The best known order and bound while a portfolio runs.
@@ -426,4 +439,32 @@ fn run_milp(
     _time: Duration,
 ) -> Result<Candidate, SolveError> {
     Err(SolveError::MilpUnavailable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn milp_with_the_strict_dispatcher_is_refused_before_any_work() {
+        let strict = SolveOptions {
+            method: Method::Milp,
+            variant: Variant::Strict,
+            ..SolveOptions::default()
+        };
+        assert!(matches!(strict.check(), Err(SolveError::MilpStrict)));
+        for method in [Method::Auto, Method::Bnb] {
+            assert!(SolveOptions {
+                method,
+                ..strict.clone()
+            }
+            .check()
+            .is_ok());
+        }
+        let serial = SolveOptions {
+            variant: Variant::Serial,
+            ..strict
+        };
+        assert!(serial.check().is_ok());
+    }
 }

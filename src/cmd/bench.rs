@@ -18,6 +18,7 @@ use schedlm_model::{Instance, Objective, Problem, Variant};
 use schedlm_solver::bnb::{self, BnbOptions};
 use serde::Serialize;
 
+use crate::args::parse_duration;
 use crate::io::{create_output, write_jsonl};
 
 /// Measure solver speed on generated instances and print Markdown tables.
@@ -178,12 +179,6 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, Option<f64>) {
     let wall = clock.elapsed().as_secs_f64() * 1e3;
     let cpu = cpu_ms().zip(cpu0).map(|(b, a)| b - a);
     (out, wall, cpu)
-}
-
-/// Parses a duration such as `10s`, `500ms` or `2m`.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 10s, 500ms or 2m"))
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -489,12 +484,9 @@ fn pick(clock: Clock, wall_ms: f64, cpu_ms: Option<f64>) -> f64 {
     }
 }
 
-/// Quantile `q` of sorted values, linear between closest ranks (numpy's default): position
-/// q (n - 1).
+/// Quantile `q` of sorted, non-empty values ([`schedlm_model::quantile`]).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+    schedlm_model::quantile::quantile(sorted, q).unwrap_or(f64::NAN)
 }
 
 /// Quantile of (value, censored) pairs and whether it reaches a censored value (a run stopped

@@ -12,7 +12,7 @@ use schedlm_dataset::{
 };
 use schedlm_generator::{Family, Load};
 use schedlm_model::{Objective, Variant};
-use schedlm_solver::portfolio::Method;
+use schedlm_solver::portfolio::{Method, SolveOptions};
 
 use crate::args::{parse_duration, QueueRange};
 use crate::cmd::generate::config;
@@ -218,9 +218,13 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     } else {
         Variant::Serial
     };
-    if a.solver == Method::Milp && variant == Variant::Strict {
-        bail!("--solver milp models only the serial dispatcher: drop --strict or use --solver bnb");
+    SolveOptions {
+        method: a.solver,
+        variant,
+        ..SolveOptions::default()
     }
+    .check()
+    .context("--solver milp --strict")?;
     let records = match a.records {
         RecordKindArg::Orders => RecordKind::Orders,
         RecordKindArg::Steps => RecordKind::Steps,

@@ -76,9 +76,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
         node_limit: args.node_limit,
         seed: args.seed,
     };
-    if args.solver == Method::Milp && options.variant == Variant::Strict {
-        bail!("--solver milp models only the serial dispatcher: drop --strict or use --solver bnb");
-    }
+    options.check().context("--solver milp --strict")?;
     let lines = read_lines(&args.file)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
