@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use std::time::Duration;
 
-use schedlm_generator::Family;
+use schedlm_generator::{Config, Family, Load};
 use schedlm_model::Objective;
 use schedlm_solver::portfolio::Method;
 use schedlm_solver::rules::Rule;
@@ -65,6 +65,54 @@ pub enum Command {
     Eval(crate::cmd::eval::EvalArgs),
 }
 
+/// The shape of generated snapshots, shared by `generate` and `dataset build`.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
+    /// Queue length of each snapshot: MIN..MAX, inclusive, drawn uniformly; or one length.
+    #[arg(long, default_value = "8..12")]
+    pub queue: QueueRange,
+
+    /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4].
+    #[arg(long)]
+    pub servers: Option<usize>,
+
+    /// Number of running jobs at `now` [default: the family's]. Conflicts with --load.
+    #[arg(long, conflicts_with = "load")]
+    pub running: Option<usize>,
+
+    /// Fraction of the first resource (hpc: cores, dl: GPUs) kept busy by running jobs at
+    /// `now`, in [0, 1) [default: the family's]. Conflicts with --running.
+    #[arg(long)]
+    pub load: Option<f64>,
+
+    /// Probability in [0, 1] that a queued job depends on an earlier queued or a running job.
+    #[arg(long, default_value_t = 0.0)]
+    pub deps: f64,
+
+    /// Seed of every random choice: the same seed gives the same bytes, whatever the number of
+    /// threads.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl ShapeArgs {
+    /// A generator configuration of `family` with these settings (the family's defaults for
+    /// the others).
+    pub fn config(&self, family: Family) -> Config {
+        let mut config = Config::new(family, self.seed);
+        config.queue_min = self.queue.min;
+        config.queue_max = self.queue.max;
+        config.servers = self.servers;
+        config.load = match (self.running, self.load) {
+            (Some(n), _) => Some(Load::Jobs(n)),
+            (None, Some(f)) => Some(Load::Fraction(f)),
+            (None, None) => None,
+        };
+        config.dep_prob = self.deps;
+        config
+    }
+}
+
 /// A queue-length range such as `8..12` (inclusive) or a single length such as `10`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueRange {
@@ -104,31 +152,8 @@ pub struct GenerateArgs {
     #[arg(long, short = 'n', default_value_t = 100)]
     pub count: usize,
 
-    /// Queue length of each snapshot: MIN..MAX, inclusive, drawn uniformly; or one length.
-    #[arg(long, default_value = "8..12")]
-    pub queue: QueueRange,
-
-    /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4].
-    #[arg(long)]
-    pub servers: Option<usize>,
-
-    /// Number of running jobs at `now` [default: the family's]. Conflicts with --load.
-    #[arg(long, conflicts_with = "load")]
-    pub running: Option<usize>,
-
-    /// Fraction of the first resource (hpc: cores, dl: GPUs) kept busy by running jobs at
-    /// `now`, in [0, 1) [default: the family's]. Conflicts with --running.
-    #[arg(long)]
-    pub load: Option<f64>,
-
-    /// Probability in [0, 1] that a queued job depends on an earlier queued or a running job.
-    #[arg(long, default_value_t = 0.0)]
-    pub deps: f64,
-
-    /// Seed of every random choice: the same seed gives the same bytes, whatever the number of
-    /// threads.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
 
     /// Output file (JSON Lines); standard output when absent or `-`.
     #[arg(long, short = 'o')]

@@ -10,12 +10,11 @@ use schedlm_dataset::build::{self, BuildArgs, BuildTuning, Shard, Source};
 use schedlm_dataset::{
     merge::merge, stats::stats, AnswerOrder, RecordFormat, RecordKind, SplitSpec, Template,
 };
-use schedlm_generator::{Family, Load};
+use schedlm_generator::Family;
 use schedlm_model::{Objective, Variant};
 use schedlm_solver::portfolio::{Method, SolveOptions};
 
-use crate::args::{parse_duration, QueueRange};
-use crate::cmd::generate::config;
+use crate::args::{parse_duration, ShapeArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum DatasetCommand {
@@ -57,26 +56,9 @@ pub struct BuildCmd {
     #[arg(long, short = 'n', default_value_t = 1000)]
     pub count: u64,
 
-    /// Queue length of generated snapshots: MIN..MAX inclusive, or one length.
-    #[arg(long, default_value = "8..12")]
-    pub queue: QueueRange,
-
-    /// Servers per generated snapshot [default: the family's].
-    #[arg(long)]
-    pub servers: Option<usize>,
-
-    /// Fraction of the first resource busy at `now` in generated snapshots [default: the
-    /// family's].
-    #[arg(long)]
-    pub load: Option<f64>,
-
-    /// Probability in [0, 1] that a generated queued job depends on another job.
-    #[arg(long, default_value_t = 0.0)]
-    pub deps: f64,
-
-    /// Seed of the generator: the same seed gives the same instances.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Generated snapshots' shape, and the seed of the generator and the solvers.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
 
     /// Read instances from this JSON Lines file instead of generating them (output of
     /// `generate`, `generate --from-trace`, `import psplib`). Records use the line number as
@@ -254,17 +236,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             if a.family.is_empty() {
                 bail!("--family needs at least one family");
             }
-            let configs = a
-                .family
-                .iter()
-                .map(|&f| {
-                    let mut c = config(f, a.queue, a.seed);
-                    c.servers = a.servers;
-                    c.load = a.load.map(Load::Fraction);
-                    c.dep_prob = a.deps;
-                    c
-                })
-                .collect();
+            let configs = a.family.iter().map(|&f| a.shape.config(f)).collect();
             Source::Generate {
                 configs,
                 count: a.count,
@@ -278,7 +250,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         variant,
         time_limit_ms: a.time_limit.as_millis() as u64,
         node_limit: a.node_limit,
-        solver_seed: a.seed,
+        solver_seed: a.shape.seed,
         template: a.template,
         answer: match a.answer {
             AnswerOrderArg::Canonical => AnswerOrder::Canonical,

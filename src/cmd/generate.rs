@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use schedlm_generator::cut::{cut_trace, CutConfig, Select};
 use schedlm_generator::swf::{read_swf, SwfOptions};
-use schedlm_generator::{generate, Config, Family, Load};
+use schedlm_generator::{generate, Config, Family};
 use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::RuleContext;
@@ -17,15 +17,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     if let Some(path) = &args.from_trace {
         return from_trace(args, path);
     }
-    let load = match (args.running, args.load) {
-        (Some(n), _) => Some(Load::Jobs(n)),
-        (None, Some(f)) => Some(Load::Fraction(f)),
-        (None, None) => None,
-    };
-    let mut config = config(args.family, args.queue, args.seed);
-    config.servers = args.servers;
-    config.load = load;
-    config.dep_prob = args.deps;
+    let config = args.shape.config(args.family);
     let instances = generate(&config, args.count).context("cannot generate snapshots")?;
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &instances)?;
@@ -61,14 +53,14 @@ pub fn snapshots(
 /// `generate --from-trace`: replay the trace with the rule and cut snapshots.
 fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
     let trace = read_swf(path, &SwfOptions::default()).context("cannot read the trace")?;
-    let mut config = CutConfig::new(args.queue.min, args.queue.max);
+    let mut config = CutConfig::new(args.shape.queue.min, args.shape.queue.max);
     config.select = match (args.every, args.sample) {
         (_, Some(k)) => Select::Sample(k),
         (Some(n), None) => Select::Every(n),
         (None, None) => Select::Every(1),
     };
     config.count = Some(args.count);
-    config.seed = args.seed;
+    config.seed = args.shape.seed;
     config.estimate = args.estimate;
     config.start_rule = args.start_rule;
     let origin = trace.jobs.first().map_or(0, |j| j.submit);
@@ -76,7 +68,7 @@ fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
         args.policy,
         RuleContext {
             origin,
-            seed: args.seed,
+            seed: args.shape.seed,
             stream: 0,
         },
     );
