@@ -32,6 +32,8 @@ use schedlm_solver::portfolio::{self, Method, SolveOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::fingerprint;
+use crate::error::io_err;
+pub use crate::error::BuildError;
 use crate::prompt::Template;
 use crate::record::{
     make_record_with, step_records, AnswerOrder, RecordFormat, RecordKind, RecordOptions,
@@ -178,47 +180,6 @@ impl Manifest {
     /// Total records over all splits.
     pub fn total(&self) -> u64 {
         self.records.values().sum()
-    }
-}
-
-/// Why a build, merge or read failed.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
-    #[error("{path}:{line}: {reason}")]
-    Input {
-        path: PathBuf,
-        line: u64,
-        reason: String,
-    },
-    #[error("generator, instance {index}: {source}")]
-    Generate {
-        index: u64,
-        source: schedlm_generator::GenError,
-    },
-    #[error("instance {index}: {reason}")]
-    Solve { index: u64, reason: String },
-    #[error("{dir} holds a build made with other arguments ({what}); use another output directory or delete it")]
-    OtherArgs { dir: PathBuf, what: String },
-    #[error("{path}: not a schedlm dataset manifest: {reason}")]
-    Manifest { path: PathBuf, reason: String },
-    #[error("merge: {0}")]
-    Merge(String),
-    #[error("another `schedlm dataset build` is writing to {dir}; wait for it to finish or use another output directory")]
-    Busy { dir: PathBuf },
-    #[error("{path}:{line}: not a record: {reason}")]
-    Record {
-        path: PathBuf,
-        line: u64,
-        reason: String,
-    },
-}
-
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> BuildError + '_ {
-    move |source| BuildError::Io {
-        path: path.to_path_buf(),
-        source,
     }
 }
 

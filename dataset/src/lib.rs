@@ -5,6 +5,9 @@
 //!   the target's answer line and the dispatcher's plan line.
 //! - [`parse`]: turn a model's raw reply back into an order of the queue, classifying every
 //!   [`Defect`], strictly or with repairs.
+//! - [`record`]: records (one form of prompt and answer per file, [`RecordFormat`]) and their
+//!   reader; [`build`], [`merge`], [`stats`]: `schedlm dataset build | merge | stats`;
+//!   [`error`]: [`BuildError`], why any of them failed.
 //!
 //! ```
 //! use schedlm_dataset::{answer_line, parse_answer, render, Mode, Template};
@@ -36,6 +39,7 @@
 
 pub mod build;
 pub mod canonical;
+pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ids;
@@ -48,6 +52,7 @@ pub mod stats;
 pub mod step;
 
 pub use canonical::{fingerprint, Fingerprint};
+pub use error::BuildError;
 pub use ids::IdMap;
 pub use parse::{parse_answer, Defect, Mode, ParseError, Parsed};
 pub use prompt::{

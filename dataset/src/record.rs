@@ -19,8 +19,8 @@ use schedlm_solver::canonical::{canonical_order, ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
 
-use crate::build::BuildError;
 use crate::canonical::{fingerprint, Fingerprint};
+use crate::error::BuildError;
 use crate::prompt::{answer, render, Template};
 use crate::split::{Split, SplitSpec};
 use crate::step::StepState;

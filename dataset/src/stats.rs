@@ -10,7 +10,7 @@ use schedlm_solver::portfolio::relative_gap;
 use schedlm_solver::rules::{order, Rule, RuleContext};
 use serde::Serialize;
 
-use crate::build::BuildError;
+use crate::error::BuildError;
 use crate::record::{read_records, AnswerOrder, Record};
 use crate::split::Split;
 

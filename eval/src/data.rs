@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use schedlm_dataset::build::BuildError;
+use schedlm_dataset::BuildError;
 use schedlm_dataset::Record;
 use schedlm_model::{Objective, Problem, Variant};
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use schedlm_dataset::build::BuildError;
+use schedlm_dataset::BuildError;
 use schedlm_dataset::Record;
 
 use crate::error::{FinetuneError, Result};
