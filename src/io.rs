@@ -78,7 +78,7 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
 /// Parses and validates one line as an instance; the error lists every problem found.
 pub fn parse_instance(line: &Line) -> std::result::Result<(Instance, Problem), String> {
     let text = line.text.as_deref().map_err(String::clone)?;
-    let instance = schedlm_dataset::build::parse_valid(text)?;
+    let instance = schedlm_model::parse_valid(text)?;
     let problem = Problem::new(&instance).map_err(|e| e.to_string())?;
     Ok((instance, problem))
 }

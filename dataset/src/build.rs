@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 use schedlm_generator::{generate_one, Config};
-use schedlm_model::{problems, text_lines, Instance, Objective, Problem, Variant};
+use schedlm_model::{parse_valid, text_lines, Instance, Objective, Problem, Variant};
 use schedlm_solver::portfolio::{self, Method, SolveOptions};
 use serde::{Deserialize, Serialize};
 
@@ -630,18 +630,6 @@ impl<'a> Context<'a> {
             }),
         }
     }
-}
-
-/// Parses and validates one instance line; the error lists every problem found.
-pub fn parse_valid(text: &str) -> Result<Instance, String> {
-    let instance: Instance =
-        serde_json::from_str(text).map_err(|e| format!("not an instance: {e}"))?;
-    let found = problems(&instance);
-    if !found.is_empty() {
-        let reasons: Vec<String> = found.iter().map(|e| e.to_string()).collect();
-        return Err(reasons.join("; "));
-    }
-    Ok(instance)
 }
 
 /// A chunk-file line for a skipped item.

@@ -41,4 +41,4 @@ pub use lines::{text_lines, TextLine};
 pub use objective::{bounded_slowdown, Objective, Objectives, TAU};
 pub use order::{check_permutation, order_from_ids, repair, OrderError};
 pub use problem::{Problem, Running};
-pub use validate::{problems, validate, InstanceError, MAX_MAGNITUDE};
+pub use validate::{parse_valid, problems, validate, InstanceError, MAX_MAGNITUDE};

@@ -99,6 +99,19 @@ pub fn validate(instance: &Instance) -> Result<(), InstanceError> {
     }
 }
 
+/// Parses one JSON line as an instance and validates it: the one instance parser of every
+/// command that reads instances. The error is `not an instance: ...` for JSON that does not
+/// fit the schema, else every problem found, `; `-separated.
+pub fn parse_valid(text: &str) -> Result<Instance, String> {
+    let instance = Instance::from_json(text).map_err(|e| format!("not an instance: {e}"))?;
+    let found = problems(&instance);
+    if !found.is_empty() {
+        let reasons: Vec<String> = found.iter().map(|e| e.to_string()).collect();
+        return Err(reasons.join("; "));
+    }
+    Ok(instance)
+}
+
 /// Every problem of an instance, in a stable order (structure, then values, then references).
 pub fn problems(instance: &Instance) -> Vec<InstanceError> {
     let mut out = Vec::new();

@@ -508,3 +508,15 @@ fn problems_reports_several_errors_at_once() {
     // `validate` reports the first of them.
     assert_eq!(validate(&instance), Err(all[0].clone()));
 }
+
+#[test]
+fn parse_valid_names_the_schema_error_or_every_problem() {
+    assert!(schedlm_model::parse_valid(VALID).is_ok());
+    let err = schedlm_model::parse_valid("{\"now\": \"x\"}").unwrap_err();
+    assert!(err.starts_with("not an instance: "), "{err}");
+    let two = r#"{"now": 0, "resources": ["cores"], "servers": [{"id": "n0", "capacity": [1]}],
+        "queue": [{"id": "a", "submit": 5, "demand": [1], "walltime": 0}]}"#;
+    let err = schedlm_model::parse_valid(two).unwrap_err();
+    assert_eq!(err.matches("job \"a\"").count(), 2, "{err}");
+    assert!(err.contains("; "), "{err}");
+}
