@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 
 use schedlm_model::lines::TextLines;
 use schedlm_model::{repair, text_lines, Instance, Objective, Problem, Variant};
-use schedlm_solver::bnb::evaluate;
 use schedlm_solver::canonical::{canonical_order, ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
@@ -386,7 +385,7 @@ impl Label {
                 ..solver
             };
         }
-        let (_, value) = evaluate(problem, options.objective, options.variant, &c.order);
+        let (_, value) = problem.evaluate(&c.order, options.objective, options.variant);
         Label {
             order: c.order,
             value,
@@ -505,7 +504,7 @@ impl Record {
             let id = &self.instance.queue[i].id;
             return Err(format!("field `order`: job {id} of the queue is missing"));
         }
-        let (_, actual) = evaluate(problem, self.objective, self.variant, &order);
+        let (_, actual) = problem.evaluate(&order, self.objective, self.variant);
         if !near(actual, self.value) {
             return Err(format!(
                 "field `value`: {} does not match its order, which scores {actual} ({} / {})",

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use schedlm_model::quantile::quantile;
 use schedlm_model::Problem;
-use schedlm_solver::bnb::evaluate;
 use schedlm_solver::portfolio::relative_gap;
 use schedlm_solver::rules::{order, Rule, RuleContext};
 use serde::Serialize;
@@ -178,7 +177,7 @@ fn rules_with_label_order(r: &Record) -> Vec<&'static str> {
         .into_iter()
         .filter(|&rule| {
             let o = order(rule, &problem, &RuleContext::default());
-            evaluate(&problem, r.objective, r.variant, &o).0 == label
+            problem.evaluate(&o, r.objective, r.variant).0 == label
         })
         .map(Rule::name)
         .collect()

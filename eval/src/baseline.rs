@@ -21,7 +21,6 @@
 //! same schedule.
 
 use schedlm_model::{repair, Objective, Variant};
-use schedlm_solver::bnb;
 use schedlm_solver::canonical::ranking;
 use schedlm_solver::rules::{self, Rule, RuleContext};
 
@@ -59,11 +58,11 @@ pub fn record_rules(r: &Loaded, objective: Objective, variant: Variant) -> Recor
         .into_iter()
         .map(|rule| {
             let order = rules::order(rule, problem, &RuleContext::default());
-            (rule, bnb::evaluate(problem, objective, variant, &order).1)
+            (rule, problem.evaluate(&order, objective, variant).1)
         })
         .collect();
     let best = ranking(problem, objective, variant);
-    let (best_order, computed_best) = bnb::evaluate(problem, objective, variant, &best.order);
+    let (best_order, computed_best) = problem.evaluate(&best.order, objective, variant);
     let best_rule = best.rule;
     let recorded: Option<Vec<(Rule, f64)>> = Rule::CLASSIC
         .iter()

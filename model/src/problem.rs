@@ -38,6 +38,23 @@ pub struct Running {
 }
 
 impl Problem {
+    /// Repairs and dispatches `order` (queue indices) and returns the placement order and its
+    /// objective value; an order the dispatcher refuses (not a permutation) scores infinity.
+    pub fn evaluate(
+        &self,
+        order: &[usize],
+        objective: crate::Objective,
+        variant: crate::Variant,
+    ) -> (Vec<usize>, f64) {
+        match crate::dispatch(self, order, variant) {
+            Ok(s) => {
+                let v = objective.value(self, &s.start);
+                (s.order, v)
+            }
+            Err(_) => (order.to_vec(), f64::INFINITY),
+        }
+    }
+
     /// Validates `instance` and compiles it.
     pub fn new(instance: &Instance) -> Result<Problem, InstanceError> {
         validate(instance)?;

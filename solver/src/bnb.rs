@@ -37,10 +37,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use schedlm_model::{dispatch, Dispatcher, Objective, Placement, Problem, Time, Variant};
+use schedlm_model::{Dispatcher, Objective, Placement, Problem, Time, Variant};
 
 use crate::cost::Cost;
-use crate::rules::{order, Rule, RuleContext};
+use crate::rules::best_rule;
 
 /// Limits and starting point of a branch and bound run.
 #[derive(Debug, Clone)]
@@ -108,40 +108,6 @@ impl BnbOutcome {
     }
 }
 
-/// Best order among the classic rules, as (order after the dependency repair, objective
-/// value). Ties go to the earlier rule.
-pub fn best_rule(problem: &Problem, objective: Objective, variant: Variant) -> (Vec<usize>, f64) {
-    let mut best: Option<(Vec<usize>, f64)> = None;
-    for rule in Rule::CLASSIC {
-        let (placed, v) = evaluate(
-            problem,
-            objective,
-            variant,
-            &order(rule, problem, &RuleContext::default()),
-        );
-        if best.as_ref().is_none_or(|(_, b)| v < *b) {
-            best = Some((placed, v));
-        }
-    }
-    best.unwrap_or_default()
-}
-
-/// Repairs and dispatches `order` and returns (placement order, objective value).
-pub fn evaluate(
-    problem: &Problem,
-    objective: Objective,
-    variant: Variant,
-    order: &[usize],
-) -> (Vec<usize>, f64) {
-    match dispatch(problem, order, variant) {
-        Ok(s) => {
-            let v = objective.value(problem, &s.start);
-            (s.order, v)
-        }
-        Err(_) => (order.to_vec(), f64::INFINITY),
-    }
-}
-
 /// Runs branch and bound on `problem`.
 pub fn solve(
     problem: &Problem,
@@ -151,13 +117,13 @@ pub fn solve(
 ) -> BnbOutcome {
     let started = Instant::now();
     let (incumbent, _) = match &options.incumbent {
-        Some(o) => evaluate(problem, objective, variant, o),
+        Some(o) => problem.evaluate(o, objective, variant),
         None => best_rule(problem, objective, variant),
     };
     let mut search = Search::new(problem, objective, variant, options, started);
     search.set_incumbent(&incumbent);
     search.run();
-    let (order, value) = evaluate(problem, objective, variant, &search.best_order);
+    let (order, value) = problem.evaluate(&search.best_order, objective, variant);
     let status = search.stopped.unwrap_or(Status::Optimal);
     let lower_bound = if status == Status::Optimal {
         value

@@ -26,7 +26,6 @@
 
 use schedlm_model::{Dispatcher, Objective, Problem, Variant};
 
-use crate::bnb::evaluate;
 use crate::cost::Cost;
 use crate::rules::{order, Rule, RuleContext};
 
@@ -64,7 +63,7 @@ pub fn ranking(problem: &Problem, objective: Objective, variant: Variant) -> Ran
     let mut best: Option<Ranking> = None;
     for rule in PREFERENCE {
         let o = order(rule, problem, &RuleContext::default());
-        let (_, value) = evaluate(problem, objective, variant, &o);
+        let (_, value) = problem.evaluate(&o, objective, variant);
         let better = match &best {
             None => true,
             Some(b) => value < b.value && !tied(value, b.value),
@@ -213,7 +212,7 @@ pub fn canonical_order(
     node_limit: u64,
 ) -> Canonical {
     let ranking = ranking(problem, objective, variant);
-    let (placed, value) = evaluate(problem, objective, variant, solver_order);
+    let (placed, value) = problem.evaluate(solver_order, objective, variant);
     let found = lex_first(
         problem,
         objective,

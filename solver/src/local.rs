@@ -4,7 +4,7 @@
 //! # Method
 //!
 //! The search works on dependency-feasible orders only and starts from a given order or from
-//! the best classic priority rule ([`crate::bnb::best_rule`]).
+//! the best classic priority rule ([`crate::rules::best_rule`]).
 //!
 //! - **Local search.** Insertion moves first: every job, in a random order, is taken out of its
 //!   position `a` and tried at every other position `b` where it still comes after its queued
@@ -64,8 +64,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use schedlm_model::{check_permutation, repair, Dispatcher, Objective, Problem, Time, Variant};
 
-use crate::bnb::{best_rule, evaluate};
 use crate::cost::Cost;
+use crate::rules::best_rule;
 
 /// Budget, seed and starting point of a local search run.
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ pub fn solve(
     };
     let mut search = Search::new(problem, objective, variant, options, started, start);
     search.run();
-    let (order, value) = evaluate(problem, objective, variant, &search.best);
+    let (order, value) = problem.evaluate(&search.best, objective, variant);
     LsOutcome {
         order,
         value,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use schedlm_model::{Objective, Problem, Variant};
 
-use crate::bnb::{self, evaluate, BnbOptions};
+use crate::bnb::{self, BnbOptions};
 use crate::local::{self, LsOptions};
 use crate::rules::{order, Rule, RuleContext};
 
@@ -153,7 +153,7 @@ pub fn baselines(problem: &Problem, objective: Objective, variant: Variant) -> V
         .iter()
         .map(|&rule| {
             let o = order(rule, problem, &RuleContext::default());
-            (rule, evaluate(problem, objective, variant, &o).1)
+            (rule, problem.evaluate(&o, objective, variant).1)
         })
         .collect()
 }
@@ -163,7 +163,7 @@ pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, Solv
     let started = Instant::now();
     let (obj, variant) = (options.objective, options.variant);
     let baselines = baselines(problem, obj, variant);
-    let (rule_order, _) = bnb::best_rule(problem, obj, variant);
+    let (rule_order, _) = crate::rules::best_rule(problem, obj, variant);
     let deadline = started + options.time_limit;
     let mut best = match options.method {
         Method::Auto => auto(problem, options, rule_order, deadline),

@@ -20,7 +20,7 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use schedlm_model::{Problem, Time};
+use schedlm_model::{Objective, Problem, Time, Variant};
 
 /// A priority rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -165,6 +165,23 @@ pub fn score_of(rule: Rule, ctx: &RuleContext, now: Time, job: JobView) -> f64 {
         }
         Rule::Random => 0.0,
     }
+}
+
+/// Best order among the classic rules, as (order after the dependency repair, objective
+/// value). Ties go to the earlier rule of [`Rule::CLASSIC`].
+pub fn best_rule(problem: &Problem, objective: Objective, variant: Variant) -> (Vec<usize>, f64) {
+    let mut best: Option<(Vec<usize>, f64)> = None;
+    for rule in Rule::CLASSIC {
+        let (placed, v) = problem.evaluate(
+            &order(rule, problem, &RuleContext::default()),
+            objective,
+            variant,
+        );
+        if best.as_ref().is_none_or(|(_, b)| v < *b) {
+            best = Some((placed, v));
+        }
+    }
+    best.unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ fn optimal_ranking_rule_is_the_label() {
             .iter()
             .map(|&rule| {
                 let o = order(rule, &p, &RuleContext::default());
-                bnb::evaluate(&p, objective, variant, &o).1
+                p.evaluate(&o, objective, variant).1
             })
             .collect();
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);

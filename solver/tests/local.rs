@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use schedlm_generator::{generate_one, Config, Family};
 use schedlm_model::{dispatch, repair, Objective, Problem, Variant};
-use schedlm_solver::bnb::{self, best_rule, evaluate, BnbOptions};
+use schedlm_solver::bnb::{self, BnbOptions};
 use schedlm_solver::brute::brute_force;
 use schedlm_solver::local::{self, LsOptions, LsOutcome};
+use schedlm_solver::rules::best_rule;
 use schedlm_solver::rules::{order, Rule, RuleContext};
 
 fn close(a: f64, b: f64) -> bool {
@@ -99,7 +100,7 @@ fn valid_and_never_worse_than_start_or_best_rule() {
                     ..RuleContext::default()
                 },
             );
-            let (_, start_value) = evaluate(&p, objective, variant, &start);
+            let (_, start_value) = p.evaluate(&start, objective, variant);
             let from_random = local::solve(
                 &p,
                 objective,

@@ -428,7 +428,7 @@ fn run_milp_on(
     use schedlm_solver::milp::{self, MilpOptions};
     let (out, wall_ms, cpu_ms) = timed(|| {
         let started = Instant::now();
-        let (incumbent, _) = bnb::best_rule(problem, objective, Variant::Serial);
+        let (incumbent, _) = schedlm_solver::rules::best_rule(problem, objective, Variant::Serial);
         let options = MilpOptions {
             time_limit: limit.saturating_sub(started.elapsed()),
             incumbent: Some(incumbent),
