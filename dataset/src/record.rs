@@ -251,6 +251,13 @@ pub fn prompt_text(system: &str, user: &str) -> String {
     format!("{system}\n\n{user}\n")
 }
 
+/// The system and user messages of a prompt made by [`prompt_text`]: split at the first blank
+/// line (all user message when there is none).
+fn split_prompt(prompt: &str) -> (&str, &str) {
+    let prompt = prompt.strip_suffix('\n').unwrap_or(prompt);
+    prompt.split_once("\n\n").unwrap_or(("", prompt))
+}
+
 /// Builds the record of a solved instance.
 pub fn make_record(
     index: u64,
@@ -418,6 +425,17 @@ impl Record {
         r
     }
 
+    /// The system and user messages: from `messages`, else split from `prompt` (at its first
+    /// blank line, as [`prompt_text`] joins them).
+    pub fn system_user(&self) -> (String, String) {
+        let role = |r: &str| self.messages.iter().find(|m| m.role == r);
+        if let (Some(s), Some(u)) = (role("system"), role("user")) {
+            return (s.content.clone(), u.content.clone());
+        }
+        let (system, user) = split_prompt(&self.prompt);
+        (system.to_string(), user.to_string())
+    }
+
     /// Fills in the form a file left out (see [`RecordFormat`]), so that every reader sees
     /// both: `prompt` and `completion` from the system, user and assistant messages, or the
     /// messages from the prompt (split at its first blank line) and the completion. Fails when
@@ -426,8 +444,7 @@ impl Record {
         let has_text = !self.prompt.is_empty() || !self.completion.is_empty();
         match (has_text, self.messages.is_empty()) {
             (true, true) => {
-                let prompt = self.prompt.strip_suffix('\n').unwrap_or(&self.prompt);
-                let (system, user) = prompt.split_once("\n\n").unwrap_or(("", prompt));
+                let (system, user) = split_prompt(&self.prompt);
                 self.messages = vec![
                     message("system", system.to_string()),
                     message("user", user.to_string()),
@@ -490,20 +507,8 @@ impl Record {
                 return Err(format!("field `{field}` is not a finite number"));
             }
         }
-        let order = self
-            .order_indices()
-            .map_err(|id| format!("field `order`: job {id} is not in the queue"))?;
-        let mut seen = vec![false; self.instance.queue.len()];
-        for &i in &order {
-            if std::mem::replace(&mut seen[i], true) {
-                let id = &self.instance.queue[i].id;
-                return Err(format!("field `order`: job {id} appears twice"));
-            }
-        }
-        if let Some(i) = seen.iter().position(|s| !s) {
-            let id = &self.instance.queue[i].id;
-            return Err(format!("field `order`: job {id} of the queue is missing"));
-        }
+        let order = schedlm_model::order_from_ids(problem, &self.order)
+            .map_err(|e| format!("field `order`: {e}"))?;
         let (_, actual) = problem.evaluate(&order, self.objective, self.variant);
         if !near(actual, self.value) {
             return Err(format!(

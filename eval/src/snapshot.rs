@@ -414,7 +414,11 @@ fn ask(
     model: &dyn TextModel,
     options: &SnapshotOptions,
 ) -> Result<Vec<Reply>, EvalError> {
-    let prompts: Vec<(String, String)> = data.records.iter().map(prompt_of).collect();
+    let prompts: Vec<(String, String)> = data
+        .records
+        .iter()
+        .map(|r| r.record.system_user())
+        .collect();
     let hashes: Vec<String> = prompts.iter().map(|(s, u)| prompt_sha256(s, u)).collect();
     let log = options.answers.as_deref();
     let mut replies: Vec<Option<Reply>> = data
@@ -470,19 +474,6 @@ fn ask(
         replies[i] = Some(reply);
     }
     Ok(replies.into_iter().map(Option::unwrap_or_default).collect())
-}
-
-/// The system and user messages of a record (empty when the record has none).
-pub fn prompt_of(r: &Loaded) -> (String, String) {
-    let find = |role: &str| {
-        r.record
-            .messages
-            .iter()
-            .find(|m| m.role == role)
-            .map(|m| m.content.clone())
-            .unwrap_or_default()
-    };
-    (find("system"), find("user"))
 }
 
 /// Replies from a predictions file, in record order; missing records get an error reply.

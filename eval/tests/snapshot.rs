@@ -496,7 +496,9 @@ fn inconsistent_labels_are_refused_naming_the_line() {
             r.lower_bound = r.value * 2.0;
             r.proven_optimal = false
         }),
-        ("appears twice", |r| r.order[1] = r.order[0].clone()),
+        ("field `order`: the order lists", |r| {
+            r.order[1] = r.order[0].clone()
+        }),
     ];
     for (expected, spoil) in cases {
         let mut records = base.clone();

@@ -34,19 +34,6 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
         .collect()
 }
 
-/// The system and user messages of a record (from `messages`, else split from `prompt`).
-pub fn system_user(record: &Record) -> (String, String) {
-    let role = |r: &str| record.messages.iter().find(|m| m.role == r);
-    if let (Some(s), Some(u)) = (role("system"), role("user")) {
-        return (s.content.clone(), u.content.clone());
-    }
-    let prompt = record.prompt.strip_suffix('\n').unwrap_or(&record.prompt);
-    match prompt.split_once("\n\n") {
-        Some((s, u)) => (s.to_string(), u.to_string()),
-        None => (String::new(), prompt.to_string()),
-    }
-}
-
 /// One tokenized record: prompt then answer (with its end token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Example {
@@ -60,7 +47,7 @@ pub struct Example {
 impl Example {
     /// Tokenizes a record's prompt (through the tokenizer's chat format) and answer.
     pub fn new(record: &Record, tokenizer: &TextTokenizer) -> Result<Example> {
-        let (system, user) = system_user(record);
+        let (system, user) = record.system_user();
         let mut tokens = tokenizer.encode_prompt(&system, &user)?;
         let prompt_len = tokens.len();
         tokens.extend(tokenizer.encode_answer(&record.completion)?);

@@ -12,7 +12,7 @@ use schedlm_dataset::{parse_answer, prompt_ids, IdMap, Mode, Record, RecordKind,
 use schedlm_model::Problem;
 
 use crate::constrain::OrderConstraint;
-use crate::data::{system_user, Example};
+use crate::data::Example;
 use crate::decode::{generate, prime, Chooser, DecodeOptions};
 use crate::error::{FinetuneError, Result};
 use crate::model::Loaded;
@@ -69,7 +69,7 @@ pub fn held_out(
         }
         let problem = Problem::new(&record.instance)
             .map_err(|e| FinetuneError::Config(format!("record {}: {e}", record.id)))?;
-        let (system, user) = system_user(record);
+        let (system, user) = record.system_user();
         out.push(HeldOut {
             problem,
             ids: prompt_ids(
