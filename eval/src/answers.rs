@@ -23,28 +23,15 @@ use crate::text::Reply;
 /// The file name inside the report directory.
 pub const ANSWERS_FILE: &str = "answers.jsonl";
 
-/// One line of `answers.jsonl`.
+/// One line of `answers.jsonl`: whose answer to which prompt, and the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerLine {
     pub policy: String,
     pub id: String,
     pub line: usize,
     pub prompt_sha256: String,
-    pub output: Option<String>,
-    #[serde(default)]
-    pub best_of: Option<String>,
-    #[serde(default)]
-    pub sampled: bool,
-    #[serde(default)]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub finish_reason: Option<String>,
-    #[serde(default)]
-    pub prompt_tokens: Option<u64>,
-    #[serde(default)]
-    pub completion_tokens: Option<u64>,
-    #[serde(default)]
-    pub seconds: Option<f64>,
+    #[serde(flatten)]
+    pub reply: Reply,
 }
 
 impl AnswerLine {
@@ -54,27 +41,7 @@ impl AnswerLine {
             id: id.to_string(),
             line,
             prompt_sha256,
-            output: r.output.clone(),
-            best_of: r.best_of.clone(),
-            sampled: r.sampled,
-            error: r.error.clone(),
-            finish_reason: r.finish_reason.clone(),
-            prompt_tokens: r.prompt_tokens,
-            completion_tokens: r.completion_tokens,
-            seconds: r.seconds,
-        }
-    }
-
-    pub fn reply(&self) -> Reply {
-        Reply {
-            output: self.output.clone(),
-            best_of: self.best_of.clone(),
-            sampled: self.sampled,
-            seconds: self.seconds,
-            error: self.error.clone(),
-            finish_reason: self.finish_reason.clone(),
-            prompt_tokens: self.prompt_tokens,
-            completion_tokens: self.completion_tokens,
+            reply: r.clone(),
         }
     }
 }
@@ -180,13 +147,16 @@ fn read_kept(path: &Path) -> Result<HashMap<(String, String, String), Reply>, Ev
             }
             Err(e) => return Err(EvalError::line(path, i + 1, format!("not an answer: {e}"))),
         };
-        let key = (
-            answer.policy.clone(),
-            answer.id.clone(),
-            answer.prompt_sha256.clone(),
-        );
-        if answer.error.is_none() {
-            kept.insert(key, answer.reply());
+        let AnswerLine {
+            policy,
+            id,
+            prompt_sha256,
+            reply,
+            ..
+        } = answer;
+        let key = (policy, id, prompt_sha256);
+        if reply.error.is_none() {
+            kept.insert(key, reply);
         } else {
             kept.remove(&key);
         }

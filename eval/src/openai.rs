@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::text::{Ask, Reply, TextModel};
+use crate::text::{shorten, Ask, Reply, TextModel};
 
 /// Limits of the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,15 +88,6 @@ impl Failure {
     }
 }
 
-/// A parsed chat-completions answer.
-#[derive(Debug, Clone, PartialEq)]
-struct Answer {
-    text: String,
-    finish_reason: Option<String>,
-    prompt_tokens: Option<u64>,
-    completion_tokens: Option<u64>,
-}
-
 impl Client {
     /// A client for `url` (the API base such as `http://127.0.0.1:8000/v1`, or the full
     /// `.../chat/completions` address).
@@ -123,7 +114,7 @@ impl Client {
         })
     }
 
-    fn attempt(&self, body: &Value) -> Result<Answer, Failure> {
+    fn attempt(&self, body: &Value) -> Result<Reply, Failure> {
         let mut request = self.agent.post(&self.endpoint);
         if let Some(key) = &self.key {
             request = request.set("Authorization", &format!("Bearer {key}"));
@@ -175,18 +166,9 @@ fn server_message(body: &str) -> String {
     shorten(said, 300)
 }
 
-/// `text` on one line, cut to `most` characters (with `...` when cut).
-fn shorten(text: &str, most: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= most {
-        return line;
-    }
-    let cut: String = line.chars().take(most).collect();
-    format!("{cut}...")
-}
-
-/// The answer of a chat-completions response body, or what is wrong with the body.
-fn parse_answer_body(body: &str) -> Result<Answer, String> {
+/// The answer of a chat-completions response body (a reply without its timing), or what is
+/// wrong with the body.
+fn parse_answer_body(body: &str) -> Result<Reply, String> {
     let value: Value = serde_json::from_str(body).map_err(|e| {
         format!(
             "the response is not JSON ({e}); it begins `{}`",
@@ -214,14 +196,15 @@ fn parse_answer_body(body: &str) -> Result<Answer, String> {
             .pointer(&format!("/usage/{field}"))
             .and_then(Value::as_u64)
     };
-    Ok(Answer {
-        text: text.to_string(),
+    Ok(Reply {
+        output: Some(text.to_string()),
         finish_reason: choice
             .get("finish_reason")
             .and_then(Value::as_str)
             .map(str::to_string),
         prompt_tokens: usage("prompt_tokens"),
         completion_tokens: usage("completion_tokens"),
+        ..Reply::default()
     })
 }
 
@@ -252,14 +235,10 @@ impl Client {
         let mut attempt = 0;
         loop {
             match self.attempt(&body) {
-                Ok(a) => {
+                Ok(reply) => {
                     return Reply {
-                        output: Some(a.text),
                         seconds: Some(started.elapsed().as_secs_f64()),
-                        finish_reason: a.finish_reason,
-                        prompt_tokens: a.prompt_tokens,
-                        completion_tokens: a.completion_tokens,
-                        ..Reply::default()
+                        ..reply
                     }
                 }
                 Err(f) if f.retry && attempt < self.options.retries => {
@@ -292,7 +271,7 @@ mod tests {
         let body = r#"{"choices":[{"message":{"content":"J1 J2"},"finish_reason":"length"}],
             "usage":{"prompt_tokens":120,"completion_tokens":9}}"#;
         let a = parse_answer_body(body).unwrap();
-        assert_eq!(a.text, "J1 J2");
+        assert_eq!(a.output.as_deref(), Some("J1 J2"));
         assert_eq!(a.finish_reason.as_deref(), Some("length"));
         assert_eq!((a.prompt_tokens, a.completion_tokens), (Some(120), Some(9)));
     }

@@ -129,6 +129,9 @@ pub struct Evaluation {
     pub rows: Vec<Row>,
     /// Remarks on the inputs (ids in a predictions file that are not in the data, ...).
     pub notes: Vec<String>,
+    /// What went wrong with text answers: failed ones and their reasons, answers cut off at
+    /// the token limit ([`answer_notes`]); the report lists them with the notes.
+    pub warnings: Vec<String>,
     /// The classic rules on every record, in file order.
     pub rules: Vec<RecordRules>,
     /// A few answers of each text scheduler next to the record's label.
@@ -226,6 +229,7 @@ pub fn evaluate(
             .par_iter()
             .map(|r| record_rules(r, data.objective, data.variant))
             .collect(),
+        warnings: Vec::new(),
         examples: Vec::new(),
     };
     let disagree = eval.rules.iter().filter(|r| r.disagrees).count();
@@ -243,7 +247,7 @@ pub fn evaluate(
             if texts.len() == rows.len() {
                 eval.examples.extend(examples(data, &rows, &texts));
             }
-            eval.notes.extend(answer_notes(&name, &rows));
+            eval.warnings.extend(answer_notes(&name, &rows));
             eval.policies.push(name);
             eval.rows.extend(rows);
         }
@@ -255,7 +259,7 @@ type Decisions = Vec<(Decision, Option<f64>)>;
 
 /// What went wrong with a policy's answers, for the report and stderr: how many failed and
 /// the most common reasons, how many were cut off at the token limit.
-pub fn answer_notes(policy: &str, rows: &[Row]) -> Vec<String> {
+fn answer_notes(policy: &str, rows: &[Row]) -> Vec<String> {
     let mut notes = Vec::new();
     let failed: Vec<&Row> = rows.iter().filter(|r| r.failed).collect();
     if !failed.is_empty() {

@@ -77,6 +77,12 @@ impl PolicyStats {
     pub fn all_valid(&self) -> bool {
         self.valid_share >= 1.0 && self.failed == 0
     }
+
+    /// Whether the policy answered nothing at all: every one of its (at least one) answers
+    /// failed. It did not schedule; reports give it no numbers and no plot line.
+    pub fn all_failed(&self) -> bool {
+        self.instances > 0 && self.failed == self.instances
+    }
 }
 
 /// Wins, ties and losses against a reference, record by record.

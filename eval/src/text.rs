@@ -14,26 +14,46 @@ use schedlm_dataset::{parse_answer, IdMap, Mode, ParseError, Template};
 use schedlm_model::{dispatch, Instance, Objective, OrderError, Problem, Variant};
 use schedlm_solver::rules::{self, Rule, RuleContext};
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::EvalError;
 
-/// One answer of a text scheduler.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// `text` on one line, cut to `most` characters (with `...` when cut).
+pub(crate) fn shorten(text: &str, most: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= most {
+        return line;
+    }
+    let cut: String = line.chars().take(most).collect();
+    format!("{cut}...")
+}
+
+/// One answer of a text scheduler (also the answer part of a line of `answers.jsonl`, where
+/// `output` must be present, `null` when there is none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
     /// The raw text; `None` when there is none (`error` says why).
     pub output: Option<String>,
     /// A best-of-N answer, for schedulers that sample several.
+    #[serde(default)]
     pub best_of: Option<String>,
     /// Whether best-of-N samples were drawn (then a missing `best_of` means none was valid,
     /// and the best-of column is reported even if no answer has one).
+    #[serde(default)]
     pub sampled: bool,
     /// Decision time in seconds, when measured.
+    #[serde(default)]
     pub seconds: Option<f64>,
     /// Why there is no output (request failed, missing prediction, ...).
+    #[serde(default)]
     pub error: Option<String>,
     /// Why the model stopped, as the server says (`stop`, `length`, ...).
+    #[serde(default)]
     pub finish_reason: Option<String>,
     /// Tokens of the prompt and of the answer, as the server counts them.
+    #[serde(default)]
     pub prompt_tokens: Option<u64>,
+    #[serde(default)]
     pub completion_tokens: Option<u64>,
 }
 

@@ -455,11 +455,11 @@ fn a_dead_endpoint_is_never_best_and_its_failures_are_counted() {
     assert_eq!(dead_rows.len(), 3);
     assert!(dead_rows.iter().all(|r| r.failed && !r.valid));
     assert!(
-        eval.notes
+        eval.warnings
             .iter()
             .any(|n| n.contains("3 of 3 answers failed") && n.contains("transport")),
         "{:?}",
-        eval.notes
+        eval.warnings
     );
     let stats = schedlm_eval::stats::summarize(&eval.policies, &eval.rows);
     // The dead endpoint's rows hold FCFS values, so it ties FCFS on the mean; it still ranks

@@ -17,7 +17,7 @@ use schedlm_eval::report::online::{
     headline as online_headline, online_summary, write_online_report,
 };
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
-use schedlm_eval::snapshot::{answer_notes, evaluate, SnapshotOptions};
+use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
 use schedlm_eval::spec::parse_list;
 use schedlm_eval::text::{Ask, ModelLoader, Reply, TextModel};
 use schedlm_eval::EvalError;
@@ -330,26 +330,11 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
         outln!("{}", line.replace("**", ""))?;
     }
     // What went wrong with answers is a warning (stderr); other remarks go with the results.
-    let warnings: Vec<String> = summary
-        .stats
-        .policies
-        .iter()
-        .flat_map(|p| {
-            let rows: Vec<_> = eval
-                .rows
-                .iter()
-                .filter(|r| r.policy == p.policy)
-                .cloned()
-                .collect();
-            answer_notes(&p.policy, &rows)
-        })
-        .collect();
-    for note in &summary.notes {
-        if warnings.contains(note) {
-            eprintln!("eval: warning: {note}");
-        } else {
-            outln!("Note: {note}")?;
-        }
+    for note in &eval.notes {
+        outln!("Note: {note}")?;
+    }
+    for warning in &eval.warnings {
+        eprintln!("eval: warning: {warning}");
     }
     print_table(policy_rows(&summary))?;
     if let Some(log) = &options.answers {
@@ -362,7 +347,7 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
         .stats
         .policies
         .iter()
-        .filter(|p| p.instances > 0 && p.failed == p.instances)
+        .filter(|p| p.all_failed())
         .map(|p| p.policy.clone())
         .collect();
     if !dead.is_empty() && !args.keep_going {

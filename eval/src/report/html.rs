@@ -21,8 +21,7 @@ th{background:#f3f3f3}.wide{overflow-x:auto}\
 .headline{background:#f6f8fa;border-left:4px solid #2a6;padding:.6em 1em}\
 .headline li{margin:.3em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}\
 .plots figure{margin:0}.note{color:#a50}\
-td.win{background:#dff3e4}td.loss{background:#fbe3e1}td.even{background:#f1f3f4}\
-pre{white-space:pre-wrap;margin:0;font-size:.9em}";
+td.win{background:#dff3e4}td.loss{background:#fbe3e1}td.even{background:#f1f3f4}";
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -152,7 +151,7 @@ fn names(s: &SnapshotSummary) -> Vec<&str> {
     s.stats
         .policies
         .iter()
-        .filter(|p| p.failed < p.instances)
+        .filter(|p| !p.all_failed())
         .map(|p| p.policy.as_str())
         .collect()
 }

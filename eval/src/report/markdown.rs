@@ -71,7 +71,7 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
         }
     }
     for p in s.stats.policies.iter().filter(|p| is_text(&p.policy)) {
-        if p.failed == p.instances && p.instances > 0 {
+        if p.all_failed() {
             out.push(format!(
                 "**{}**: all {} answers failed (no answer at all); it did not schedule, and its \
                  rows hold the FCFS fallback.",
@@ -297,7 +297,7 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
             rows.push(best_rule_row(s));
             placed = true;
         }
-        if p.instances > 0 && p.failed == p.instances {
+        if p.all_failed() {
             rows.push(failed_row(p));
             continue;
         }
@@ -371,14 +371,6 @@ pub fn example_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     .iter()
     .map(|h| h.to_string())
     .collect();
-    let cut = |t: &str| {
-        let one_line = t.split_whitespace().collect::<Vec<_>>().join(" ");
-        if one_line.chars().count() > 160 {
-            format!("{}...", one_line.chars().take(160).collect::<String>())
-        } else {
-            one_line
-        }
-    };
     let rows = s
         .examples
         .iter()
@@ -394,7 +386,7 @@ pub fn example_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
                 e.policy.clone(),
                 format!("{} ({})", e.record, e.line),
                 e.queue.to_string(),
-                cut(&e.answer),
+                crate::text::shorten(&e.answer, 160),
                 e.label.clone(),
                 format!("{}{verdict}", num(e.value)),
                 num(e.reference),
@@ -437,7 +429,7 @@ pub fn rules_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         .policies
         .iter()
         // A policy whose every answer failed has no order to set against the rules.
-        .filter(|p| p.instances == 0 || p.failed < p.instances)
+        .filter(|p| !p.all_failed())
         .map(|p| {
             let t = &p.vs_best_rule;
             vec![

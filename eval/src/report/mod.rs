@@ -91,7 +91,7 @@ pub fn snapshot_summary(
             seed: options.seed,
             ls_evaluations: options.ls_evaluations,
         },
-        notes: eval.notes.clone(),
+        notes: eval.notes.iter().chain(&eval.warnings).cloned().collect(),
         examples: eval.examples.clone(),
         stats: summarize_with(&eval.policies, &eval.rows, &eval.rules),
     }
