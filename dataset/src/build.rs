@@ -577,9 +577,9 @@ impl<'a> Context<'a> {
             }
         };
         records
-            .iter()
+            .into_iter()
             .map(|r| {
-                serde_json::to_string(&r.in_format(self.args.format)).map_err(|e| {
+                serde_json::to_string(&r.into_format(self.args.format)).map_err(|e| {
                     BuildError::Solve {
                         index: item.index,
                         reason: e.to_string(),

@@ -114,22 +114,12 @@ pub enum RecordFormat {
 }
 
 impl RecordFormat {
-    pub const ALL: [RecordFormat; 3] = [
-        RecordFormat::Messages,
-        RecordFormat::PromptCompletion,
-        RecordFormat::Both,
-    ];
-
     pub fn name(self) -> &'static str {
         match self {
             RecordFormat::Messages => "messages",
             RecordFormat::PromptCompletion => "prompt-completion",
             RecordFormat::Both => "both",
         }
-    }
-
-    pub fn from_name(name: &str) -> Option<RecordFormat> {
-        RecordFormat::ALL.into_iter().find(|f| f.name() == name)
     }
 
     pub fn is_both(&self) -> bool {
@@ -412,17 +402,16 @@ fn message(role: &str, content: String) -> Message {
 impl Record {
     /// The record as a file of `format` carries it: the other form left empty (and so out of
     /// the JSON).
-    pub fn in_format(&self, format: RecordFormat) -> Record {
-        let mut r = self.clone();
+    pub fn into_format(mut self, format: RecordFormat) -> Record {
         match format {
             RecordFormat::Messages => {
-                r.prompt.clear();
-                r.completion.clear();
+                self.prompt.clear();
+                self.completion.clear();
             }
-            RecordFormat::PromptCompletion => r.messages.clear(),
+            RecordFormat::PromptCompletion => self.messages.clear(),
             RecordFormat::Both => {}
         }
-        r
+        self
     }
 
     /// The system and user messages: from `messages`, else split from `prompt` (at its first

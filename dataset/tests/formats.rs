@@ -61,7 +61,7 @@ fn records() -> Vec<Record> {
 fn each_form_reads_back_as_the_whole_record() {
     for original in records() {
         for format in [RecordFormat::Messages, RecordFormat::PromptCompletion] {
-            let line = serde_json::to_string(&original.in_format(format)).unwrap();
+            let line = serde_json::to_string(&original.clone().into_format(format)).unwrap();
             let value: serde_json::Value = serde_json::from_str(&line).unwrap();
             let has = |key: &str| value.get(key).is_some();
             match format {
@@ -86,7 +86,7 @@ fn each_form_reads_back_as_the_whole_record() {
 
 #[test]
 fn a_record_without_either_form_is_refused() {
-    let mut r = records().remove(0).in_format(RecordFormat::Messages);
+    let mut r = records().remove(0).into_format(RecordFormat::Messages);
     r.messages.clear();
     let err = r.fill_forms().unwrap_err();
     assert!(err.contains("neither"), "{err}");
