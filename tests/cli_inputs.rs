@@ -29,6 +29,15 @@ fn with_bad_byte(dir: &Path) -> PathBuf {
     bad
 }
 
+/// Runs `dataset build -q ARGS -o OUT`.
+fn build(out: &Path, args: &[&str]) -> common::Run {
+    let out = path_str(out);
+    let mut all = vec!["dataset", "build", "-q"];
+    all.extend_from_slice(args);
+    all.extend(["-o", &out]);
+    run(&all)
+}
+
 #[test]
 fn a_line_that_is_not_utf8_is_one_bad_line_everywhere() {
     let dir = tempdir();
@@ -60,35 +69,17 @@ fn a_line_that_is_not_utf8_is_one_bad_line_everywhere() {
     check(&r.stderr);
     assert_eq!(read_jsonl(&out).len(), 2);
 
-    let data = dir.path().join("data");
-    let r = run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--from",
-        &file,
-        "-o",
-        &path_str(&data),
-    ])
-    .failed();
+    let r = build(&dir.path().join("data"), &["--from", &file]).failed();
     assert!(
         r.stderr.contains(&format!("{file}:2: not UTF-8 text")),
         "{}",
         r.stderr
     );
     let data = dir.path().join("data2");
-    let r = run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--from",
-        &file,
-        "--skip-invalid",
-        "--split",
-        "0/0/100",
-        "-o",
-        &path_str(&data),
-    ])
+    let r = build(
+        &data,
+        &["--from", &file, "--skip-invalid", "--split", "0/0/100"],
+    )
     .ok();
     assert!(
         r.stderr.contains("2 records") && r.stderr.contains("1 skipped"),
@@ -144,16 +135,7 @@ fn a_byte_order_mark_is_accepted_and_an_empty_input_is_said() {
     let r = run(&["validate", &path_str(&empty)]).ok();
     assert!(r.stderr.contains("the input is empty"), "{}", r.stderr);
     let data = dir.path().join("data");
-    let r = run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--from",
-        &path_str(&empty),
-        "-o",
-        &path_str(&data),
-    ])
-    .failed();
+    let r = build(&data, &["--from", &path_str(&empty)]).failed();
     assert!(
         r.stderr.contains("is empty; nothing was written"),
         "{}",
@@ -220,18 +202,8 @@ fn a_second_build_into_a_directory_being_built_is_refused() {
     // Another build holds the lock.
     let lock = fs::File::create(data.join(".build.lock")).unwrap();
     lock.try_lock().unwrap();
-    let args = [
-        "dataset",
-        "build",
-        "-q",
-        "--family",
-        "hpc",
-        "-n",
-        "4",
-        "-o",
-        &path_str(&data),
-    ];
-    let r = run(&args).failed();
+    let args = ["--family", "hpc", "-n", "4"];
+    let r = build(&data, &args).failed();
     assert!(
         r.stderr
             .contains("another `schedlm dataset build` is writing to"),
@@ -240,7 +212,7 @@ fn a_second_build_into_a_directory_being_built_is_refused() {
     );
     assert!(!data.join("manifest.json").exists());
     drop(lock);
-    run(&args).ok();
+    build(&data, &args).ok();
     assert!(data.join("manifest.json").exists());
 }
 
@@ -250,17 +222,7 @@ fn a_build_whose_every_line_is_skipped_is_an_error() {
     let input = dir.path().join("bad.jsonl");
     fs::write(&input, "{\"a\": 1}\n[]\n").unwrap();
     let out = dir.path().join("data");
-    let r = run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--skip-invalid",
-        "--from",
-        &path_str(&input),
-        "-o",
-        &path_str(&out),
-    ])
-    .failed();
+    let r = build(&out, &["--skip-invalid", "--from", &path_str(&input)]).failed();
     assert!(
         r.stderr
             .contains("is empty: all 2 input lines were skipped"),
