@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use std::time::Duration;
 
+use schedlm_eval::replay::{
+    Cluster, PlanEstimate, RandomWindows, Span, TraceOptions, WindowChoice,
+};
 use schedlm_generator::{Config, Family, Load};
+use schedlm_model::sim::StartRule;
 use schedlm_model::Objective;
 use schedlm_solver::portfolio::Method;
 use schedlm_solver::rules::Rule;
@@ -65,12 +69,80 @@ pub enum Command {
     Eval(crate::cmd::eval::EvalArgs),
 }
 
+/// How a trace is replayed, shared by `replay` and `eval --trace`.
+#[derive(Debug, Clone, Args)]
+pub struct TraceReplayArgs {
+    /// How jobs are started from the ordered queue: `strict` (in order, no overtaking),
+    /// `easy` (backfilling behind the first job's reservation), `conservative` (every waiting
+    /// job holds a reservation).
+    #[arg(long, value_enum, default_value_t = StartRule::Easy, requires = "trace")]
+    pub start_rule: StartRule,
+
+    /// A window START:COUNT (COUNT jobs from index START of the cleaned trace, in submit
+    /// order, 0-based); repeat for several. Without windows the whole trace is one window.
+    #[arg(
+        long = "window",
+        value_name = "START:COUNT",
+        conflicts_with = "windows",
+        requires = "trace"
+    )]
+    pub window: Vec<Span>,
+
+    /// N random windows of LEN jobs (NxLEN, e.g. 10x1024), starts drawn uniformly from
+    /// 0..=jobs-LEN with ChaCha8 seeded by --seed.
+    #[arg(long, value_name = "NxLEN", requires = "trace")]
+    pub windows: Option<RandomWindows>,
+
+    /// Machine layout: `pool` (one server with MaxProcs cores) or `nodes:N:K` (N servers of K
+    /// cores; a job runs on one server).
+    #[arg(
+        long,
+        value_name = "pool|nodes:N:K",
+        default_value = "pool",
+        requires = "trace"
+    )]
+    pub cluster: Cluster,
+
+    /// Skip and count malformed trace lines instead of stopping at the first one.
+    #[arg(long, requires = "trace")]
+    pub skip_bad_lines: bool,
+
+    /// Plan with a run-time estimate instead of the requested walltime (reservations,
+    /// backfill tests and rule scores; jobs are still killed at their walltime). `user`,
+    /// `last2`, `model`: predicted at each job's submission from the jobs completed before
+    /// it on the trace's own timeline (submit + wait + run), over the whole trace; `oracle`:
+    /// the true run time. See docs/validation.md.
+    #[arg(long, value_enum, requires = "trace")]
+    pub estimate: Option<PlanEstimate>,
+}
+
+impl TraceReplayArgs {
+    /// How the trace is read and laid out.
+    pub fn options(&self) -> TraceOptions {
+        TraceOptions {
+            skip_bad_lines: self.skip_bad_lines,
+            cluster: self.cluster,
+            estimate: self.estimate,
+        }
+    }
+
+    /// The windows asked for.
+    pub fn windows(&self) -> WindowChoice {
+        match (self.windows, self.window.is_empty()) {
+            (Some(random), _) => WindowChoice::Random(random),
+            (None, true) => WindowChoice::Whole,
+            (None, false) => WindowChoice::Spans(self.window.clone()),
+        }
+    }
+}
+
 /// The shape of generated snapshots, shared by `generate` and `dataset build`.
 #[derive(Debug, Clone, Args)]
 pub struct ShapeArgs {
-    /// Queue length of each snapshot: MIN..MAX, inclusive, drawn uniformly; or one length.
-    #[arg(long, default_value = "8..12")]
-    pub queue: QueueRange,
+    /// Queue length of each snapshot: MIN..MAX, inclusive, drawn uniformly; or one length
+    /// [default: 8..12].
+    #[arg(long)]
+    pub queue: Option<QueueRange>,
 
     /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4].
     #[arg(long)]
@@ -85,9 +157,10 @@ pub struct ShapeArgs {
     #[arg(long)]
     pub load: Option<f64>,
 
-    /// Probability in [0, 1] that a queued job depends on an earlier queued or a running job.
-    #[arg(long, default_value_t = 0.0)]
-    pub deps: f64,
+    /// Probability in [0, 1] that a queued job depends on an earlier queued or a running job
+    /// [default: 0].
+    #[arg(long)]
+    pub deps: Option<f64>,
 
     /// Seed of every random choice: the same seed gives the same bytes, whatever the number of
     /// threads.
@@ -96,20 +169,40 @@ pub struct ShapeArgs {
 }
 
 impl ShapeArgs {
+    /// The queue range asked for, or 8..12.
+    pub fn queue(&self) -> QueueRange {
+        self.queue.unwrap_or(QueueRange { min: 8, max: 12 })
+    }
+
     /// A generator configuration of `family` with these settings (the family's defaults for
     /// the others).
     pub fn config(&self, family: Family) -> Config {
         let mut config = Config::new(family, self.seed);
-        config.queue_min = self.queue.min;
-        config.queue_max = self.queue.max;
+        let queue = self.queue();
+        config.queue_min = queue.min;
+        config.queue_max = queue.max;
         config.servers = self.servers;
         config.load = match (self.running, self.load) {
             (Some(n), _) => Some(Load::Jobs(n)),
             (None, Some(f)) => Some(Load::Fraction(f)),
             (None, None) => None,
         };
-        config.dep_prob = self.deps;
+        config.dep_prob = self.deps.unwrap_or(0.0);
         config
+    }
+
+    /// The options given that shape a sampled cluster (not the queue range or the seed): they
+    /// mean nothing when the snapshots come from elsewhere.
+    pub fn cluster_options_given(&self) -> Vec<&'static str> {
+        [
+            ("--servers", self.servers.is_some()),
+            ("--running", self.running.is_some()),
+            ("--load", self.load.is_some()),
+            ("--deps", self.deps.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
     }
 }
 
@@ -145,8 +238,9 @@ pub struct GenerateArgs {
     /// mem_gib, gpus) and uniform demands. `hpc`: Lublin-Feitelson-like rigid HPC jobs on
     /// identical multi-core nodes. `dl`: deep-learning training jobs on GPU servers, with model,
     /// batch size, GPU count and epochs in `meta`. docs/generator.md lists every distribution.
-    #[arg(long, value_enum, default_value = "hpc")]
-    pub family: Family,
+    /// [default: hpc]
+    #[arg(long, value_enum)]
+    pub family: Option<Family>,
 
     /// Number of snapshots to write.
     #[arg(long, short = 'n', default_value_t = 100)]
@@ -163,13 +257,12 @@ pub struct GenerateArgs {
     /// sampling a family: at the selected events (instants with a waiting queue), the state
     /// after that instant's completions and arrivals and before the start rule starts jobs,
     /// on one pool server of the trace's MaxProcs cores. Queues longer than --queue's MAX are
-    /// cut to the oldest jobs; shorter than MIN are skipped. -n caps the count. See
-    /// docs/traces.md.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with_all = ["family", "servers", "running", "load", "deps"]
-    )]
+    /// cut to the oldest jobs; shorter than MIN are skipped. -n caps the count. The cluster
+    /// comes from the trace: --family, --servers, --running, --load and --deps are refused.
+    /// See docs/traces.md.
+    // Not `conflicts_with_all`: a conflict makes clap skip the `requires = "from_trace"` of
+    // the options below (clap-rs/clap#4520); `generate` refuses them itself.
+    #[arg(long, value_name = "FILE")]
     pub from_trace: Option<PathBuf>,
 
     /// With --from-trace: the priority rule that drives the replay.
@@ -352,4 +445,64 @@ pub struct ImportPsplibArgs {
     /// when absent or `-`.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(args.split_whitespace())
+    }
+
+    /// An option that only means something with another one is refused without it, also when
+    /// a conflicting option is given (clap skips `requires` then: clap-rs/clap#4520).
+    #[test]
+    fn options_that_need_another_are_refused_without_it() {
+        for line in [
+            "schedlm generate --family hpc --policy sjf",
+            "schedlm generate --servers 3 --every 2",
+            "schedlm generate --estimate last2",
+            "schedlm estimate --train a.swf --test b.swf --split 0.3",
+            "schedlm replay --trace t.swf -o out --window 0:3 --windows 2x3",
+        ] {
+            assert!(parse(line).is_err(), "accepted: {line}");
+        }
+        for line in [
+            "schedlm generate --from-trace t.swf --policy sjf --every 2",
+            "schedlm estimate --trace t.swf --split 0.3",
+            "schedlm replay --trace t.swf -o out --windows 2x3 --estimate oracle",
+        ] {
+            assert!(parse(line).is_ok(), "refused: {line}");
+        }
+    }
+
+    /// What clap cannot refuse, the commands do, naming the options.
+    #[test]
+    fn generated_shape_options_are_refused_with_snapshots_from_elsewhere() {
+        let Ok(Cli {
+            command: Command::Generate(args),
+        }) = parse("schedlm generate --from-trace t.swf --family dl --load 0.5")
+        else {
+            panic!("does not parse");
+        };
+        let e = crate::cmd::generate::run(&args).unwrap_err().to_string();
+        assert!(e.contains("drop --family, --load"), "{e}");
+        let Ok(Cli {
+            command: Command::Estimate(args),
+        }) = parse("schedlm estimate --trace t.swf --train a.swf --test b.swf")
+        else {
+            panic!("does not parse");
+        };
+        let e = crate::cmd::estimate::run(&args).unwrap_err().to_string();
+        assert!(e.contains("not both"), "{e}");
+        let Ok(Cli {
+            command: Command::Dataset(command),
+        }) = parse("schedlm dataset build --from x.jsonl --family dl --queue 3 --deps 0.1 -o d")
+        else {
+            panic!("does not parse");
+        };
+        let e = crate::cmd::dataset::run(&command).unwrap_err().to_string();
+        assert!(e.contains("drop --family, --queue, --deps"), "{e}");
+    }
 }

@@ -18,7 +18,10 @@
 //! - [`baseline`]: the classic rules on each record (the best rule per instance and the queue
 //!   order), the reference for "does it beat the rules, or just repeat one?".
 //! - [`stats`]: every summary number, computed from the rows alone.
-//! - [`online`]: online evaluation (trace replay with each policy consulted at every event).
+//! - [`replay`]: what an online replay runs on: the trace laid out as servers, planning
+//!   estimates, the windows.
+//! - [`online`]: online evaluation (trace replay with each policy consulted at every event),
+//!   the one replay loop of the project.
 //! - [`report`]: `summary.json`, per-instance CSV, `report.md` and `report.html` with SVG plots.
 //!
 //! docs/eval.md describes the command, the definitions of every number and the files.
@@ -30,6 +33,7 @@ pub mod error;
 pub mod online;
 pub mod openai;
 pub mod predictions;
+pub mod replay;
 pub mod report;
 pub mod snapshot;
 pub mod spec;

@@ -9,26 +9,26 @@
 //!   an invalid answer falls back to FCFS for that event (counted as a fallback).
 //! - `predictions:FILE` cannot drive a replay (its answers belong to dataset records).
 //!
-//! Each window is replayed alone from an empty cluster of one pool server with the trace's
-//! processors, like `schedlm replay`. Jobs are planned with their requested walltimes.
+//! Each window ([`crate::replay`]) is replayed alone from an empty cluster. This is the one
+//! replay loop of the project: `schedlm replay` runs it with a single priority rule.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use schedlm_generator::swf::CleaningReport;
+
 use schedlm_dataset::{parse_answer, render, Mode, Template};
-use schedlm_generator::cut::window_jobs;
-use schedlm_generator::swf::{cluster, read_swf, ClusterShape, SwfOptions, Trace};
-use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, Simulation, StartRule};
+use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, StartRule};
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::canonical::ranking;
 use schedlm_solver::local::{self, LsOptions};
-use schedlm_solver::policy::{random_windows, RulePolicy};
+use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::portfolio::{solve, Method, SolveOptions};
 use schedlm_solver::rules::RuleContext;
-use serde::{Deserialize, Serialize};
 
 use crate::error::EvalError;
 use crate::openai::{Client, ClientOptions};
+use crate::replay::{select_windows, ReplayTrace, TraceOptions, Window, WindowChoice};
 use crate::spec::PolicySpec;
 use crate::text::{Ask, ModelLoader, TextModel};
 
@@ -36,8 +36,10 @@ use crate::text::{Ask, ModelLoader, TextModel};
 #[derive(Debug, Clone)]
 pub struct OnlineOptions {
     pub start_rule: StartRule,
-    /// `(count, len)`: random windows of `len` jobs; the whole trace when `None`.
-    pub windows: Option<(usize, usize)>,
+    /// How the trace is read and laid out, and what the replay plans with.
+    pub trace: TraceOptions,
+    /// The windows to replay.
+    pub windows: WindowChoice,
     /// Seed of the windows, `random` and local search.
     pub seed: u64,
     /// Time budget of `optimal` per decision.
@@ -55,14 +57,25 @@ pub struct OnlineOptions {
     pub models: ModelLoader,
 }
 
-/// One window of the trace: `count` jobs from index `start` of the cleaned trace, the first
-/// being SWF job `first_job`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Window {
-    pub start: usize,
-    pub count: usize,
-    /// SWF job number (field 1) of the window's first job.
-    pub first_job: i64,
+impl Default for OnlineOptions {
+    /// EASY, the whole trace on a pool, seed 1, `optimal` with 1 s per decision, 20,000 local
+    /// search evaluations, the default template and the whole queue shown: the defaults of
+    /// `schedlm eval --trace`.
+    fn default() -> OnlineOptions {
+        OnlineOptions {
+            start_rule: StartRule::Easy,
+            trace: TraceOptions::default(),
+            windows: WindowChoice::Whole,
+            seed: 1,
+            time_limit: Duration::from_secs(1),
+            node_limit: None,
+            ls_evaluations: 20_000,
+            template: Template::default(),
+            text_queue: None,
+            client: ClientOptions::default(),
+            models: ModelLoader::default(),
+        }
+    }
 }
 
 /// One replay of one window by one policy.
@@ -84,6 +97,18 @@ pub struct Replay {
 pub struct OnlineEvaluation {
     pub trace: String,
     pub jobs_in_trace: usize,
+    /// What the trace's cleaning kept and skipped.
+    pub cleaning: CleaningReport,
+    /// The machine layout (`pool`, `nodes:N:K`).
+    pub cluster: String,
+    /// Server ids, by the index in [`schedlm_model::sim::JobRecord::server`].
+    pub servers: Vec<String>,
+    /// The planning estimate (`last2`, ...), `None` for walltimes.
+    pub estimate: Option<String>,
+    /// F1's t_origin: the trace's first submit.
+    pub origin: i64,
+    pub start_rule: StartRule,
+    pub seed: u64,
     pub windows: Vec<Window>,
     pub policies: Vec<String>,
     /// Policy-major: all windows of the first policy, then the next policy.
@@ -228,88 +253,67 @@ fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind,
     })
 }
 
-/// The windows to replay.
-fn windows(trace: &Trace, options: &OnlineOptions) -> Result<Vec<Window>, EvalError> {
-    let n = trace.jobs.len();
-    let first_job = |start: usize| trace.jobs.get(start).map_or(-1, |j| j.number);
-    match options.windows {
-        None => Ok(vec![Window {
-            start: 0,
-            count: n,
-            first_job: first_job(0),
-        }]),
-        Some((count, len)) if len == 0 || len > n => Err(EvalError::Input(format!(
-            "--windows {count}x{len}: the trace has {n} jobs"
-        ))),
-        Some((count, len)) => Ok(random_windows(n, count, len, options.seed)
-            .into_iter()
-            .map(|start| Window {
-                start,
-                count: len,
-                first_job: first_job(start),
-            })
-            .collect()),
-    }
-}
-
-/// Replays every window with every scheduler.
+/// Replays every window with every policy: the trace is read once, each window is replayed
+/// alone from an empty cluster, policy-major. Every policy is checked before anything runs.
 pub fn evaluate_online(
     path: &Path,
-    specs: &[PolicySpec],
+    policies: &[PolicySpec],
     options: &OnlineOptions,
 ) -> Result<OnlineEvaluation, EvalError> {
-    let trace = read_swf(path, &SwfOptions::default())
-        .map_err(|e| EvalError::Input(format!("cannot read trace: {e}")))?;
-    let n = trace.jobs.len();
-    let Some(origin) = trace.jobs.first().map(|j| j.submit) else {
-        return Err(EvalError::Input(format!(
-            "{}: no job left after cleaning",
-            path.display()
-        )));
-    };
-    let (resources, servers) = cluster(&trace, ClusterShape::Pool)
-        .map_err(|e| EvalError::Input(format!("{}: {e}", path.display())))?;
-    let windows = windows(&trace, options)?;
-    // Check every scheduler before replaying anything.
-    for spec in specs {
-        kind(spec, origin, options)?;
+    let trace = ReplayTrace::read(path, &options.trace)?;
+    let windows = select_windows(&trace.trace, &options.windows, options.seed)?;
+    for spec in policies {
+        kind(spec, trace.origin, options)?;
     }
-    let mut replays = Vec::new();
-    for spec in specs {
-        for (k, &w) in windows.iter().enumerate() {
-            let sim = Simulation::new(
-                resources.clone(),
-                servers.clone(),
-                window_jobs(&trace, w.start..w.start + w.count, None),
-            )
-            .map_err(|e| EvalError::Input(format!("window {k}: {e}")))?;
-            let mut policy = Consulted {
-                kind: kind(spec, origin, options)?,
-                decisions: 0,
-                fallbacks: 0,
-            };
-            if let Kind::Rule(rule) = &mut policy.kind {
-                rule.ctx.stream = k as u64;
-            }
-            let t = Instant::now();
-            let result = sim
-                .run(&mut policy, options.start_rule)
-                .map_err(|e| EvalError::Input(format!("window {k}: {}: {e}", spec.name())))?;
-            replays.push(Replay {
-                policy: spec.name(),
-                window: k,
-                result,
-                decisions: policy.decisions,
-                fallbacks: policy.fallbacks,
-                seconds: t.elapsed().as_secs_f64(),
-            });
+    let mut replays = Vec::with_capacity(policies.len() * windows.len());
+    for spec in policies {
+        for (k, w) in windows.iter().enumerate() {
+            replays.push(replay_window(&trace, w, k, spec, options)?);
         }
     }
     Ok(OnlineEvaluation {
-        trace: path.display().to_string(),
-        jobs_in_trace: n,
+        trace: trace.path,
+        jobs_in_trace: trace.trace.jobs.len(),
+        cleaning: trace.trace.report,
+        cluster: trace.options.cluster.to_string(),
+        servers: trace.servers.iter().map(|s| s.id.clone()).collect(),
+        estimate: trace.options.estimate.map(|e| e.name().to_string()),
+        origin: trace.origin,
+        start_rule: options.start_rule,
+        seed: options.seed,
         windows,
-        policies: specs.iter().map(PolicySpec::name).collect(),
+        policies: policies.iter().map(PolicySpec::name).collect(),
         replays,
+    })
+}
+
+/// Replays window `k` with one policy (a rule's `random` stream is the window index).
+fn replay_window(
+    trace: &ReplayTrace,
+    window: &Window,
+    k: usize,
+    spec: &PolicySpec,
+    options: &OnlineOptions,
+) -> Result<Replay, EvalError> {
+    let sim = trace.simulation(window)?;
+    let mut policy = Consulted {
+        kind: kind(spec, trace.origin, options)?,
+        decisions: 0,
+        fallbacks: 0,
+    };
+    if let Kind::Rule(rule) = &mut policy.kind {
+        rule.ctx.stream = k as u64;
+    }
+    let t = Instant::now();
+    let result = sim
+        .run(&mut policy, options.start_rule)
+        .map_err(|e| EvalError::Input(format!("window {k}: {}: {e}", spec.name())))?;
+    Ok(Replay {
+        policy: spec.name(),
+        window: k,
+        result,
+        decisions: policy.decisions,
+        fallbacks: policy.fallbacks,
+        seconds: t.elapsed().as_secs_f64(),
     })
 }

@@ -5,10 +5,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
-use schedlm_eval::openai::ClientOptions;
+use schedlm_eval::replay::{RandomWindows, WindowChoice};
 use schedlm_eval::report::online::{online_summary, write_online_report};
 use schedlm_eval::spec::parse_list;
-use schedlm_model::sim::StartRule;
 use serde_json::Value;
 
 /// A bursty 80-job trace on a 16-processor machine (deterministic).
@@ -30,19 +29,19 @@ pub fn trace(dir: &Path) -> PathBuf {
     path
 }
 
+/// Random windows `(count, len)`, or the whole trace.
 pub fn options(windows: Option<(usize, usize)>) -> OnlineOptions {
     OnlineOptions {
-        start_rule: StartRule::Easy,
-        windows,
+        windows: windows.map_or(WindowChoice::Whole, |(count, len)| {
+            WindowChoice::Random(RandomWindows { count, len })
+        }),
         seed: 4,
         // Short: with the node limit, `optimal` never reaches the MILP stage (needs 0.5 s).
         time_limit: std::time::Duration::from_millis(100),
         node_limit: Some(500),
         ls_evaluations: 500,
         template: schedlm_dataset::Template::Compact,
-        text_queue: None,
-        client: ClientOptions::default(),
-        models: Default::default(),
+        ..OnlineOptions::default()
     }
 }
 
@@ -68,7 +67,7 @@ fn online_report_numbers_recompute_from_the_csvs() {
     let specs = parse_list("fcfs,sjf,wfp3,ls,optimal").unwrap();
     let eval = evaluate_online(&path, &specs, &options(Some((2, 20)))).unwrap();
     assert_eq!(eval.replays.len(), 10);
-    let summary = online_summary(&eval, "easy", 4);
+    let summary = online_summary(&eval);
     let out = dir.path().join("out");
     write_online_report(&out, &summary, &eval).unwrap();
     let json: Value =

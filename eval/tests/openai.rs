@@ -336,16 +336,10 @@ fn online_replay_through_an_endpoint_falls_back_on_garbage() {
     let (url, seen) = serve(Box::new(|_, _| ok("I cannot schedule this.")));
     let specs = parse_list(&format!("fcfs,openai:{url}#m")).unwrap();
     let options = schedlm_eval::online::OnlineOptions {
-        start_rule: schedlm_model::sim::StartRule::Easy,
-        windows: None,
-        seed: 1,
-        time_limit: Duration::from_secs(1),
-        node_limit: None,
         ls_evaluations: 100,
         template: schedlm_dataset::Template::Compact,
-        text_queue: None,
         client: options(2000, 0),
-        models: Default::default(),
+        ..Default::default()
     };
     let eval = schedlm_eval::online::evaluate_online(&trace, &specs, &options).unwrap();
     let model = &eval.replays[1];

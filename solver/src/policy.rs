@@ -118,20 +118,6 @@ impl Policy for RulePolicy {
     }
 }
 
-/// `count` windows of `len` consecutive jobs out of `total` (in submit order), each start
-/// drawn uniformly from 0..=total-len with ChaCha8 seeded by `seed`. Empty when `len` is 0
-/// or above `total`.
-pub fn random_windows(total: usize, count: usize, len: usize, seed: u64) -> Vec<usize> {
-    use rand::Rng;
-    if len == 0 || len > total {
-        return Vec::new();
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..count)
-        .map(|_| rng.random_range(0..=total - len))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,15 +213,5 @@ mod tests {
         assert_ne!(mean(Rule::Fcfs, 0), mean(Rule::Sjf, 0));
         assert_eq!(mean(Rule::Random, 1), mean(Rule::Random, 1));
         assert_ne!(mean(Rule::Random, 1), mean(Rule::Random, 2));
-    }
-
-    #[test]
-    fn windows_are_seeded_and_in_range() {
-        let a = random_windows(1000, 10, 100, 1);
-        assert_eq!(a, random_windows(1000, 10, 100, 1));
-        assert_ne!(a, random_windows(1000, 10, 100, 2));
-        assert!(a.iter().all(|&s| s + 100 <= 1000));
-        assert_eq!(random_windows(5, 3, 5, 0), vec![0, 0, 0]);
-        assert!(random_windows(5, 3, 6, 0).is_empty());
     }
 }

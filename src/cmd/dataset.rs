@@ -48,8 +48,9 @@ pub enum DatasetCommand {
 #[derive(Debug, Args)]
 pub struct BuildCmd {
     /// Generator families, comma separated (item i uses the (i mod k)-th): `uniform`, `hpc`,
-    /// `dl` (see `schedlm generate --help`). Ignored with --from.
-    #[arg(long, value_delimiter = ',', default_value = "hpc")]
+    /// `dl` (see `schedlm generate --help`) [default: hpc]. Refused with --from, like the
+    /// other options of generated snapshots.
+    #[arg(long, value_delimiter = ',')]
     pub family: Vec<Family>,
 
     /// Number of snapshots to generate (items 0..COUNT; with --shard, of the whole build).
@@ -228,15 +229,34 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         bail!("--records steps answers with one job id: drop --plan");
     }
     let source = match &a.from {
-        Some(path) => Source::File {
-            path: path.clone(),
-            label: a.label.clone().unwrap_or_else(|| stem(path)),
-        },
-        None => {
-            if a.family.is_empty() {
-                bail!("--family needs at least one family");
+        Some(path) => {
+            let mut given = a.shape.cluster_options_given();
+            if a.shape.queue.is_some() {
+                given.insert(0, "--queue");
             }
-            let configs = a.family.iter().map(|&f| a.shape.config(f)).collect();
+            if !a.family.is_empty() {
+                given.insert(0, "--family");
+            }
+            if !given.is_empty() {
+                bail!(
+                    "--from reads its snapshots from {}: drop {} (they shape generated \
+                     snapshots only)",
+                    path.display(),
+                    given.join(", ")
+                );
+            }
+            Source::File {
+                path: path.clone(),
+                label: a.label.clone().unwrap_or_else(|| stem(path)),
+            }
+        }
+        None => {
+            let families = if a.family.is_empty() {
+                vec![Family::Hpc]
+            } else {
+                a.family.clone()
+            };
+            let configs = families.iter().map(|&f| a.shape.config(f)).collect();
             Source::Generate {
                 configs,
                 count: a.count,

@@ -27,7 +27,9 @@ pub enum Timeline {
 #[derive(Debug, Args)]
 pub struct EstimateArgs {
     /// SWF trace (plain or gzipped) to split into history and scored jobs.
-    #[arg(long, conflicts_with_all = ["train", "test"], required_unless_present_all = ["train", "test"])]
+    // Not `conflicts_with_all`: a conflict makes clap skip `--split`'s `requires = "trace"`
+    // (clap-rs/clap#4520); `run` refuses --trace with --train/--test itself.
+    #[arg(long, required_unless_present_all = ["train", "test"])]
     pub trace: Option<PathBuf>,
     /// Fraction of `--trace`'s jobs (in submit order) that are history only, in [0, 1).
     #[arg(long, default_value_t = 0.5, requires = "trace")]
@@ -55,7 +57,10 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
         ..SwfOptions::default()
     };
     let (title, scores) = match (&args.trace, &args.train, &args.test) {
-        (Some(path), _, _) => {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            bail!("give --trace FILE, or --train FILE --test FILE, not both")
+        }
+        (Some(path), None, None) => {
             let (trace, ends) = load(path, &options, args.timeline)?;
             let split = Split::Fraction(args.split);
             let from = split.index(trace.jobs.len())?;

@@ -24,7 +24,7 @@ use schedlm_eval::EvalError;
 use schedlm_finetune::{DecodeOptions, Predictor};
 
 use crate::args::parse_duration;
-use crate::cmd::replay::RandomWindows;
+use crate::args::TraceReplayArgs;
 
 /// Evaluate schedulers and write a report (report.md, report.html with SVG plots,
 /// summary.json and a per-instance CSV). See docs/eval.md.
@@ -44,12 +44,9 @@ use crate::cmd::replay::RandomWindows;
 pub struct EvalArgs {
     /// Dataset records to evaluate on (JSON Lines, e.g. DIR/test.jsonl from `schedlm dataset
     /// build`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "trace",
-        conflicts_with = "trace"
-    )]
+    // Not `conflicts_with = "trace"`: a conflict makes clap skip the `requires = "trace"` of
+    // the online options (clap-rs/clap#4520); `run` refuses both together instead.
+    #[arg(long, value_name = "FILE", required_unless_present = "trace")]
     pub data: Option<PathBuf>,
 
     /// SWF trace (plain or gzipped) for online evaluation.
@@ -136,14 +133,10 @@ pub struct EvalArgs {
     #[arg(long)]
     pub quiet: bool,
 
-    /// Online: how jobs are started from the ordered queue.
-    #[arg(long, value_enum, default_value_t = schedlm_model::sim::StartRule::Easy, requires = "trace")]
-    pub start_rule: schedlm_model::sim::StartRule,
-
-    /// Online: N random windows of LEN jobs (NxLEN), starts drawn with --seed; the whole trace
-    /// when absent.
-    #[arg(long, value_name = "NxLEN", requires = "trace")]
-    pub windows: Option<RandomWindows>,
+    /// Online: how the trace is replayed (--start-rule, --window, --windows, --cluster,
+    /// --estimate, --skip-bad-lines; the same options as `schedlm replay`).
+    #[command(flatten)]
+    pub replay: TraceReplayArgs,
 
     /// Online: prompt template of text schedulers (the snapshot at each event is rendered with
     /// it). The default is the dataset's default; use the template the model was trained on.
@@ -290,7 +283,10 @@ impl EvalArgs {
 pub fn run(args: &EvalArgs) -> Result<()> {
     let specs = parse_list(&args.policies)?;
     match (&args.data, &args.trace) {
-        (Some(data), _) => snapshot(args, data, &specs),
+        (Some(_), Some(_)) => {
+            bail!("give --data FILE (snapshot evaluation) or --trace FILE (online), not both")
+        }
+        (Some(data), None) => snapshot(args, data, &specs),
         (None, Some(trace)) => online(args, trace, &specs),
         (None, None) => bail!("give --data FILE (snapshot evaluation) or --trace FILE (online)"),
     }
@@ -362,8 +358,9 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
 
 fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> Result<()> {
     let options = OnlineOptions {
-        start_rule: args.start_rule,
-        windows: args.windows.map(|w| (w.count, w.len)),
+        start_rule: args.replay.start_rule,
+        trace: args.replay.options(),
+        windows: args.replay.windows(),
         seed: args.seed,
         time_limit: args.time_limit,
         node_limit: args.node_limit,
@@ -374,7 +371,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> 
         models: args.models(),
     };
     let eval = evaluate_online(trace, specs, &options)?;
-    let summary = online_summary(&eval, args.start_rule.name(), args.seed);
+    let summary = online_summary(&eval);
     let written = write_online_report(&args.report, &summary, &eval)
         .with_context(|| format!("cannot write the report to {}", args.report.display()))?;
     for line in online_headline(&summary) {
@@ -414,4 +411,34 @@ fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> Result<()> {
         outln!("{}", line(row))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    fn parse(args: &str) -> Result<crate::args::Cli, clap::Error> {
+        crate::args::Cli::try_parse_from(args.split_whitespace())
+    }
+
+    #[test]
+    fn online_options_need_a_trace() {
+        for extra in [
+            "--windows 2x3",
+            "--window 0:3",
+            "--estimate last2",
+            "--text-queue 3",
+            "--template compact",
+            "--start-rule strict",
+            "--cluster nodes:2:4",
+            "--skip-bad-lines",
+        ] {
+            let e = parse(&format!(
+                "schedlm eval --data d.jsonl --policies fcfs -o out {extra}"
+            ));
+            assert!(e.is_err(), "{extra} accepted without --trace");
+        }
+        assert!(parse("schedlm eval --trace t.swf --policies fcfs -o out --windows 2x3").is_ok());
+        assert!(parse("schedlm eval --policies fcfs -o out").is_err());
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use schedlm_generator::cut::{cut_trace, CutConfig, Select};
 use schedlm_generator::swf::{read_swf, SwfOptions};
 use schedlm_generator::{generate, Config, Family};
@@ -15,9 +15,20 @@ use crate::io::{create_output, write_jsonl};
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
     if let Some(path) = &args.from_trace {
+        let mut given = args.shape.cluster_options_given();
+        if args.family.is_some() {
+            given.insert(0, "--family");
+        }
+        if !given.is_empty() {
+            bail!(
+                "--from-trace takes the cluster and its jobs from the trace: drop {}",
+                given.join(", ")
+            );
+        }
         return from_trace(args, path);
     }
-    let config = args.shape.config(args.family);
+    let family = args.family.unwrap_or(Family::Hpc);
+    let config = args.shape.config(family);
     let instances = generate(&config, args.count).context("cannot generate snapshots")?;
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &instances)?;
@@ -25,7 +36,7 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         eprintln!(
             "wrote {} {} snapshots to {}",
             instances.len(),
-            args.family.name(),
+            family.name(),
             path.display()
         );
     }
@@ -53,7 +64,8 @@ pub fn snapshots(
 /// `generate --from-trace`: replay the trace with the rule and cut snapshots.
 fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
     let trace = read_swf(path, &SwfOptions::default()).context("cannot read the trace")?;
-    let mut config = CutConfig::new(args.shape.queue.min, args.shape.queue.max);
+    let queue = args.shape.queue();
+    let mut config = CutConfig::new(queue.min, queue.max);
     config.select = match (args.every, args.sample) {
         (_, Some(k)) => Select::Sample(k),
         (Some(n), None) => Select::Every(n),

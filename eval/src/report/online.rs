@@ -4,8 +4,11 @@
 //! study's figure: mean bsld over time, CDF of queue length, CDF of resource footprint.
 
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
+use schedlm_generator::swf::CleaningReport;
 use serde::{Deserialize, Serialize};
 
 use super::html::{escape, figure, page, table};
@@ -13,48 +16,39 @@ use super::markdown::table as table_md;
 use super::plot::{svg, weighted_cdf, Chart, Line};
 use super::{num, pct, write_rows};
 use crate::error::EvalError;
-use crate::online::{OnlineEvaluation, Replay, Window};
+use crate::online::{OnlineEvaluation, Replay};
+use crate::replay::Window;
 
-/// One line of `windows.csv`.
+/// One line of `windows.csv`: one policy on one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowRow {
     pub policy: String,
     pub window: usize,
     /// Index of the window's first job in the cleaned trace.
     pub start: usize,
+    /// SWF job number of the window's first job.
+    pub first_job: i64,
     pub jobs: usize,
     pub mean_bsld: f64,
+    pub max_bsld: f64,
+    /// Seconds.
     pub mean_wait: f64,
+    /// Seconds.
+    pub max_wait: i64,
+    /// Used core-seconds / (cores x makespan).
     pub utilization: f64,
+    /// Last end - first submit, seconds.
+    pub makespan: i64,
+    /// Jobs killed at their walltime.
     pub killed: usize,
+    /// Distinct event instants simulated.
+    pub steps: usize,
+    /// Times the policy was asked for an order.
     pub decisions: usize,
+    /// Decisions that fell back to FCFS.
     pub fallbacks: usize,
+    /// Wall-clock seconds of the replay.
     pub seconds: f64,
-}
-
-/// One line of `jobs.csv`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JobRow {
-    pub policy: String,
-    pub window: usize,
-    pub id: String,
-    pub submit: i64,
-    pub start: i64,
-    pub end: i64,
-    pub wait: i64,
-    pub run: i64,
-    pub bsld: f64,
-}
-
-/// One line of `series.csv`: the state after one event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeriesRow {
-    pub policy: String,
-    pub window: usize,
-    pub time: i64,
-    pub queue: u32,
-    /// Used fraction of the first resource (cores).
-    pub used: f64,
 }
 
 /// One policy over all windows.
@@ -64,42 +58,57 @@ pub struct OnlinePolicyStats {
     pub jobs: usize,
     /// Mean bsld over every job of every window.
     pub mean_bsld: f64,
-    /// Mean over windows of each window's mean bsld.
+    /// Mean over windows of each window's mean bsld (RLScheduler's figure).
     pub mean_window_bsld: f64,
     /// Mean wait over every job, seconds.
     pub mean_wait: f64,
     /// Mean over windows of each window's utilization.
     pub mean_utilization: f64,
+    pub killed: usize,
     pub decisions: usize,
     pub fallbacks: usize,
     pub seconds: f64,
 }
 
-/// `summary.json` of an online evaluation.
+/// `summary.json` of an online evaluation (and of `schedlm replay`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OnlineSummary {
     pub trace: String,
     pub jobs_in_trace: usize,
+    /// `pool` or `nodes:N:K`.
+    pub cluster: String,
+    /// The planning estimate; `null` when jobs are planned with their walltimes.
+    pub estimate: Option<String>,
     pub start_rule: String,
     pub seed: u64,
+    /// F1's t_origin: the trace's first submit.
+    pub f1_origin: i64,
     pub windows: Vec<Window>,
     /// Policies by mean bsld, best first.
     pub ranking: Vec<String>,
     pub policies: Vec<OnlinePolicyStats>,
     pub per_window: Vec<WindowRow>,
+    /// What the trace's cleaning kept and skipped (docs/traces.md).
+    pub cleaning: CleaningReport,
 }
 
 fn window_row(r: &Replay, windows: &[Window]) -> WindowRow {
     let s = &r.result.summary;
+    let w = windows.get(r.window);
     WindowRow {
         policy: r.policy.clone(),
         window: r.window,
-        start: windows.get(r.window).map_or(0, |w| w.start),
+        start: w.map_or(0, |w| w.start),
+        first_job: w.map_or(-1, |w| w.first_job),
         jobs: s.jobs,
         mean_bsld: s.mean_bsld,
+        max_bsld: s.max_bsld,
         mean_wait: s.mean_wait,
+        max_wait: s.max_wait,
         utilization: s.utilization,
+        makespan: s.makespan,
         killed: s.killed,
+        steps: s.steps,
         decisions: r.decisions,
         fallbacks: r.fallbacks,
         seconds: r.seconds,
@@ -121,6 +130,7 @@ fn policy_stats(policy: &str, rows: &[&WindowRow]) -> OnlinePolicyStats {
         mean_window_bsld: over_windows(|r| r.mean_bsld),
         mean_wait: pooled(|r| r.mean_wait),
         mean_utilization: over_windows(|r| r.utilization),
+        killed: rows.iter().map(|r| r.killed).sum(),
         decisions: rows.iter().map(|r| r.decisions).sum(),
         fallbacks: rows.iter().map(|r| r.fallbacks).sum(),
         seconds: rows.iter().map(|r| r.seconds).sum(),
@@ -128,7 +138,7 @@ fn policy_stats(policy: &str, rows: &[&WindowRow]) -> OnlinePolicyStats {
 }
 
 /// Builds the summary of an online evaluation.
-pub fn online_summary(eval: &OnlineEvaluation, start_rule: &str, seed: u64) -> OnlineSummary {
+pub fn online_summary(eval: &OnlineEvaluation) -> OnlineSummary {
     let per_window: Vec<WindowRow> = eval
         .replays
         .iter()
@@ -147,73 +157,139 @@ pub fn online_summary(eval: &OnlineEvaluation, start_rule: &str, seed: u64) -> O
     OnlineSummary {
         trace: eval.trace.clone(),
         jobs_in_trace: eval.jobs_in_trace,
-        start_rule: start_rule.to_string(),
-        seed,
+        cluster: eval.cluster.clone(),
+        estimate: eval.estimate.clone(),
+        start_rule: eval.start_rule.name().to_string(),
+        seed: eval.seed,
+        f1_origin: eval.origin,
         windows: eval.windows.clone(),
         ranking: ranking.iter().map(|p| p.policy.clone()).collect(),
         policies,
         per_window,
+        cleaning: eval.cleaning.clone(),
     }
 }
 
-fn job_rows(eval: &OnlineEvaluation) -> Vec<JobRow> {
-    eval.replays
-        .iter()
-        .flat_map(|r| {
-            r.result.jobs.iter().map(|j| JobRow {
-                policy: r.policy.clone(),
-                window: r.window,
-                id: j.id.clone(),
-                submit: j.submit,
-                start: j.start,
-                end: j.end,
-                wait: j.wait,
-                run: j.run,
-                bsld: j.bsld,
-            })
-        })
-        .collect()
+/// A buffered CSV file written row by row (a full-trace replay has hundreds of thousands of
+/// rows: no per-row allocation).
+struct CsvFile {
+    path: PathBuf,
+    out: BufWriter<File>,
+    line: String,
 }
 
-fn series_rows(eval: &OnlineEvaluation) -> Vec<SeriesRow> {
-    eval.replays
-        .iter()
-        .flat_map(|r| {
-            let s = &r.result.series;
-            (0..s.len()).map(move |i| SeriesRow {
-                policy: r.policy.clone(),
-                window: r.window,
-                time: s.time[i],
-                queue: s.queue[i],
-                used: s.used_at(i).first().copied().unwrap_or(0.0),
-            })
-        })
-        .collect()
+impl CsvFile {
+    fn create(path: PathBuf, header: &str) -> Result<CsvFile, EvalError> {
+        let file = File::create(&path).map_err(|e| EvalError::io(&path, e))?;
+        let mut csv = CsvFile {
+            path,
+            out: BufWriter::with_capacity(1 << 20, file),
+            line: String::with_capacity(256),
+        };
+        csv.line.push_str(header);
+        csv.end_line()?;
+        Ok(csv)
+    }
+
+    fn end_line(&mut self) -> Result<(), EvalError> {
+        self.line.push('\n');
+        self.out
+            .write_all(self.line.as_bytes())
+            .map_err(|e| EvalError::io(&self.path, e))?;
+        self.line.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<PathBuf, EvalError> {
+        self.out.flush().map_err(|e| EvalError::io(&self.path, e))?;
+        Ok(self.path)
+    }
 }
 
-/// Writes every file of an online report into `dir`; returns the paths written.
+/// Policy names are the user's words (`openai:URL#MODEL`): quoted when CSV needs it.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// `jobs.csv`: one row per replayed job, policy-major, then window, then trace order.
+fn write_jobs(
+    dir: &Path,
+    eval: &OnlineEvaluation,
+    servers: &[String],
+) -> Result<PathBuf, EvalError> {
+    let mut csv = CsvFile::create(
+        dir.join("jobs.csv"),
+        "policy,window,id,submit,start,end,wait,run,bsld,killed,server",
+    )?;
+    for r in &eval.replays {
+        let policy = csv_field(&r.policy);
+        for j in &r.result.jobs {
+            let server = servers.get(j.server).map_or("", String::as_str);
+            let _ = write!(
+                csv.line,
+                "{policy},{},{},{},{},{},{},{},{:.6},{},{server}",
+                r.window, j.id, j.submit, j.start, j.end, j.wait, j.run, j.bsld, j.killed
+            );
+            csv.end_line()?;
+        }
+    }
+    csv.finish()
+}
+
+/// `series.csv`: the state after every event: waiting and running jobs, used fraction of
+/// each resource (`used_cores`, ...).
+fn write_series(dir: &Path, eval: &OnlineEvaluation) -> Result<PathBuf, EvalError> {
+    let mut header = String::from("policy,window,time,queue,running");
+    if let Some(r) = eval.replays.first() {
+        for name in &r.result.series.resources {
+            let _ = write!(header, ",used_{name}");
+        }
+    }
+    let mut csv = CsvFile::create(dir.join("series.csv"), &header)?;
+    for r in &eval.replays {
+        let policy = csv_field(&r.policy);
+        let s = &r.result.series;
+        for i in 0..s.len() {
+            let _ = write!(
+                csv.line,
+                "{policy},{},{},{},{}",
+                r.window, s.time[i], s.queue[i], s.running[i]
+            );
+            for u in s.used_at(i) {
+                let _ = write!(csv.line, ",{u:.6}");
+            }
+            csv.end_line()?;
+        }
+    }
+    csv.finish()
+}
+
+/// Writes every file of an online report into `dir`: `windows.csv`, `jobs.csv`,
+/// `series.csv`, `summary.json`, `report.md`, `report.html`; returns the paths written.
 pub fn write_online_report(
     dir: &Path,
     summary: &OnlineSummary,
     eval: &OnlineEvaluation,
 ) -> Result<Vec<PathBuf>, EvalError> {
     std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
-    let jobs = job_rows(eval);
-    let series = series_rows(eval);
-    write_rows(&dir.join("windows.csv"), &summary.per_window)?;
-    write_rows(&dir.join("jobs.csv"), &jobs)?;
-    write_rows(&dir.join("series.csv"), &series)?;
+    let windows = dir.join("windows.csv");
+    write_rows(&windows, &summary.per_window)?;
+    let mut written = vec![
+        windows,
+        write_jobs(dir, eval, &eval.servers)?,
+        write_series(dir, eval)?,
+    ];
     let json = serde_json::to_string_pretty(summary)
         .map_err(|e| EvalError::Report(format!("summary.json: {e}")))?;
     let files = [
         ("summary.json", json + "\n"),
         ("report.md", markdown(summary)),
-        ("report.html", html(summary, &jobs, &series)?),
+        ("report.html", html(summary, eval)?),
     ];
-    let mut written: Vec<PathBuf> = ["windows.csv", "jobs.csv", "series.csv"]
-        .iter()
-        .map(|n| dir.join(n))
-        .collect();
     for (name, text) in files {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|e| EvalError::io(&path, e))?;
@@ -334,7 +410,7 @@ pub fn markdown(s: &OnlineSummary) -> String {
 }
 
 /// `report.html` of an online evaluation.
-fn html(s: &OnlineSummary, jobs: &[JobRow], series: &[SeriesRow]) -> Result<String, EvalError> {
+fn html(s: &OnlineSummary, eval: &OnlineEvaluation) -> Result<String, EvalError> {
     let title = format!("schedlm online evaluation on {}", s.trace);
     let mut b = format!("<h1>{}</h1>\n<ul class=\"headline\">\n", escape(&title));
     for line in headline(s) {
@@ -354,9 +430,9 @@ fn html(s: &OnlineSummary, jobs: &[JobRow], series: &[SeriesRow]) -> Result<Stri
     b.push_str("</ul>\n<h2>Policies (best first)</h2>\n");
     b.push_str(&table(policy_table(s)));
     b.push_str("<h2>Views</h2>\n<div class=\"plots\">\n");
-    b.push_str(&figure(&bsld_over_time(s, jobs)?));
-    b.push_str(&figure(&series_cdf(s, series, false)?));
-    b.push_str(&figure(&series_cdf(s, series, true)?));
+    b.push_str(&figure(&bsld_over_time(s, eval)?));
+    b.push_str(&figure(&series_cdf(s, eval, false)?));
+    b.push_str(&figure(&series_cdf(s, eval, true)?));
     b.push_str("</div>\n<h2>Mean bsld / utilization per window</h2>\n");
     b.push_str(&table(window_table(s)));
     Ok(page(&title, &b))
@@ -364,30 +440,22 @@ fn html(s: &OnlineSummary, jobs: &[JobRow], series: &[SeriesRow]) -> Result<Stri
 
 /// Mean bsld of the jobs submitted in each of 40 time bins (hours since their window's first
 /// submit), over all windows.
-fn bsld_over_time(s: &OnlineSummary, jobs: &[JobRow]) -> Result<String, EvalError> {
+fn bsld_over_time(s: &OnlineSummary, eval: &OnlineEvaluation) -> Result<String, EvalError> {
     const BINS: usize = 40;
-    let first = |p: &str, w: usize| {
-        jobs.iter()
-            .filter(|j| j.policy == p && j.window == w)
-            .map(|j| j.submit)
-            .min()
-            .unwrap_or(0)
-    };
-    let hours = |j: &JobRow, origin: i64| (j.submit - origin) as f64 / 3600.0;
-    let mut span: f64 = 0.0;
-    let mut offset: Vec<((String, usize), i64)> = Vec::new();
-    for p in &s.policies {
-        for k in 0..s.windows.len() {
-            let o = first(&p.policy, k);
-            offset.push(((p.policy.clone(), k), o));
-            for j in jobs
-                .iter()
-                .filter(|j| j.policy == p.policy && j.window == k)
-            {
-                span = span.max(hours(j, o));
-            }
-        }
+    // Hours since the window's first submit, per replayed job.
+    fn hours(r: &Replay) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let first = r.result.jobs.iter().map(|j| j.submit).min().unwrap_or(0);
+        r.result
+            .jobs
+            .iter()
+            .map(move |j| ((j.submit - first) as f64 / 3600.0, j.bsld))
     }
+    let span = eval
+        .replays
+        .iter()
+        .flat_map(hours)
+        .map(|(h, _)| h)
+        .fold(0.0, f64::max);
     let width = (span / BINS as f64).max(1e-9);
     let lines: Vec<Line> = s
         .policies
@@ -395,13 +463,14 @@ fn bsld_over_time(s: &OnlineSummary, jobs: &[JobRow]) -> Result<String, EvalErro
         .map(|p| {
             let mut sum = vec![0.0; BINS];
             let mut count = vec![0usize; BINS];
-            for j in jobs.iter().filter(|j| j.policy == p.policy) {
-                let o = offset
-                    .iter()
-                    .find(|((q, w), _)| q == &p.policy && *w == j.window)
-                    .map_or(0, |x| x.1);
-                let b = ((hours(j, o) / width) as usize).min(BINS - 1);
-                sum[b] += j.bsld;
+            for (h, bsld) in eval
+                .replays
+                .iter()
+                .filter(|r| r.policy == p.policy)
+                .flat_map(hours)
+            {
+                let b = ((h / width) as usize).min(BINS - 1);
+                sum[b] += bsld;
                 count[b] += 1;
             }
             let points = (0..BINS)
@@ -428,24 +497,28 @@ fn bsld_over_time(s: &OnlineSummary, jobs: &[JobRow]) -> Result<String, EvalErro
 /// Time-weighted CDF of queue length (or of the used fraction of cores) over every window.
 fn series_cdf(
     s: &OnlineSummary,
-    series: &[SeriesRow],
+    eval: &OnlineEvaluation,
     footprint: bool,
 ) -> Result<String, EvalError> {
     let lines: Vec<Line> = s
         .policies
         .iter()
         .map(|p| {
-            let rows: Vec<&SeriesRow> = series.iter().filter(|r| r.policy == p.policy).collect();
-            let weighted: Vec<(f64, f64)> = rows
-                .windows(2)
-                .filter(|w| w[0].window == w[1].window)
-                .map(|w| {
-                    let v = if footprint {
-                        w[0].used * 100.0
-                    } else {
-                        w[0].queue as f64
-                    };
-                    (v, (w[1].time - w[0].time) as f64)
+            // Each step's value, weighted by the time until the next step of its window.
+            let weighted: Vec<(f64, f64)> = eval
+                .replays
+                .iter()
+                .filter(|r| r.policy == p.policy)
+                .flat_map(|r| {
+                    let series = &r.result.series;
+                    (1..series.len()).map(move |i| {
+                        let v = if footprint {
+                            series.used_at(i - 1).first().copied().unwrap_or(0.0) * 100.0
+                        } else {
+                            f64::from(series.queue[i - 1])
+                        };
+                        (v, (series.time[i] - series.time[i - 1]) as f64)
+                    })
                 })
                 .collect();
             Line {
