@@ -16,172 +16,28 @@
 //! the arguments: not on threads, chunk size or interruptions (see `docs/dataset.md` for the
 //! one exception, labels cut by a wall-clock limit).
 
-use std::collections::{BTreeMap, HashSet};
-use std::fmt;
-use std::fs::{self, File};
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
+use std::collections::HashSet;
+use std::fs;
+use std::io::BufRead;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use rayon::prelude::*;
-use schedlm_generator::{generate_one, Config};
-use schedlm_model::{parse_valid, text_lines, Instance, Objective, Problem, Variant};
-use schedlm_solver::portfolio::{self, Method, SolveOptions};
+use schedlm_generator::generate_one;
+use schedlm_model::{parse_valid, text_lines, Instance, Problem};
+use schedlm_solver::portfolio::{self, SolveOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::fingerprint;
-use crate::error::io_err;
-pub use crate::error::BuildError;
-use crate::prompt::Template;
-use crate::record::{
-    make_record_with, step_records, AnswerOrder, RecordFormat, RecordKind, RecordOptions,
+use crate::error::{io_err, BuildError};
+use crate::layout::{
+    chunk_path, finished_chunks, lock_dir, open, parse_line, skip_line, write_atomic, Line,
+    SplitWriters,
 };
-use crate::split::{Split, SplitSpec};
-
-/// Version tag of the on-disk layout; a manifest of another format is refused.
-pub const FORMAT: &str = "schedlm-dataset-v1";
-
-/// One part of a sharded build: shard `k` of `n`, 1-based (`--shard K/N`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub k: u32,
-    pub n: u32,
-}
-
-impl Shard {
-    /// The whole build (1/1).
-    pub const ALL: Shard = Shard { k: 1, n: 1 };
-
-    /// Whether an instance of this fingerprint belongs to this shard.
-    pub fn holds(&self, fp: &crate::Fingerprint) -> bool {
-        self.n <= 1 || fp.shard(self.n) + 1 == self.k
-    }
-}
-
-impl Default for Shard {
-    fn default() -> Self {
-        Shard::ALL
-    }
-}
-
-impl fmt::Display for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.k, self.n)
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || format!("shard `{s}`: expected K/N with 1 <= K <= N, e.g. 3/8");
-        let (k, n) = s.split_once('/').ok_or_else(err)?;
-        let k: u32 = k.trim().parse().map_err(|_| err())?;
-        let n: u32 = n.trim().parse().map_err(|_| err())?;
-        if k == 0 || k > n {
-            return Err(err());
-        }
-        Ok(Shard { k, n })
-    }
-}
-
-/// Where the instances come from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// Instances `0..count` of the generator; item `i` uses `configs[i % configs.len()]`.
-    Generate { configs: Vec<Config>, count: u64 },
-    /// The non-blank lines of a JSON Lines file of instances; records carry `label` as family.
-    File { path: PathBuf, label: String },
-}
-
-/// Every argument that decides the output bytes. A resumed build must repeat them exactly;
-/// they are stored in the manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BuildArgs {
-    pub source: Source,
-    pub solver: Method,
-    pub objective: Objective,
-    pub variant: Variant,
-    /// Wall-clock limit of one solve, in milliseconds.
-    pub time_limit_ms: u64,
-    pub node_limit: Option<u64>,
-    /// Seed of the solver's local search.
-    pub solver_seed: u64,
-    pub template: Template,
-    /// Which optimal order is the label (`solver` in manifests written before the choice).
-    #[serde(default)]
-    pub answer: AnswerOrder,
-    pub plan: bool,
-    /// One record per instance (`orders`) or per dispatching decision (`steps`); left out of
-    /// the manifest for `orders`, so builds from before the choice read and resume unchanged.
-    #[serde(default, skip_serializing_if = "RecordKind::is_orders")]
-    pub records: RecordKind,
-    /// Which form of prompt and answer the files carry (older manifests: both).
-    #[serde(default, skip_serializing_if = "RecordFormat::is_both")]
-    pub format: RecordFormat,
-    pub split: SplitSpec,
-    /// Skip invalid input instances (listed in the manifest) instead of failing.
-    pub skip_invalid: bool,
-}
-
-impl BuildArgs {
-    fn solve_options(&self) -> SolveOptions {
-        SolveOptions {
-            method: self.solver,
-            objective: self.objective,
-            variant: self.variant,
-            time_limit: Duration::from_millis(self.time_limit_ms),
-            node_limit: self.node_limit,
-            seed: self.solver_seed,
-        }
-    }
-
-    fn record_options(&self) -> RecordOptions {
-        RecordOptions {
-            answer: self.answer,
-            template: self.template,
-            objective: self.objective,
-            variant: self.variant,
-            plan: self.plan,
-            split: self.split,
-        }
-    }
-}
-
-/// An input instance that was left out, with why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    /// Source index (line number for `--from`).
-    pub index: u64,
-    pub reason: String,
-}
-
-/// What a finished build (or a merge) contains; `DIR/manifest.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub format: String,
-    pub args: BuildArgs,
-    /// The shard built, or `None` for a whole build or a merge of every shard.
-    pub shard: Option<Shard>,
-    /// Records per split file.
-    pub records: BTreeMap<Split, u64>,
-    /// Records per family.
-    pub families: BTreeMap<String, u64>,
-    pub proven_optimal: u64,
-    /// Exact duplicates (same fingerprint as an earlier item) left out.
-    pub duplicates: u64,
-    pub skipped: Vec<Skipped>,
-}
-
-impl Manifest {
-    /// Total records over all splits.
-    pub fn total(&self) -> u64 {
-        self.records.values().sum()
-    }
-}
+use crate::manifest::{
+    read_manifest, write_manifest, BuildArgs, Manifest, Shard, Source, Tally, FORMAT,
+};
+use crate::record::{make_record_with, step_records, RecordKind, RecordOptions};
 
 /// How a build ran.
 #[derive(Debug, Clone)]
@@ -383,77 +239,6 @@ fn differing_fields(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String>
     }
 }
 
-fn chunk_path(parts: &Path, number: u64) -> PathBuf {
-    parts.join(format!("chunk-{number:08}.jsonl"))
-}
-
-/// The lock file that keeps two builds out of one directory.
-pub const LOCK_FILE: &str = ".build.lock";
-
-/// Takes the build lock of `dir` (created if missing) for as long as the returned file lives;
-/// a directory another process is building into is refused. The lock is the operating
-/// system's (released when that process ends, however it ends), so a killed build never
-/// leaves a stale lock behind.
-fn lock_dir(dir: &Path) -> Result<File, BuildError> {
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let path = dir.join(LOCK_FILE);
-    let file = File::create(&path).map_err(io_err(&path))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
-            dir: dir.to_path_buf(),
-        }),
-        Err(fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
-    }
-}
-
-/// The chunks an earlier run finished; the temporary files of chunks it was writing when it
-/// stopped are removed (their chunks are built again).
-fn finished_chunks(parts: &Path) -> Result<HashSet<u64>, BuildError> {
-    let mut done = HashSet::new();
-    for entry in fs::read_dir(parts).map_err(io_err(parts))? {
-        let entry = entry.map_err(io_err(parts))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with("chunk-") && name.ends_with(".tmp") {
-            fs::remove_file(entry.path()).map_err(io_err(&entry.path()))?;
-            continue;
-        }
-        if let Some(n) = name
-            .strip_prefix("chunk-")
-            .and_then(|r| r.strip_suffix(".jsonl"))
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            done.insert(n);
-        }
-    }
-    Ok(done)
-}
-
-/// Writes `lines` to `path` whole or not at all: a temporary file, flushed and synced, then
-/// renamed over `path`.
-pub fn write_atomic(path: &Path, lines: &[String]) -> Result<(), BuildError> {
-    let tmp = path.with_extension("tmp");
-    {
-        let file = File::create(&tmp).map_err(io_err(&tmp))?;
-        let mut out = BufWriter::new(file);
-        for line in lines {
-            out.write_all(line.as_bytes()).map_err(io_err(&tmp))?;
-            out.write_all(b"\n").map_err(io_err(&tmp))?;
-        }
-        let file = out.into_inner().map_err(|e| BuildError::Io {
-            path: tmp.clone(),
-            source: e.into_error(),
-        })?;
-        file.sync_all().map_err(io_err(&tmp))?;
-    }
-    fs::rename(&tmp, path).map_err(io_err(path))
-}
-
-fn open(path: &Path) -> Result<BufReader<File>, BuildError> {
-    File::open(path).map(BufReader::new).map_err(io_err(path))
-}
-
 /// The source cut into chunks, lazily.
 fn chunk_iter(
     source: &Source,
@@ -632,142 +417,6 @@ impl<'a> Context<'a> {
     }
 }
 
-/// A chunk-file line for a skipped item.
-fn skip_line(index: u64, reason: &str) -> String {
-    serde_json::json!({ "skipped": Skipped { index, reason: reason.to_string() } }).to_string()
-}
-
-/// The fields of a record line that assembly and merge look at.
-#[derive(Deserialize)]
-pub(crate) struct Head {
-    pub id: String,
-    /// Step records: the step (duplicates are counted once per instance, at step 0).
-    #[serde(default)]
-    pub step: Option<usize>,
-    pub index: u64,
-    pub split: Split,
-    pub family: String,
-    pub proven_optimal: bool,
-}
-
-impl Head {
-    /// Where the record stands in the source: its index, then its step (0 for order records).
-    pub(crate) fn position(&self) -> (u64, usize) {
-        (self.index, self.step.unwrap_or(0))
-    }
-}
-
-/// A chunk-file line: a record or a skip note.
-enum Line {
-    Record(Head),
-    Skipped(Skipped),
-}
-
-fn parse_line(path: &Path, number: u64, text: &str) -> Result<Line, BuildError> {
-    #[derive(Deserialize)]
-    struct Skip {
-        skipped: Skipped,
-    }
-    if text.starts_with("{\"skipped\"") {
-        let s: Skip = serde_json::from_str(text).map_err(|e| BuildError::Record {
-            path: path.to_path_buf(),
-            line: number,
-            reason: e.to_string(),
-        })?;
-        return Ok(Line::Skipped(s.skipped));
-    }
-    read_head(path, number, text).map(Line::Record)
-}
-
-pub(crate) fn read_head(path: &Path, number: u64, text: &str) -> Result<Head, BuildError> {
-    serde_json::from_str(text).map_err(|e| BuildError::Record {
-        path: path.to_path_buf(),
-        line: number,
-        reason: e.to_string(),
-    })
-}
-
-/// The open split files of a directory being written.
-pub(crate) struct SplitWriters {
-    dir: PathBuf,
-    files: BTreeMap<Split, BufWriter<File>>,
-}
-
-impl SplitWriters {
-    pub(crate) fn create(dir: &Path) -> Result<Self, BuildError> {
-        let mut files = BTreeMap::new();
-        for split in Split::ALL {
-            let tmp = dir.join(format!("{}.tmp", split.file_name()));
-            let file = File::create(&tmp).map_err(io_err(&tmp))?;
-            files.insert(split, BufWriter::new(file));
-        }
-        Ok(SplitWriters {
-            dir: dir.to_path_buf(),
-            files,
-        })
-    }
-
-    pub(crate) fn write(&mut self, split: Split, line: &str) -> Result<(), BuildError> {
-        let path = self.dir.join(split.file_name());
-        let out = self.files.get_mut(&split).ok_or_else(|| BuildError::Io {
-            path: path.clone(),
-            source: io::Error::other("split file not open"),
-        })?;
-        out.write_all(line.as_bytes()).map_err(io_err(&path))?;
-        out.write_all(b"\n").map_err(io_err(&path))
-    }
-
-    /// Flushes, syncs and renames every temporary split file into place.
-    pub(crate) fn finish(self) -> Result<(), BuildError> {
-        for (split, out) in self.files {
-            let tmp = self.dir.join(format!("{}.tmp", split.file_name()));
-            let file = out.into_inner().map_err(|e| BuildError::Io {
-                path: tmp.clone(),
-                source: e.into_error(),
-            })?;
-            file.sync_all().map_err(io_err(&tmp))?;
-            let path = self.dir.join(split.file_name());
-            fs::rename(&tmp, &path).map_err(io_err(&path))?;
-        }
-        Ok(())
-    }
-}
-
-/// Counts that become a manifest.
-#[derive(Default)]
-pub(crate) struct Tally {
-    pub records: BTreeMap<Split, u64>,
-    pub families: BTreeMap<String, u64>,
-    pub proven_optimal: u64,
-    pub duplicates: u64,
-    pub skipped: Vec<Skipped>,
-}
-
-impl Tally {
-    pub(crate) fn add(&mut self, head: &Head) {
-        *self.records.entry(head.split).or_default() += 1;
-        *self.families.entry(head.family.clone()).or_default() += 1;
-        self.proven_optimal += u64::from(head.proven_optimal);
-    }
-
-    pub(crate) fn into_manifest(self, args: &BuildArgs, shard: Option<Shard>) -> Manifest {
-        let mut records = self.records;
-        for split in Split::ALL {
-            records.entry(split).or_default();
-        }
-        Manifest {
-            format: FORMAT.to_string(),
-            args: args.clone(),
-            shard,
-            records,
-            families: self.families,
-            proven_optimal: self.proven_optimal,
-            duplicates: self.duplicates,
-            skipped: self.skipped,
-        }
-    }
-}
-
 /// Joins the chunk files into the split files and the manifest, then removes `parts/`.
 fn assemble(
     dir: &Path,
@@ -801,28 +450,5 @@ fn assemble(
     let manifest = tally.into_manifest(args, shard);
     write_manifest(dir, &manifest)?;
     fs::remove_dir_all(parts).map_err(io_err(parts))?;
-    Ok(manifest)
-}
-
-/// Writes `DIR/manifest.json` atomically.
-pub(crate) fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), BuildError> {
-    let text = serde_json::to_string_pretty(manifest).unwrap_or_default();
-    write_atomic(&dir.join("manifest.json"), &[text])
-}
-
-/// Reads `DIR/manifest.json`.
-pub fn read_manifest(dir: &Path) -> Result<Manifest, BuildError> {
-    let path = dir.join("manifest.json");
-    let text = fs::read_to_string(&path).map_err(io_err(&path))?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| BuildError::Manifest {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    if manifest.format != FORMAT {
-        return Err(BuildError::Manifest {
-            path,
-            reason: format!("format `{}`, expected `{FORMAT}`", manifest.format),
-        });
-    }
     Ok(manifest)
 }

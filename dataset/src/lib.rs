@@ -7,7 +7,8 @@
 //!   [`Defect`], strictly or with repairs.
 //! - [`record`]: records (one form of prompt and answer per file, [`RecordFormat`]) and their
 //!   reader; [`build`], [`merge`], [`stats`]: `schedlm dataset build | merge | stats`;
-//!   [`error`]: [`BuildError`], why any of them failed.
+//!   [`manifest`]: what a dataset directory holds and the arguments that made it;
+//!   [`layout`]: its files on disk; [`error`]: [`BuildError`], why any of them failed.
 //!
 //! ```
 //! use schedlm_dataset::{answer_line, parse_answer, render, Mode, Template};
@@ -43,6 +44,8 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ids;
+pub mod layout;
+pub mod manifest;
 pub mod merge;
 pub mod parse;
 pub mod prompt;
@@ -54,6 +57,7 @@ pub mod step;
 pub use canonical::{fingerprint, Fingerprint};
 pub use error::BuildError;
 pub use ids::IdMap;
+pub use manifest::{read_manifest, BuildArgs, Manifest, Shard, Source};
 pub use parse::{parse_answer, Defect, Mode, ParseError, Parsed};
 pub use prompt::{
     answer, answer_line, human, objective_sentence, order_line, plan_line, prompt_ids, render,

@@ -10,9 +10,9 @@ use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
 
-use crate::build::{
-    read_head, read_manifest, write_manifest, BuildError, Head, Manifest, SplitWriters, Tally,
-};
+use crate::error::BuildError;
+use crate::layout::{read_head, Head, SplitWriters};
+use crate::manifest::{read_manifest, write_manifest, Manifest, Tally};
 use crate::split::Split;
 
 /// Merges the part directories into `out`; returns the merged manifest.

@@ -43,36 +43,45 @@ impl Objective {
         }
     }
 
-    /// The objective of a complete schedule given by the start of every queued job.
-    pub fn value(self, problem: &Problem, start: &[Time]) -> f64 {
-        let n = problem.jobs();
+    /// The cost of queued job `j` started at `start`, the term the objective aggregates:
+    /// its bounded slowdown, its wait, its weighted flow time, or its completion minus `now`.
+    /// Every solver scores jobs with this one function.
+    #[inline]
+    pub fn job_cost(self, problem: &Problem, j: usize, start: Time) -> f64 {
         match self {
-            Objective::Bsld => {
-                (0..n)
-                    .map(|j| bounded_slowdown(problem, j, start[j]))
-                    .sum::<f64>()
-                    / n as f64
-            }
-            Objective::Wait => {
-                (0..n)
-                    .map(|j| (start[j] - problem.submit(j)) as f64)
-                    .sum::<f64>()
-                    / n as f64
-            }
+            Objective::Bsld => bounded_slowdown(problem, j, start),
+            Objective::Wait => (start - problem.submit(j)) as f64,
             Objective::Flow => {
-                let total: f64 = (0..n).map(|j| problem.weight(j)).sum();
-                (0..n)
-                    .map(|j| {
-                        problem.weight(j)
-                            * (start[j] + problem.walltime(j) - problem.submit(j)) as f64
-                    })
-                    .sum::<f64>()
-                    / total
+                problem.weight(j) * (start + problem.walltime(j) - problem.submit(j)) as f64
             }
-            Objective::Makespan => (0..n)
-                .map(|j| start[j] + problem.walltime(j) - problem.now())
-                .max()
-                .unwrap_or(0) as f64,
+            Objective::Makespan => (start + problem.walltime(j) - problem.now()) as f64,
+        }
+    }
+
+    /// Whether the objective is the maximum of the job costs (makespan) rather than a sum.
+    #[inline]
+    pub fn is_max(self) -> bool {
+        self == Objective::Makespan
+    }
+
+    /// What the sum of the job costs is divided by: the number of jobs (bsld, wait), the sum
+    /// of the weights (flow), or 1 (makespan, a maximum).
+    pub fn scale(self, problem: &Problem) -> f64 {
+        match self {
+            Objective::Bsld | Objective::Wait => problem.jobs() as f64,
+            Objective::Flow => (0..problem.jobs()).map(|j| problem.weight(j)).sum(),
+            Objective::Makespan => 1.0,
+        }
+    }
+
+    /// The objective of a complete schedule given by the start of every queued job: the
+    /// job costs summed (in queue order) and divided by [`Objective::scale`], or their maximum.
+    pub fn value(self, problem: &Problem, start: &[Time]) -> f64 {
+        let costs = (0..problem.jobs()).map(|j| self.job_cost(problem, j, start[j]));
+        if self.is_max() {
+            costs.fold(0.0, f64::max)
+        } else {
+            costs.sum::<f64>() / self.scale(problem)
         }
     }
 }
@@ -83,11 +92,16 @@ impl std::fmt::Display for Objective {
     }
 }
 
-/// Bounded slowdown of job `j` started at `start`: max((w + p) / max(p, tau), 1).
+/// Bounded slowdown of queued job `j` started at `start`, planned with its walltime p:
+/// max((w + p) / max(p, tau), 1).
 pub fn bounded_slowdown(problem: &Problem, j: usize, start: Time) -> f64 {
-    let p = problem.walltime(j);
-    let w = start - problem.submit(j);
-    ((w + p) as f64 / p.max(TAU) as f64).max(1.0)
+    job_bsld(start - problem.submit(j), problem.walltime(j))
+}
+
+/// Bounded slowdown of a job that waited `wait` and ran `run`: max((w + r) / max(r, tau), 1).
+/// The one formula of snapshots (run = walltime) and replays (run = the true run time).
+pub fn job_bsld(wait: Time, run: Time) -> f64 {
+    ((wait + run) as f64 / run.max(TAU) as f64).max(1.0)
 }
 
 /// All four objectives of one schedule.

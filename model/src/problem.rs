@@ -46,13 +46,29 @@ impl Problem {
         objective: crate::Objective,
         variant: crate::Variant,
     ) -> (Vec<usize>, f64) {
-        match crate::dispatch(self, order, variant) {
-            Ok(s) => {
-                let v = objective.value(self, &s.start);
-                (s.order, v)
-            }
+        match self.schedule(order, objective, variant) {
+            Ok((s, value)) => (s.order, value),
             Err(_) => (order.to_vec(), f64::INFINITY),
         }
+    }
+
+    /// Repairs and dispatches `order` (queue indices): the schedule and its objective value.
+    pub fn schedule(
+        &self,
+        order: &[usize],
+        objective: crate::Objective,
+        variant: crate::Variant,
+    ) -> Result<(crate::Schedule, f64), crate::OrderError> {
+        let schedule = crate::dispatch(self, order, variant)?;
+        let value = objective.value(self, &schedule.start);
+        Ok((schedule, value))
+    }
+
+    /// The queued jobs in an order where every job comes after its queued dependencies: the
+    /// repair (SPEC section 2) of queue order.
+    pub fn topological_order(&self) -> Vec<usize> {
+        let all: Vec<usize> = (0..self.jobs()).collect();
+        crate::repair(self, &all)
     }
 
     /// Validates `instance` and compiles it.

@@ -74,7 +74,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Dispatcher, Variant};
 use crate::instance::{Instance, QueuedJob, RunningJob, Server, Time};
-use crate::objective::TAU;
+use crate::objective::job_bsld;
 use crate::problem::Problem;
 use crate::validate::MAX_MAGNITUDE;
 
@@ -386,11 +386,6 @@ impl Summary {
             steps,
         }
     }
-}
-
-/// Bounded slowdown of a job that waited `wait` and ran `run`: max((w + r) / max(r, TAU), 1).
-pub fn job_bsld(wait: Time, run: Time) -> f64 {
-    ((wait + run) as f64 / run.max(TAU) as f64).max(1.0)
 }
 
 /// A validated replay setup: resources, servers and jobs. Run it with [`Simulation::run`] as

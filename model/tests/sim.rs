@@ -6,9 +6,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use schedlm_model::sim::{
-    job_bsld, Fcfs, OrderFn, Policy, SimError, SimJob, SimResult, SimState, Simulation, StartRule,
+    Fcfs, OrderFn, Policy, SimError, SimJob, SimResult, SimState, Simulation, StartRule,
 };
-use schedlm_model::{Problem, Server, Time};
+use schedlm_model::{job_bsld, Problem, Server, Time};
 
 fn pool(cores: i64) -> Vec<Server> {
     vec![Server {

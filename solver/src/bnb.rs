@@ -209,7 +209,7 @@ impl<'p> Search<'p> {
             servers,
             est: vec![NO_FIT; (n + 1) * n * servers],
             emin: vec![NO_FIT; (n + 1) * n],
-            topo: topological(problem),
+            topo: problem.topological_order(),
             class_prev: class_predecessors(problem, objective),
             children: (0..=n).map(|_| Vec::with_capacity(n)).collect(),
             best_total: f64::INFINITY,
@@ -570,12 +570,6 @@ fn mix(x: u64, seed: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-/// Queued jobs in an order where every job comes after its queued dependencies.
-fn topological(problem: &Problem) -> Vec<usize> {
-    let all: Vec<usize> = (0..problem.jobs()).collect();
-    schedlm_model::repair(problem, &all)
 }
 
 /// For each job, the job just before it in its class of interchangeable jobs (by submit, then

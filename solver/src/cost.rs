@@ -2,9 +2,10 @@
 //!
 //! SPEC's objectives are means; a search compares totals instead: `bsld` and `wait` are
 //! `total / n`, `flow` is `total / sum of weights`, `makespan` is the maximum of `C_j - now`.
-//! Final values are always recomputed from the starts with [`Objective::value`].
+//! Final values are always recomputed from the starts with [`Objective::value`]. The job costs
+//! and the divisor are the model's ([`Objective::job_cost`], [`Objective::scale`]).
 
-use schedlm_model::{bounded_slowdown, Objective, Problem, Time, TAU};
+use schedlm_model::{Objective, Problem, Time, TAU};
 
 /// Per-job cost and aggregation of one objective on one problem.
 #[derive(Debug, Clone, Copy)]
@@ -16,15 +17,10 @@ pub struct Cost<'p> {
 
 impl<'p> Cost<'p> {
     pub fn new(problem: &'p Problem, objective: Objective) -> Cost<'p> {
-        let scale = match objective {
-            Objective::Bsld | Objective::Wait => problem.jobs() as f64,
-            Objective::Flow => (0..problem.jobs()).map(|j| problem.weight(j)).sum(),
-            Objective::Makespan => 1.0,
-        };
         Cost {
             problem,
             objective,
-            scale,
+            scale: objective.scale(problem),
         }
     }
 
@@ -35,18 +31,24 @@ impl<'p> Cost<'p> {
     /// Whether totals combine by maximum (makespan) rather than by sum.
     #[inline]
     pub fn is_max(&self) -> bool {
-        self.objective == Objective::Makespan
+        self.objective.is_max()
     }
 
     /// Cost of job `j` started at `start`.
     #[inline]
     pub fn job(&self, j: usize, start: Time) -> f64 {
-        let p = self.problem;
+        self.objective.job_cost(self.problem, j, start)
+    }
+
+    /// Whether every job cost (and so every total) is an integer: wait and makespan always,
+    /// flow with integer weights, bounded slowdown never.
+    pub fn is_integral(&self) -> bool {
         match self.objective {
-            Objective::Bsld => bounded_slowdown(p, j, start),
-            Objective::Wait => (start - p.submit(j)) as f64,
-            Objective::Flow => p.weight(j) * (start + p.walltime(j) - p.submit(j)) as f64,
-            Objective::Makespan => (start + p.walltime(j) - p.now()) as f64,
+            Objective::Bsld => false,
+            Objective::Wait | Objective::Makespan => true,
+            Objective::Flow => {
+                (0..self.problem.jobs()).all(|j| self.problem.weight(j).fract() == 0.0)
+            }
         }
     }
 

@@ -97,7 +97,9 @@ use std::time::{Duration, Instant};
 use good_lp::solvers::highs::{highs, HighsProblem};
 use good_lp::{constraint, variable, Expression, ProblemVariables, SolverModel, Variable};
 use highs::{HighsModelStatus, HighsSolutionStatus};
-use schedlm_model::{bounded_slowdown, dispatch, Objective, OrderError, Problem, Time, Variant};
+use schedlm_model::{Objective, OrderError, Problem, Time, Variant};
+
+use crate::cost::Cost;
 
 /// Nonzeros allowed per allowed column.
 const NONZEROS_PER_COLUMN: usize = 8;
@@ -271,8 +273,8 @@ pub fn solve(
         });
     }
 
-    let costs = Costs::new(problem, objective);
-    let topo = topological(problem);
+    let costs = Cost::new(problem, objective);
+    let topo = problem.topological_order();
     let est = earliest_starts(problem, &topo);
     let latest = latest_starts(problem, objective, &costs, &est, best.value);
 
@@ -315,16 +317,16 @@ pub fn solve(
     let value = chosen.value;
 
     // The lower bound: trivial bound, raised by HiGHS's dual bound.
-    let mut lower = costs.map(costs.trivial(problem, &est));
+    let mut lower = costs.value(trivial_total(&costs, &est));
     if let Some(dual) = run.dual_bound {
         let mut sum = dual - 1e-6 * dual.abs().max(1.0);
-        if costs.integral {
+        if costs.is_integral() {
             sum = sum.ceil();
         }
-        lower = lower.max(costs.map(sum));
+        lower = lower.max(costs.value(sum));
         if exact && run.proven {
             let tol = 1e-6 * value.abs().max(1.0);
-            if value <= costs.map(dual) + tol {
+            if value <= costs.value(dual) + tol {
                 lower = value;
             }
         }
@@ -335,7 +337,7 @@ pub fn solve(
         order: chosen.order,
         value,
         lower_bound,
-        milp_value: run.objective.map(|v| costs.map(v)),
+        milp_value: run.objective.map(|v| costs.value(v)),
         proven: run.proven,
         exact,
         step: delta,
@@ -354,8 +356,9 @@ struct Evaluated {
 
 fn evaluate(problem: &Problem, objective: Objective, order: &[usize]) -> Evaluated {
     // `order` is a permutation here (checked or built), so dispatch cannot fail.
-    let schedule = dispatch(problem, order, Variant::Serial).expect("a permutation of the queue");
-    let value = objective.value(problem, &schedule.start);
+    let (schedule, value) = problem
+        .schedule(order, objective, Variant::Serial)
+        .expect("a permutation of the queue");
     Evaluated {
         order: schedule.order,
         start: schedule.start,
@@ -364,85 +367,21 @@ fn evaluate(problem: &Problem, objective: Objective, order: &[usize]) -> Evaluat
     }
 }
 
-/// Per-job costs in the MILP's sum form, and the map back to the objective.
-struct Costs {
-    objective: Objective,
-    /// Divisor from the sum to the objective: n, the weight sum, or 1 (makespan).
-    scale: f64,
-    /// Whether every MILP cost (and so the optimum) is an integer.
-    integral: bool,
-}
-
-impl Costs {
-    fn new(problem: &Problem, objective: Objective) -> Costs {
-        let n = problem.jobs();
-        let (scale, integral) = match objective {
-            Objective::Bsld => (n as f64, false),
-            Objective::Wait => (n as f64, true),
-            Objective::Flow => (
-                (0..n).map(|j| problem.weight(j)).sum(),
-                (0..n).all(|j| problem.weight(j).fract() == 0.0),
-            ),
-            Objective::Makespan => (1.0, true),
-        };
-        Costs {
-            objective,
-            scale,
-            integral,
-        }
-    }
-
-    /// Cost of job `j` started at `t` in the sum (0 for the makespan, modelled by `Cmax`).
-    fn cost(&self, problem: &Problem, j: usize, t: Time) -> f64 {
-        match self.objective {
-            Objective::Bsld => bounded_slowdown(problem, j, t),
-            Objective::Wait => (t - problem.submit(j)) as f64,
-            Objective::Flow => {
-                problem.weight(j) * (t + problem.walltime(j) - problem.submit(j)) as f64
-            }
-            Objective::Makespan => 0.0,
-        }
-    }
-
-    /// The sum with every job at its earliest start (a valid bound).
-    fn trivial(&self, problem: &Problem, est: &[Time]) -> f64 {
-        match self.objective {
-            Objective::Makespan => (0..problem.jobs())
-                .map(|j| est[j] + problem.walltime(j) - problem.now())
-                .max()
-                .unwrap_or(0) as f64,
-            _ => (0..problem.jobs())
-                .map(|j| self.cost(problem, j, est[j]))
-                .sum(),
-        }
-    }
-
-    /// From the MILP's sum to the objective.
-    fn map(&self, sum: f64) -> f64 {
-        sum / self.scale
+/// The MILP's coefficient of job `j` started at `t` in the objective sum: its cost, or 0 for
+/// the makespan (modelled by `Cmax`).
+fn coefficient(cost: &Cost, j: usize, t: Time) -> f64 {
+    if cost.is_max() {
+        0.0
+    } else {
+        cost.job(j, t)
     }
 }
 
-/// Queued jobs in an order where dependencies come first.
-fn topological(problem: &Problem) -> Vec<usize> {
-    let n = problem.jobs();
-    let mut done = vec![false; n];
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let before = out.len();
-        for j in 0..n {
-            if !done[j] && problem.deps(j).iter().all(|&d| done[d]) {
-                done[j] = true;
-                out.push(j);
-            }
-        }
-        if out.len() == before {
-            // A valid problem has no cycle; never loop forever regardless.
-            out.extend((0..n).filter(|&j| !done[j]));
-            break;
-        }
-    }
-    out
+/// The total with every job at its earliest start (a valid bound).
+fn trivial_total(cost: &Cost, est: &[Time]) -> f64 {
+    est.iter()
+        .enumerate()
+        .fold(0.0, |total, (j, &t)| cost.add(total, cost.job(j, t)))
 }
 
 /// Earliest start of each job in any schedule: release and queued dependency chains.
@@ -462,7 +401,7 @@ fn earliest_starts(problem: &Problem, topo: &[usize]) -> Vec<Time> {
 fn latest_starts(
     problem: &Problem,
     objective: Objective,
-    costs: &Costs,
+    costs: &Cost,
     est: &[Time],
     upper: f64,
 ) -> Vec<Time> {
@@ -473,8 +412,8 @@ fn latest_starts(
         .chain(problem.running().iter().map(|r| r.end))
         .fold(now, Time::max);
     let total_p: Time = (0..n).map(|j| problem.walltime(j)).sum();
-    let min_costs: Vec<f64> = (0..n).map(|j| costs.cost(problem, j, est[j])).collect();
-    let slack = (upper * costs.scale - min_costs.iter().sum::<f64>()).max(0.0);
+    let min_costs: Vec<f64> = (0..n).map(|j| coefficient(costs, j, est[j])).collect();
+    let slack = (costs.total(upper) - min_costs.iter().sum::<f64>()).max(0.0);
     (0..n)
         .map(|j| {
             let p = problem.walltime(j);
@@ -665,7 +604,7 @@ impl Model {
     fn build(
         problem: &Problem,
         objective: Objective,
-        costs: &Costs,
+        costs: &Cost,
         est: &[Time],
         grid: &Grid,
     ) -> Model {
@@ -799,7 +738,7 @@ impl Model {
         for (c, &var) in columns.iter().zip(&x) {
             let j = c.job;
             let t = (now + c.slot * delta).max(est[j]);
-            cost.add_mul(costs.cost(problem, j, t), var);
+            cost.add_mul(coefficient(costs, j, t), var);
             assign[j].push((var, 1.0));
             nonzeros += 1;
             let d = problem.demand(j);

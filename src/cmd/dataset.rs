@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use schedlm_dataset::build::{self, BuildArgs, BuildTuning, Shard, Source};
+use schedlm_dataset::build::{self, BuildTuning};
+use schedlm_dataset::manifest::{BuildArgs, Shard, Source};
 use schedlm_dataset::{
     merge::merge, stats::stats, AnswerOrder, RecordFormat, RecordKind, SplitSpec, Template,
 };
@@ -326,8 +327,8 @@ fn run_build(a: &BuildCmd) -> Result<()> {
     let total = build::source_len(&args.source)?;
     if total == 0 {
         let what = match &args.source {
-            build::Source::File { path, .. } => format!("{} is empty", path.display()),
-            build::Source::Generate { .. } => "--count is 0".to_string(),
+            Source::File { path, .. } => format!("{} is empty", path.display()),
+            Source::Generate { .. } => "--count is 0".to_string(),
         };
         bail!("no instance to build from: {what}; nothing was written");
     }

@@ -1,0 +1,224 @@
+//! `DIR/manifest.json`: what a finished build (or merge) holds and the arguments that made it.
+//!
+//! The manifest is written last and marks a build complete. Its [`BuildArgs`] are every
+//! argument that decides the output bytes: a resumed build must repeat them, and `merge`
+//! joins only parts built with the same ones. A manifest of another [`FORMAT`] is refused.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use schedlm_generator::Config;
+use schedlm_model::{Objective, Variant};
+use schedlm_solver::portfolio::{Method, SolveOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{io_err, BuildError};
+use crate::layout::{write_atomic, Head};
+use crate::prompt::Template;
+use crate::record::{AnswerOrder, RecordFormat, RecordKind, RecordOptions};
+use crate::split::{Split, SplitSpec};
+
+/// Version tag of the on-disk layout; a manifest of another format is refused.
+pub const FORMAT: &str = "schedlm-dataset-v1";
+
+/// One part of a sharded build: shard `k` of `n`, 1-based (`--shard K/N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub k: u32,
+    pub n: u32,
+}
+
+impl Shard {
+    /// The whole build (1/1).
+    pub const ALL: Shard = Shard { k: 1, n: 1 };
+
+    /// Whether an instance of this fingerprint belongs to this shard.
+    pub fn holds(&self, fp: &crate::Fingerprint) -> bool {
+        self.n <= 1 || fp.shard(self.n) + 1 == self.k
+    }
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard::ALL
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || format!("shard `{s}`: expected K/N with 1 <= K <= N, e.g. 3/8");
+        let (k, n) = s.split_once('/').ok_or_else(err)?;
+        let k: u32 = k.trim().parse().map_err(|_| err())?;
+        let n: u32 = n.trim().parse().map_err(|_| err())?;
+        if k == 0 || k > n {
+            return Err(err());
+        }
+        Ok(Shard { k, n })
+    }
+}
+
+/// Where the instances come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Instances `0..count` of the generator; item `i` uses `configs[i % configs.len()]`.
+    Generate { configs: Vec<Config>, count: u64 },
+    /// The non-blank lines of a JSON Lines file of instances; records carry `label` as family.
+    File { path: PathBuf, label: String },
+}
+
+/// Every argument that decides the output bytes. A resumed build must repeat them exactly;
+/// they are stored in the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuildArgs {
+    pub source: Source,
+    pub solver: Method,
+    pub objective: Objective,
+    pub variant: Variant,
+    /// Wall-clock limit of one solve, in milliseconds.
+    pub time_limit_ms: u64,
+    pub node_limit: Option<u64>,
+    /// Seed of the solver's local search.
+    pub solver_seed: u64,
+    pub template: Template,
+    /// Which optimal order is the label (`solver` in manifests written before the choice).
+    #[serde(default)]
+    pub answer: AnswerOrder,
+    pub plan: bool,
+    /// One record per instance (`orders`) or per dispatching decision (`steps`); left out of
+    /// the manifest for `orders`, so builds from before the choice read and resume unchanged.
+    #[serde(default, skip_serializing_if = "RecordKind::is_orders")]
+    pub records: RecordKind,
+    /// Which form of prompt and answer the files carry (older manifests: both).
+    #[serde(default, skip_serializing_if = "RecordFormat::is_both")]
+    pub format: RecordFormat,
+    pub split: SplitSpec,
+    /// Skip invalid input instances (listed in the manifest) instead of failing.
+    pub skip_invalid: bool,
+}
+
+impl BuildArgs {
+    pub(crate) fn solve_options(&self) -> SolveOptions {
+        SolveOptions {
+            method: self.solver,
+            objective: self.objective,
+            variant: self.variant,
+            time_limit: Duration::from_millis(self.time_limit_ms),
+            node_limit: self.node_limit,
+            seed: self.solver_seed,
+        }
+    }
+
+    pub(crate) fn record_options(&self) -> RecordOptions {
+        RecordOptions {
+            answer: self.answer,
+            template: self.template,
+            objective: self.objective,
+            variant: self.variant,
+            plan: self.plan,
+            split: self.split,
+        }
+    }
+}
+
+/// An input instance that was left out, with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Source index (line number for `--from`).
+    pub index: u64,
+    pub reason: String,
+}
+
+/// What a finished build (or a merge) contains; `DIR/manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub args: BuildArgs,
+    /// The shard built, or `None` for a whole build or a merge of every shard.
+    pub shard: Option<Shard>,
+    /// Records per split file.
+    pub records: BTreeMap<Split, u64>,
+    /// Records per family.
+    pub families: BTreeMap<String, u64>,
+    pub proven_optimal: u64,
+    /// Exact duplicates (same fingerprint as an earlier item) left out.
+    pub duplicates: u64,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Manifest {
+    /// Total records over all splits.
+    pub fn total(&self) -> u64 {
+        self.records.values().sum()
+    }
+}
+
+/// Counts that become a manifest.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub records: BTreeMap<Split, u64>,
+    pub families: BTreeMap<String, u64>,
+    pub proven_optimal: u64,
+    pub duplicates: u64,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Tally {
+    pub(crate) fn add(&mut self, head: &Head) {
+        *self.records.entry(head.split).or_default() += 1;
+        *self.families.entry(head.family.clone()).or_default() += 1;
+        self.proven_optimal += u64::from(head.proven_optimal);
+    }
+
+    pub(crate) fn into_manifest(self, args: &BuildArgs, shard: Option<Shard>) -> Manifest {
+        let mut records = self.records;
+        for split in Split::ALL {
+            records.entry(split).or_default();
+        }
+        Manifest {
+            format: FORMAT.to_string(),
+            args: args.clone(),
+            shard,
+            records,
+            families: self.families,
+            proven_optimal: self.proven_optimal,
+            duplicates: self.duplicates,
+            skipped: self.skipped,
+        }
+    }
+}
+
+/// Writes `DIR/manifest.json` atomically.
+pub(crate) fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<(), BuildError> {
+    let text = serde_json::to_string_pretty(manifest).unwrap_or_default();
+    write_atomic(&dir.join("manifest.json"), &[text])
+}
+
+/// Reads `DIR/manifest.json`.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, BuildError> {
+    let path = dir.join("manifest.json");
+    let text = fs::read_to_string(&path).map_err(io_err(&path))?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| BuildError::Manifest {
+        path: path.clone(),
+        reason: e.to_string(),
+    })?;
+    if manifest.format != FORMAT {
+        return Err(BuildError::Manifest {
+            path,
+            reason: format!("format `{}`, expected `{FORMAT}`", manifest.format),
+        });
+    }
+    Ok(manifest)
+}
