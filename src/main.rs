@@ -31,7 +31,7 @@ fn keep_freed_memory() {
 
 fn main() {
     keep_freed_memory();
-    let cli = args::Cli::parse();
+    let cli = cmd::Cli::parse();
     if let Err(e) = cmd::run(cli) {
         // A reader that stopped reading (`schedlm ... | head`) is not an error of ours: stop
         // quietly, as other Unix tools do.

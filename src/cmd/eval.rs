@@ -417,8 +417,8 @@ fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> Result<()> {
 mod tests {
     use clap::Parser;
 
-    fn parse(args: &str) -> Result<crate::args::Cli, clap::Error> {
-        crate::args::Cli::try_parse_from(args.split_whitespace())
+    fn parse(args: &str) -> Result<crate::cmd::Cli, clap::Error> {
+        crate::cmd::Cli::try_parse_from(args.split_whitespace())
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `schedlm generate`: seeded snapshots to JSON Lines.
 
+use clap::Args;
 use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use schedlm_generator::cut::{cut_trace, CutConfig, Select};
@@ -8,10 +10,72 @@ use schedlm_generator::swf::{read_swf, SwfOptions};
 use schedlm_generator::{generate, Config, Family};
 use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
-use schedlm_solver::rules::RuleContext;
+use schedlm_solver::rules::{Rule, RuleContext};
 
-use crate::args::{GenerateArgs, QueueRange};
+use crate::args::{QueueRange, ShapeArgs};
 use crate::io::{create_output, write_jsonl};
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// Snapshot family. `uniform`: small heterogeneous clusters with 3 resources (cores,
+    /// mem_gib, gpus) and uniform demands. `hpc`: Lublin-Feitelson-like rigid HPC jobs on
+    /// identical multi-core nodes. `dl`: deep-learning training jobs on GPU servers, with model,
+    /// batch size, GPU count and epochs in `meta`. docs/generator.md lists every distribution.
+    /// [default: hpc]
+    #[arg(long, value_enum)]
+    pub family: Option<Family>,
+
+    /// Number of snapshots to write.
+    #[arg(long, short = 'n', default_value_t = 100)]
+    pub count: usize,
+
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+
+    /// Output file (JSON Lines); standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+
+    /// Cut snapshots from an online replay of this SWF trace (plain or gzipped) instead of
+    /// sampling a family: at the selected events (instants with a waiting queue), the state
+    /// after that instant's completions and arrivals and before the start rule starts jobs,
+    /// on one pool server of the trace's MaxProcs cores. Queues longer than --queue's MAX are
+    /// cut to the oldest jobs; shorter than MIN are skipped. -n caps the count. The cluster
+    /// comes from the trace: --family, --servers, --running, --load and --deps are refused.
+    /// See docs/traces.md.
+    // Not `conflicts_with_all`: a conflict makes clap skip the `requires = "from_trace"` of
+    // the options below (clap-rs/clap#4520); `generate` refuses them itself.
+    #[arg(long, value_name = "FILE")]
+    pub from_trace: Option<PathBuf>,
+
+    /// With --from-trace: the priority rule that drives the replay.
+    #[arg(long, value_enum, default_value = "fcfs", requires = "from_trace")]
+    pub policy: Rule,
+
+    /// With --from-trace: how the replay starts jobs from the ordered queue.
+    #[arg(long, value_enum, default_value = "easy", requires = "from_trace")]
+    pub start_rule: schedlm_model::sim::StartRule,
+
+    /// With --from-trace: cut every N-th event (the default is every event).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "from_trace",
+        conflicts_with = "sample"
+    )]
+    pub every: Option<usize>,
+
+    /// With --from-trace: cut K events drawn uniformly without replacement (ChaCha8 seeded by
+    /// --seed).
+    #[arg(long, value_name = "K", requires = "from_trace")]
+    pub sample: Option<usize>,
+
+    /// With --from-trace: replace each queued walltime by this run-time estimate (made at the
+    /// job's submission from the replay's earlier completions); the request is kept in
+    /// `meta.requested_walltime`.
+    #[arg(long, value_enum, requires = "from_trace")]
+    pub estimate: Option<schedlm_generator::estimate::Estimator>,
+}
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
     if let Some(path) = &args.from_trace {

@@ -1,4 +1,5 @@
-//! One module per subcommand; each turns parsed arguments into library calls.
+//! The command line: [`Cli`] and its [`Command`]s, one module per subcommand holding its
+//! arguments and turning them into library calls.
 
 pub mod bench;
 pub mod bench_train;
@@ -16,8 +17,61 @@ mod solve;
 mod validate;
 
 use anyhow::Result;
+use clap::{Parser, Subcommand};
 
-use crate::args::{Cli, Command, ImportCommand};
+/// Teach language models to schedule jobs on compute clusters, and measure how well they do.
+///
+/// schedlm samples cluster snapshots (a data center's servers, running jobs and queue),
+/// orders their queues with priority rules and solvers, and turns solved snapshots into
+/// fine-tuning data. Instances are JSON Lines, one snapshot per line, in the format of
+/// SPEC section 1 (see docs/design.md). All times are integer seconds.
+#[derive(Debug, Parser)]
+#[command(
+    name = "schedlm",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the main job end to end on embedded defaults: generate snapshots of every family,
+    /// schedule them with every priority rule and print a comparison table with the proven
+    /// optimum; then build a small dataset, train a tiny GPT on it, and evaluate rules, local
+    /// search, the optimum and the model on its test split, ending with a report.
+    Pipeline(pipeline::PipelineArgs),
+    /// Sample seeded cluster snapshots and write them as JSON Lines.
+    Generate(generate::GenerateArgs),
+    /// Check every instance of a JSON Lines file and report each invalid one with its line.
+    Validate(validate::ValidateArgs),
+    /// Order each instance's queue with a priority rule and dispatch it into a schedule.
+    Schedule(schedule::ScheduleArgs),
+    /// Find the best queue order of each instance, with a proof of optimality or a bound.
+    Solve(solve::SolveArgs),
+    /// Convert instances from other formats (PSPLIB) into schedlm instances.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
+    /// Replay an SWF trace online with a priority rule and a start rule (SPEC section 5).
+    Replay(replay::ReplayArgs),
+    /// Estimate job run times from history and report each estimator's error.
+    Estimate(estimate::EstimateArgs),
+    /// Measure solver speed on generated instances and print a table (see docs/benchmarks.md).
+    Bench(bench::BenchArgs),
+    /// Train a small GPT from scratch, or LoRA adapters on a pretrained model, on records.
+    Finetune(finetune::FinetuneArgs),
+    /// Answer records with a trained model (greedy, constrained to valid orders by default).
+    Predict(predict::PredictArgs),
+    /// Build fine-tuning datasets of solved snapshots, merge shards and print statistics.
+    #[command(subcommand)]
+    Dataset(dataset::DatasetCommand),
+    /// Evaluate schedulers (rules, local search, the exact solver, language models) against
+    /// the optimum and each other, and write a report with plots.
+    Eval(eval::EvalArgs),
+}
 
 /// Runs the subcommand.
 pub fn run(cli: Cli) -> Result<()> {
@@ -34,7 +88,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Estimate(a) => estimate::run(&a),
         Command::Finetune(a) => finetune::run(&a),
         Command::Predict(a) => predict::run(&a),
-        Command::Import(ImportCommand::Psplib(a)) => import::psplib(&a),
+        Command::Import(import::ImportCommand::Psplib(a)) => import::psplib(&a),
     }
 }
 
@@ -47,5 +101,65 @@ pub fn note_later_steps(command: &str, path: &std::path::Path, kept: usize, left
              of each), leaving out {left} later steps",
             path.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(args.split_whitespace())
+    }
+
+    /// An option that only means something with another one is refused without it, also when
+    /// a conflicting option is given (clap skips `requires` then: clap-rs/clap#4520).
+    #[test]
+    fn options_that_need_another_are_refused_without_it() {
+        for line in [
+            "schedlm generate --family hpc --policy sjf",
+            "schedlm generate --servers 3 --every 2",
+            "schedlm generate --estimate last2",
+            "schedlm estimate --train a.swf --test b.swf --split 0.3",
+            "schedlm replay --trace t.swf -o out --window 0:3 --windows 2x3",
+        ] {
+            assert!(parse(line).is_err(), "accepted: {line}");
+        }
+        for line in [
+            "schedlm generate --from-trace t.swf --policy sjf --every 2",
+            "schedlm estimate --trace t.swf --split 0.3",
+            "schedlm replay --trace t.swf -o out --windows 2x3 --estimate oracle",
+        ] {
+            assert!(parse(line).is_ok(), "refused: {line}");
+        }
+    }
+
+    /// What clap cannot refuse, the commands do, naming the options.
+    #[test]
+    fn generated_shape_options_are_refused_with_snapshots_from_elsewhere() {
+        let Ok(Cli {
+            command: Command::Generate(args),
+        }) = parse("schedlm generate --from-trace t.swf --family dl --load 0.5")
+        else {
+            panic!("does not parse");
+        };
+        let e = generate::run(&args).unwrap_err().to_string();
+        assert!(e.contains("drop --family, --load"), "{e}");
+        let Ok(Cli {
+            command: Command::Estimate(args),
+        }) = parse("schedlm estimate --trace t.swf --train a.swf --test b.swf")
+        else {
+            panic!("does not parse");
+        };
+        let e = estimate::run(&args).unwrap_err().to_string();
+        assert!(e.contains("not both"), "{e}");
+        let Ok(Cli {
+            command: Command::Dataset(command),
+        }) = parse("schedlm dataset build --from x.jsonl --family dl --queue 3 --deps 0.1 -o d")
+        else {
+            panic!("does not parse");
+        };
+        let e = dataset::run(&command).unwrap_err().to_string();
+        assert!(e.contains("drop --family, --queue, --deps"), "{e}");
     }
 }

@@ -6,7 +6,10 @@
 //! held-out split, which writes the report. The shipped model of `models/` (trained for an hour
 //! by the command recorded beside it, docs/learning.md) is evaluated next to the quick one.
 
+use clap::Args;
 use std::path::Path;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -18,8 +21,47 @@ use schedlm_solver::rules::{Rule, RuleContext};
 
 use super::generate::snapshots;
 use super::schedule::schedule_with;
-use crate::args::{Cli, PipelineArgs};
+use crate::args::{parse_duration, QueueRange};
+use crate::cmd::Cli;
 use crate::io::{create_output, write_jsonl};
+
+#[derive(Debug, Args)]
+pub struct PipelineArgs {
+    /// Snapshots per family (at least 1).
+    #[arg(long, short = 'n', default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+
+    /// Queue length range of the snapshots (inclusive).
+    #[arg(long, default_value = "8..12")]
+    pub queue: QueueRange,
+
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Time budget of the optimal solver per snapshot, e.g. 2s or 500ms.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+
+    /// Directory that receives everything the pipeline makes: the snapshots of the table
+    /// (`<family>.jsonl`), the dataset (`data/`), the trained model (`model/`) and the report
+    /// (`report/report.html`, `report.md`, `summary.json`, `instances.csv`).
+    #[arg(long, short = 'o', default_value = "schedlm-out")]
+    pub out: PathBuf,
+
+    /// Stop after the comparison table (nothing is written).
+    #[arg(long)]
+    pub table_only: bool,
+
+    /// Snapshots of the dataset the tiny model is trained on and evaluated on (family
+    /// `uniform`, queues of 6..8 jobs, the B1 setting of docs/learning.md); 80/5/15 split.
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u64).range(20..))]
+    pub train_count: u64,
+
+    /// Training epochs of the tiny GPT.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub epochs: u64,
+}
 
 const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
 

@@ -1,14 +1,47 @@
 //! `schedlm schedule`: order each queue with a priority rule and dispatch it.
 
 use anyhow::{bail, Result};
+use clap::Args;
 use rayon::prelude::*;
 use schedlm_model::{dispatch, Objectives, Problem, Schedule, Variant};
 use schedlm_solver::rules::{order, Rule, RuleContext};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::path::PathBuf;
 
-use crate::args::ScheduleArgs;
 use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// Priority rule that orders each queue (SPEC section 6). `fcfs`: earliest submit first;
+    /// `sjf`: shortest walltime; `saf`: smallest walltime x cores; `ljf`: longest walltime;
+    /// `wfp3`, `unicep`, `f1`: published scoring rules; `random`: seeded shuffle. Ties go to the
+    /// earlier submit, then the earlier queue position.
+    #[arg(long, value_enum, default_value = "fcfs")]
+    pub policy: Rule,
+
+    /// Use the `strict` dispatcher (no overtaking: a job never starts before the job placed
+    /// just before it) instead of the serial one (backfilling allowed).
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Seed of the `random` policy; instance k of the file uses stream k of this seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// F1's t_origin in seconds: the first submit of the trace the snapshots come from.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub origin: i64,
+
+    /// JSON Lines file of instances (`-` for standard input).
+    pub file: PathBuf,
+
+    /// Output file: one JSON object per valid instance with `line`, `policy`, `variant`,
+    /// `order` (queued ids in dispatch order), `starts`, `ends` and `servers` (id -> value) and
+    /// `objectives` (`bsld`, `wait`, `flow`, `makespan`). Standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
 
 /// One line of `schedule` output.
 #[derive(Debug, Serialize)]

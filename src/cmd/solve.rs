@@ -1,15 +1,67 @@
 //! `schedlm solve`: best order per instance, with a proof or a bound.
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use indicatif::{ParallelProgressIterator, ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::portfolio::{self, Method, Solution, SolveOptions};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use crate::args::SolveArgs;
+use crate::args::parse_duration;
 use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
+
+#[derive(Debug, Args)]
+pub struct SolveArgs {
+    /// Solver. `auto`: priority rules, then local search, then branch and bound, then (serial
+    /// dispatcher) the HiGHS MILP for a lower bound when branch and bound does not finish.
+    /// `bnb`: branch and bound over orders, exact. `milp`: time-indexed MILP (exact on one
+    /// server with times on its grid, a lower bound otherwise; serial only). `ls`: local search,
+    /// a good order without proof.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub solver: Method,
+
+    /// Objective to minimise (SPEC section 4). `bsld`: mean bounded slowdown (tau = 10 s);
+    /// `wait`: mean wait [s]; `flow`: weighted mean flow time [s]; `makespan`: latest completion
+    /// minus now [s].
+    #[arg(long, value_enum, default_value = "bsld")]
+    pub objective: Objective,
+
+    /// Use the `strict` dispatcher (no overtaking) instead of the serial one.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Wall-clock budget per instance, e.g. 10s, 500ms, 2m. A run stopped by it reports its
+    /// best order, a lower bound and the gap, and is never called optimal.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub time_limit: Duration,
+
+    /// Most branch-and-bound nodes per instance [default: no limit]. A node limit makes a
+    /// stopped run deterministic, unlike a time limit.
+    #[arg(long)]
+    pub node_limit: Option<u64>,
+
+    /// Seed of local search.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Worker threads (instances are solved in parallel, one per task) [default: all cores].
+    #[arg(long, short = 'j')]
+    pub threads: Option<usize>,
+
+    /// JSON Lines file of instances (`-` for standard input).
+    pub file: PathBuf,
+
+    /// Output file: one JSON object per valid instance with `line`, `solver`, `objective`,
+    /// `variant`, `order` (queued ids), `value`, `lower_bound`, `gap` ((value - bound) / bound),
+    /// `proven_optimal`, `status` (optimal, time_limit, node_limit, bounded, heuristic), `nodes`,
+    /// `time_ms` and `baselines` (each priority rule's value). Standard output when absent or `-`.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
 
 /// One line of `solve` output.
 #[derive(Debug, Serialize)]

@@ -1,9 +1,16 @@
 //! `schedlm validate`: report every invalid instance with its line number.
 
 use anyhow::{bail, Result};
+use clap::Args;
+use std::path::PathBuf;
 
-use crate::args::ValidateArgs;
 use crate::io::{parse_instance, read_lines};
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// JSON Lines file of instances (`-` for standard input).
+    pub file: PathBuf,
+}
 
 pub fn run(args: &ValidateArgs) -> Result<()> {
     let lines = read_lines(&args.file)?;
