@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use schedlm_generator::swf::CleaningReport;
+use schedlm_generator::trace::swf::CleaningReport;
 
 use schedlm_dataset::{parse_answer, render, Mode, Template};
 use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, StartRule};

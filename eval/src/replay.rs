@@ -13,9 +13,11 @@ use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use schedlm_generator::cut::window_jobs;
-use schedlm_generator::estimate::{completions, predict_online, Estimator, Predictor};
-use schedlm_generator::swf::{cluster, read_swf_with_waits, ClusterShape, SwfOptions, Trace};
+use schedlm_generator::trace::cut::window_jobs;
+use schedlm_generator::trace::estimate::{completions, predict_online, Estimator, Predictor};
+use schedlm_generator::trace::swf::{
+    cluster, read_swf_with_waits, ClusterShape, SwfOptions, Trace,
+};
 use schedlm_model::sim::Simulation;
 use schedlm_model::{Server, Time};
 use serde::{Deserialize, Serialize};

@@ -35,14 +35,9 @@
 //! assert!(config.check().unwrap_err().to_string().contains("queue_min"));
 //! ```
 
-pub mod common;
-pub mod cut;
-pub mod dl;
-pub mod estimate;
-pub mod hpc;
+pub mod family;
 pub mod psplib;
-pub mod swf;
-pub mod uniform;
+pub mod trace;
 
 use std::fmt;
 use std::str::FromStr;
@@ -51,7 +46,8 @@ use rayon::prelude::*;
 use schedlm_model::{validate, Instance, InstanceError};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{add_deps, instance_rng, Purpose};
+use crate::family::draft::{add_deps, instance_rng, Purpose};
+use crate::family::{dl, hpc, uniform};
 
 /// A family of generated snapshots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

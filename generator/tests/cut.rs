@@ -1,4 +1,4 @@
-//! Snapshots cut from trace replays (`schedlm_generator::cut`): validity on synthetic and
+//! Snapshots cut from trace replays (`schedlm_generator::trace::cut`): validity on synthetic and
 //! the four real traces, the queue cut to the oldest jobs, determinism, `Every`/`Sample`
 //! semantics, estimates in place of walltimes, and causality of the estimates.
 
@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use schedlm_generator::cut::{cut_trace, select_events, CutConfig, Select};
-use schedlm_generator::estimate::Estimator;
-use schedlm_generator::swf::{parse_swf, read_swf, SwfOptions, Trace};
+use schedlm_generator::trace::cut::{cut_trace, select_events, CutConfig, Select};
+use schedlm_generator::trace::estimate::Estimator;
+use schedlm_generator::trace::swf::{parse_swf, read_swf, SwfOptions, Trace};
 use schedlm_model::sim::{Fcfs, OrderFn, Policy, SimState, StartRule};
 use schedlm_model::{validate, Instance};
 

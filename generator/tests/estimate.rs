@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use schedlm_generator::estimate::{
+use schedlm_generator::trace::estimate::{
     completions, effective_runtime, evaluate, evaluate_transfer, evaluate_with, predict_online,
     score, Estimator, Predictor, Split, MODEL_WARMUP,
 };
-use schedlm_generator::swf::{parse_swf, read_swf_with_waits, SwfOptions, Trace, TraceJob};
+use schedlm_generator::trace::swf::{parse_swf, read_swf_with_waits, SwfOptions, Trace, TraceJob};
 
 fn job(number: i64, submit: i64, runtime: i64, walltime: i64, user: i64) -> TraceJob {
     TraceJob {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use schedlm_generator::swf::{
+use schedlm_generator::trace::swf::{
     cluster, job_id, parse_swf, parse_swf_with_waits, read_swf, read_swf_with_waits, ClusterShape,
     MachineSource, OverMachine, Overrun, SwfError, SwfOptions, Trace, ZeroRuntime, POOL,
 };

@@ -32,7 +32,7 @@ fn generated(family: Family, servers: usize, jobs: usize, index: u64) -> Instanc
     generate_one(&config, index).expect("valid config")
 }
 
-/// The tests of this file run one at a time: HiGHS runs one model per process (see milp.rs),
+/// The tests of this file run one at a time: HiGHS runs one model per process (see solver/src/milp/highs_model.rs),
 /// so a MILP test waiting for another's model would see its own time limit expire, and the
 /// time-limit test must not share the two cores with a neighbour's search.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

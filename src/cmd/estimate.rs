@@ -5,8 +5,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use schedlm_generator::estimate::{completions, evaluate_transfer, evaluate_with, Score, Split};
-use schedlm_generator::swf::{read_swf_with_waits, SwfOptions, Trace};
+use schedlm_generator::trace::estimate::{
+    completions, evaluate_transfer, evaluate_with, Score, Split,
+};
+use schedlm_generator::trace::swf::{read_swf_with_waits, SwfOptions, Trace};
 
 /// Which completion times the online replay of the estimators uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

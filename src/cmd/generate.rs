@@ -5,8 +5,8 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use schedlm_generator::cut::{cut_trace, CutConfig, Select};
-use schedlm_generator::swf::{read_swf, SwfOptions};
+use schedlm_generator::trace::cut::{cut_trace, CutConfig, Select};
+use schedlm_generator::trace::swf::{read_swf, SwfOptions};
 use schedlm_generator::{generate, Config, Family};
 use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
@@ -74,7 +74,7 @@ pub struct GenerateArgs {
     /// job's submission from the replay's earlier completions); the request is kept in
     /// `meta.requested_walltime`.
     #[arg(long, value_enum, requires = "from_trace")]
-    pub estimate: Option<schedlm_generator::estimate::Estimator>,
+    pub estimate: Option<schedlm_generator::trace::estimate::Estimator>,
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
-use schedlm_generator::swf::CleaningReport;
+use schedlm_generator::trace::swf::CleaningReport;
 use serde::{Deserialize, Serialize};
 
 use super::html::{escape, figure, page, table};

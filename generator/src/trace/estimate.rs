@@ -26,13 +26,13 @@
 //! target the scores compare with.
 //!
 //! The completion time of a job is `submit + wait + run time` on the trace's own timeline
-//! (the wait of field 3, from [`crate::swf::read_swf_with_waits`]; 0 where missing), or
+//! (the wait of field 3, from [`crate::trace::swf::read_swf_with_waits`]; 0 where missing), or
 //! `submit + run time` with [`completions`]`(trace, None)` (as if no job waited, which
 //! reveals completions earlier than they happened).
 //!
 //! ```
-//! use schedlm_generator::estimate::{Estimator, Predictor};
-//! use schedlm_generator::swf::TraceJob;
+//! use schedlm_generator::trace::estimate::{Estimator, Predictor};
+//! use schedlm_generator::trace::swf::TraceJob;
 //!
 //! let job = |number, runtime, walltime| TraceJob {
 //!     number, submit: 0, runtime, walltime, procs: 1, user: 7, status: 1, line: 0,
@@ -51,7 +51,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::swf::{Trace, TraceJob};
+use crate::trace::swf::{Trace, TraceJob};
 
 /// A way to predict a job's run time at its submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -330,7 +330,7 @@ fn solve(a: &[[f64; FEATURES]; FEATURES], b: &[f64; FEATURES]) -> [f64; FEATURES
 }
 
 /// Each job's completion time: `submit + wait + run time`, with the waits of
-/// [`crate::swf::read_swf_with_waits`] (0 where missing) or, with `None`, no wait at all.
+/// [`crate::trace::swf::read_swf_with_waits`] (0 where missing) or, with `None`, no wait at all.
 /// The run time is the trace's (the job really ran that long).
 pub fn completions(trace: &Trace, waits: Option<&[Option<i64>]>) -> Vec<i64> {
     trace

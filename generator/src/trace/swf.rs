@@ -70,7 +70,7 @@
 //! kept as they are.
 //!
 //! ```
-//! use schedlm_generator::swf::{parse_swf, SwfOptions};
+//! use schedlm_generator::trace::swf::{parse_swf, SwfOptions};
 //!
 //! let text = "\
 //! ; MaxProcs: 64
@@ -469,7 +469,7 @@ pub fn read_swf(path: &Path, options: &SwfOptions) -> Result<Trace, SwfError> {
 
 /// [`read_swf`], also returning each kept job's wait time (field 3; `None` when missing), in
 /// the order of [`Trace::jobs`]. The trace's own timeline (submit + wait + run) is what
-/// [`crate::estimate`] uses for causality.
+/// [`crate::trace::estimate`] uses for causality.
 pub fn read_swf_with_waits(
     path: &Path,
     options: &SwfOptions,

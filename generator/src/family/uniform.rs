@@ -13,12 +13,12 @@
 //! | runtime | ceil(walltime x uniform [0.2, 1)), at least 1 |
 //! | submit | `now` - uniform on 0..=7200 (the last two hours) |
 //! | user | uniform on u0..u7 |
-//! | running jobs | `load` option, else uniform on 1..=servers jobs; demand: pick a server uniformly, cores uniform on 1..=its cores, memory and GPUs uniform up to the same share of that server (ceil(capacity x cores / server cores); memory at least 1); placed by [`crate::common`]'s fill; each has a walltime as above and has run a uniform part of it, so `end` = `now` + (walltime - elapsed) |
+//! | running jobs | `load` option, else uniform on 1..=servers jobs; demand: pick a server uniformly, cores uniform on 1..=its cores, memory and GPUs uniform up to the same share of that server (ceil(capacity x cores / server cores); memory at least 1); placed by [`crate::family::draft`]'s fill; each has a walltime as above and has run a uniform part of it, so `end` = `now` + (walltime - elapsed) |
 //! | `now` | 1 to 6 days (uniform) plus a uniform time of day |
 
 use rand::Rng;
 
-use crate::common::{
+use crate::family::draft::{
     draw_now_base, fill, running_drafts, shrink_proportional, Draft, DraftJob, Target,
 };
 use crate::Config;

@@ -40,7 +40,7 @@
 //! drawn as above, picked with probability proportional to its run time (a job seen running
 //! at a random instant is more likely a long one); it has run a uniform part of its run time,
 //! and `end` = `now` + walltime - elapsed (the scheduler only knows the request). Jobs are
-//! placed on a uniformly chosen node with room; see [`crate::common`] for how the
+//! placed on a uniformly chosen node with room; see [`crate::family::draft`] for how the
 //! busy target is met exactly when fragmentation allows.
 //!
 //! **`now`**: 1 to 6 days plus a uniform time of day, moved later by whole days if the queue
@@ -49,7 +49,7 @@
 use rand::Rng;
 use rand_distr::{Distribution, Gamma};
 
-use crate::common::{
+use crate::family::draft::{
     draw_now_base, fill, log_uniform, pick_by_runtime, round_up_walltime, running_drafts,
     shrink_proportional, weighted_index, zipf_user, Draft, DraftJob, Target, WALLTIME_STEPS,
 };
@@ -276,7 +276,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{instance_rng, Purpose};
+    use crate::family::draft::{instance_rng, Purpose};
     use crate::{generate_one, Family};
 
     #[test]

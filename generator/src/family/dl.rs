@@ -49,7 +49,7 @@ use rand::Rng;
 use rand_distr::{Distribution, Exp, StandardNormal};
 use serde_json::{json, Map, Value};
 
-use crate::common::{
+use crate::family::draft::{
     draw_now_base, fill, log_uniform, pick_by_runtime, round_up_walltime, running_drafts,
     shrink_proportional, weighted_index, zipf_user, Draft, DraftJob, Target,
 };
@@ -439,7 +439,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::{instance_rng, Purpose};
+    use crate::family::draft::{instance_rng, Purpose};
     use crate::{generate_one, Config, Family};
 
     fn job(name: &str, gpus: i64, per_gpu: i64, epochs: i64) -> DlJob {

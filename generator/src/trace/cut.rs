@@ -42,8 +42,8 @@
 //! instances.
 //!
 //! ```
-//! use schedlm_generator::cut::{cut_trace, CutConfig, Select};
-//! use schedlm_generator::swf::{parse_swf, SwfOptions};
+//! use schedlm_generator::trace::cut::{cut_trace, CutConfig, Select};
+//! use schedlm_generator::trace::swf::{parse_swf, SwfOptions};
 //! use schedlm_model::sim::Fcfs;
 //!
 //! let text = "; MaxProcs: 4
@@ -70,8 +70,8 @@ use schedlm_model::sim::{Policy, SimError, SimJob, SimState, Simulation, StartRu
 use schedlm_model::{validate, Instance, InstanceError, Time};
 use serde::{Deserialize, Serialize};
 
-use crate::estimate::{predict_online, EstimateError, Estimator, Predictor};
-use crate::swf::{cluster, job_id, ClusterShape, SwfError, Trace};
+use crate::trace::estimate::{predict_online, EstimateError, Estimator, Predictor};
+use crate::trace::swf::{cluster, job_id, ClusterShape, SwfError, Trace};
 
 /// Which events to cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
