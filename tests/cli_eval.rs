@@ -1,6 +1,6 @@
 //! End-to-end tests of `schedlm eval`: a dataset built by `schedlm dataset build`, rules,
 //! solvers and a predictions file with valid, garbage and missing answers, the report's files,
-//! and errors that name the bad line or scheduler.
+//! and errors that name the bad line or policy.
 
 mod common;
 
@@ -98,7 +98,7 @@ fn snapshot_report_end_to_end() {
     assert!(md.contains("## Wins / ties / losses"));
     let html = fs::read_to_string(report.join("report.html")).unwrap();
     assert!(html.contains("<svg"));
-    // Wins and losses coloured; example answers of the text scheduler beside the labels.
+    // Wins and losses coloured; example answers of the text policy beside the labels.
     assert!(html.contains("<td class=\"win\">") && html.contains("<td class=\"loss\">"));
     assert!(
         md.contains("## Example answers") && md.contains("no idea"),

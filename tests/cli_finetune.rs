@@ -3,16 +3,11 @@
 
 mod common;
 
+use schedlm_dataset::testing::{compact_options, quick_solve, solved_records};
+use schedlm_dataset::{parse_answer, render, Mode, Template};
+use schedlm_generator::{Config, Family, Load};
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
-
-use schedlm_dataset::{
-    make_record, parse_answer, render, AnswerOrder, Mode, RecordOptions, SplitSpec, Template,
-};
-use schedlm_generator::{generate, Config, Family, Load};
-use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{solve, SolveOptions};
 
 use common::{path_str, read_jsonl, run, tempdir};
 
@@ -20,29 +15,10 @@ fn write_records(path: &Path, seed: u64, count: usize) -> Vec<schedlm_dataset::R
     let mut config = Config::new(Family::Hpc, seed);
     (config.queue_min, config.queue_max, config.servers) = (3, 5, Some(1));
     config.load = Some(Load::Jobs(1));
-    let options = RecordOptions {
-        answer: AnswerOrder::Solver,
-        template: Template::Compact,
-        objective: Objective::Bsld,
-        variant: Variant::Serial,
-        plan: false,
-        split: SplitSpec::default(),
-    };
-    let solve_options = SolveOptions {
-        time_limit: Duration::from_millis(200),
-        ..SolveOptions::default()
-    };
+    let records = solved_records(&config, count, &quick_solve(), &compact_options()).unwrap();
     let mut file = std::fs::File::create(path).unwrap();
-    let mut records = Vec::new();
-    for (i, instance) in generate(&config, count).unwrap().iter().enumerate() {
-        let problem = Problem::new(instance).unwrap();
-        let solution = solve(&problem, &solve_options).unwrap();
-        let r = make_record(
-            i as u64, "hpc", instance, &problem, &solution, "auto", &options,
-        )
-        .unwrap();
-        writeln!(file, "{}", serde_json::to_string(&r).unwrap()).unwrap();
-        records.push(r);
+    for r in &records {
+        writeln!(file, "{}", serde_json::to_string(r).unwrap()).unwrap();
     }
     records
 }

@@ -37,7 +37,7 @@ use crate::layout::{
 use crate::manifest::{
     read_manifest, write_manifest, BuildArgs, Manifest, Shard, Source, Tally, FORMAT,
 };
-use crate::record::{make_record_with, step_records, RecordKind, RecordOptions};
+use crate::record::{record_with_fingerprint, step_records, RecordKind, RecordOptions};
 
 /// How a build ran.
 #[derive(Debug, Clone)]
@@ -333,7 +333,7 @@ impl<'a> Context<'a> {
             index: item.index,
             reason: e.to_string(),
         })?;
-        let record = make_record_with(
+        let record = record_with_fingerprint(
             fp,
             item.index,
             &family,

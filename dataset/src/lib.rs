@@ -9,6 +9,7 @@
 //!   reader; [`build`], [`merge`], [`stats`]: `schedlm dataset build | merge | stats`;
 //!   [`manifest`]: what a dataset directory holds and the arguments that made it;
 //!   [`layout`]: its files on disk; [`error`]: [`BuildError`], why any of them failed.
+//! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
 //! ```
 //! use schedlm_dataset::{answer_line, parse_answer, render, Mode, Template};
@@ -53,6 +54,7 @@ pub mod record;
 pub mod split;
 pub mod stats;
 pub mod step;
+pub mod testing;
 
 pub use canonical::{fingerprint, Fingerprint};
 pub use error::BuildError;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use schedlm_generator::Config;
 use schedlm_model::{Objective, Variant};
-use schedlm_solver::portfolio::{Method, SolveOptions};
+use schedlm_solver::portfolio::{SolveOptions, Solver};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{io_err, BuildError};
@@ -84,7 +84,7 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuildArgs {
     pub source: Source,
-    pub solver: Method,
+    pub solver: Solver,
     pub objective: Objective,
     pub variant: Variant,
     /// Wall-clock limit of one solve, in milliseconds.
@@ -112,7 +112,7 @@ pub struct BuildArgs {
 impl BuildArgs {
     pub(crate) fn solve_options(&self) -> SolveOptions {
         SolveOptions {
-            method: self.solver,
+            solver: self.solver,
             objective: self.objective,
             variant: self.variant,
             time_limit: Duration::from_millis(self.time_limit_ms),

@@ -258,7 +258,7 @@ pub fn make_record(
     solver: &str,
     options: &RecordOptions,
 ) -> Result<Record, RecordError> {
-    make_record_with(
+    record_with_fingerprint(
         fingerprint(instance),
         index,
         family,
@@ -272,7 +272,7 @@ pub fn make_record(
 
 /// [`make_record`] with the fingerprint already computed.
 #[allow(clippy::too_many_arguments)]
-pub fn make_record_with(
+pub fn record_with_fingerprint(
     fp: Fingerprint,
     index: u64,
     family: &str,

@@ -2,52 +2,41 @@
 //! record with both, for every template, with and without the plan line, and for step records:
 //! no reader can tell which form a file was written in.
 
-use std::time::Duration;
-
 use schedlm_dataset::record::step_records;
-use schedlm_dataset::{
-    make_record, AnswerOrder, Record, RecordFormat, RecordOptions, SplitSpec, Template,
-};
-use schedlm_generator::{generate, Config, Family};
-use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{solve, SolveOptions};
+use schedlm_dataset::testing::{compact_options, quick_solve, solved};
+use schedlm_dataset::{make_record, AnswerOrder, Record, RecordFormat, RecordOptions, Template};
+use schedlm_generator::{Config, Family};
 
 fn records() -> Vec<Record> {
     let mut out = Vec::new();
     for family in [Family::Hpc, Family::Dl, Family::Uniform] {
         let mut config = Config::new(family, 3);
-        config.queue_min = 3;
-        config.queue_max = 6;
-        for (i, instance) in generate(&config, 2).unwrap().iter().enumerate() {
-            let problem = Problem::new(instance).unwrap();
-            let options = SolveOptions {
-                time_limit: Duration::from_secs(5),
-                node_limit: Some(20_000),
-                ..SolveOptions::default()
-            };
-            let solution = solve(&problem, &options).unwrap();
+        (config.queue_min, config.queue_max) = (3, 6);
+        for (i, (instance, problem, solution)) in solved(&config, 2, &quick_solve())
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
             for template in Template::ALL {
                 for plan in [false, true] {
                     let options = RecordOptions {
                         answer: AnswerOrder::Canonical,
                         template,
-                        objective: Objective::Bsld,
-                        variant: Variant::Serial,
                         plan,
-                        split: SplitSpec::default(),
+                        ..compact_options()
                     };
                     let r = make_record(
                         i as u64,
                         family.name(),
                         instance,
-                        &problem,
-                        &solution,
+                        problem,
+                        solution,
                         "auto",
                         &options,
                     )
                     .unwrap();
                     if template == Template::CompactV2 && !plan {
-                        out.extend(step_records(&r, &problem).unwrap());
+                        out.extend(step_records(&r, problem).unwrap());
                     }
                     out.push(r);
                 }

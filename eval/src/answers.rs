@@ -1,4 +1,4 @@
-//! `answers.jsonl`: every answer of a text scheduler, written the moment it arrives, so that an
+//! `answers.jsonl`: every answer of a text policy, written the moment it arrives, so that an
 //! interrupted evaluation loses nothing and `eval --resume` asks only for what is missing.
 //!
 //! One JSON object per line: `policy`, `id` (record id), `line` (its line in the data file),
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::EvalError;
-use crate::text::Reply;
+use crate::text_policy::Reply;
 
 /// The file name inside the report directory.
 pub const ANSWERS_FILE: &str = "answers.jsonl";

@@ -1,6 +1,6 @@
 //! The classic priority rules as a reference on every record: each classic rule's value, the
 //! best rule per instance (its value and its order) and the queue order, so a report can say
-//! whether a scheduler beats the rules and how often it just repeats one of them.
+//! whether a policy beats the rules and how often it just repeats one of them.
 //!
 //! Definitions (docs/eval.md repeats them):
 //! - the classic rules are [`Rule::CLASSIC`] (fcfs, sjf, saf, ljf, wfp3, unicep, f1; F1's

@@ -16,7 +16,7 @@ pub enum EvalError {
         line: usize,
         message: String,
     },
-    /// A scheduler named on the command line cannot be used.
+    /// A policy named on the command line cannot be used.
     #[error("policy `{spec}`: {message}")]
     Policy { spec: String, message: String },
     /// Inputs that do not fit together (mixed objectives, no records, ...).

@@ -1,16 +1,16 @@
-//! Evaluation of schedulers on schedlm snapshots and in online trace replay, with
+//! Evaluation of policies on schedlm snapshots and in online trace replay, with
 //! optimality-gap reports.
 //!
-//! The question this crate answers: how far is a scheduler (a language model, a priority rule,
+//! The question this crate answers: how far is a policy (a language model, a priority rule,
 //! local search) from the optimum, and is it better than the rules a site already runs? Every
-//! scheduler is scored on the same instances by the same dispatcher and simulator
+//! policy is scored on the same instances by the same dispatcher and simulator
 //! (`schedlm-model`), so the numbers are comparable.
 //!
-//! - [`spec`]: the schedulers under test, parsed from `fcfs`, `ls`, `optimal`, `model:DIR`,
+//! - [`policy`]: the policies under test, parsed from `fcfs`, `ls`, `optimal`, `model:DIR`,
 //!   `openai:URL#MODEL`, `predictions:FILE`.
 //! - [`data`]: reading dataset records (JSON Lines) with errors that name the line.
 //! - [`predictions`]: raw model outputs produced elsewhere, keyed by record id.
-//! - [`text`]: schedulers that answer in text ([`text::TextModel`]) and how a reply is scored
+//! - [`text_policy`]: policies that answer in text ([`text_policy::TextModel`]) and how a reply is scored
 //!   (strict parse; an invalid answer counts as invalid and is scored by the FCFS fallback).
 //! - [`answers`]: `answers.jsonl`, every text answer as it arrives, for `eval --resume`.
 //! - [`openai`]: a client for OpenAI-compatible chat-completions endpoints.
@@ -32,13 +32,13 @@ pub mod data;
 pub mod error;
 pub mod online;
 pub mod openai;
+pub mod policy;
 pub mod predictions;
 pub mod replay;
 pub mod report;
 pub mod snapshot;
-pub mod spec;
 pub mod stats;
-pub mod text;
+pub mod text_policy;
 
 pub use error::EvalError;
-pub use spec::PolicySpec;
+pub use policy::EvalPolicy;

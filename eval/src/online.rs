@@ -1,11 +1,11 @@
-//! Online evaluation: replay windows of an SWF trace (SPEC section 5) with each scheduler
+//! Online evaluation: replay windows of an SWF trace (SPEC section 5) with each policy
 //! consulted at every event.
 //!
 //! - Rules order the waiting queue by their scores ([`RulePolicy`]).
 //! - `optimal` is a rolling horizon: at every event the current snapshot
 //!   ([`SimState::snapshot`]) is solved by the exact portfolio under the time budget and its
 //!   order drives the start rule; `ls` does the same with local search.
-//! - Text schedulers (`openai:`, `model:`) get the snapshot rendered with the dataset template;
+//! - Text policies (`openai:`, `model:`) get the snapshot rendered with the dataset template;
 //!   an invalid answer falls back to FCFS for that event (counted as a fallback).
 //! - `predictions:FILE` cannot drive a replay (its answers belong to dataset records).
 //!
@@ -23,14 +23,14 @@ use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::canonical::ranking;
 use schedlm_solver::local::{self, LsOptions};
 use schedlm_solver::policy::RulePolicy;
-use schedlm_solver::portfolio::{solve, Method, SolveOptions};
+use schedlm_solver::portfolio::{solve, SolveOptions, Solver};
 use schedlm_solver::rules::RuleContext;
 
 use crate::error::EvalError;
 use crate::openai::{Client, ClientOptions};
+use crate::policy::EvalPolicy;
 use crate::replay::{select_windows, ReplayTrace, TraceOptions, Window, WindowChoice};
-use crate::spec::PolicySpec;
-use crate::text::{Ask, ModelLoader, TextModel};
+use crate::text_policy::{Ask, ModelLoader, TextModel};
 
 /// Settings of an online evaluation.
 #[derive(Debug, Clone)]
@@ -46,14 +46,14 @@ pub struct OnlineOptions {
     pub time_limit: Duration,
     pub node_limit: Option<u64>,
     pub ls_evaluations: u64,
-    /// Prompt template of text schedulers.
+    /// Prompt template of text policies.
     pub template: Template,
-    /// Most waiting jobs a text scheduler is shown: beyond it, the model orders the first
+    /// Most waiting jobs a text policy is shown: beyond it, the model orders the first
     /// `K` jobs of the ranking of the snapshot's best classic rule and the others follow in
     /// that ranking. `None`: the whole queue.
     pub text_queue: Option<usize>,
     pub client: ClientOptions,
-    /// Loads `model:DIR` schedulers.
+    /// Loads `model:DIR` policies.
     pub models: ModelLoader,
 }
 
@@ -164,7 +164,7 @@ impl Policy for Consulted {
     }
 }
 
-/// A text scheduler's order of `waiting` (positions), or `None` when its answer is invalid.
+/// A text policy's order of `waiting` (positions), or `None` when its answer is invalid.
 /// With `shown = Some(k)` and more than `k` jobs waiting, the model is asked about the first
 /// `k` jobs of the best classic rule's ranking of the snapshot (bounded slowdown, serial
 /// dispatcher) and the others follow in that ranking.
@@ -207,9 +207,9 @@ fn text_order(
     Some(order)
 }
 
-fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind, EvalError> {
+fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind, EvalError> {
     Ok(match spec {
-        PolicySpec::Rule(rule) => Kind::Rule(RulePolicy::new(
+        EvalPolicy::Rule(rule) => Kind::Rule(RulePolicy::new(
             *rule,
             RuleContext {
                 origin,
@@ -217,20 +217,20 @@ fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind,
                 stream: 0,
             },
         )),
-        PolicySpec::Optimal => Kind::Optimal(SolveOptions {
-            method: Method::Auto,
+        EvalPolicy::Optimal => Kind::Optimal(SolveOptions {
+            solver: Solver::Auto,
             objective: Objective::Bsld,
             variant: Variant::Serial,
             time_limit: options.time_limit,
             node_limit: options.node_limit,
             seed: options.seed,
         }),
-        PolicySpec::LocalSearch => Kind::LocalSearch(LsOptions {
+        EvalPolicy::LocalSearch => Kind::LocalSearch(LsOptions {
             max_evaluations: options.ls_evaluations,
             seed: options.seed,
             ..LsOptions::default()
         }),
-        PolicySpec::OpenAi { url, model } => Kind::Text(
+        EvalPolicy::OpenAi { url, model } => Kind::Text(
             Box::new(
                 Client::new(url, model, options.client.clone())
                     .map_err(|e| EvalError::policy(&spec.name(), e))?,
@@ -238,12 +238,12 @@ fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind,
             options.template,
             options.text_queue,
         ),
-        PolicySpec::Model(dir) => Kind::Text(
+        EvalPolicy::Model(dir) => Kind::Text(
             options.models.load(dir)?,
             options.template,
             options.text_queue,
         ),
-        PolicySpec::Predictions(_) => {
+        EvalPolicy::Predictions(_) => {
             return Err(EvalError::policy(
                 &spec.name(),
                 "predictions belong to dataset records and cannot drive an online replay; \
@@ -257,7 +257,7 @@ fn kind(spec: &PolicySpec, origin: i64, options: &OnlineOptions) -> Result<Kind,
 /// alone from an empty cluster, policy-major. Every policy is checked before anything runs.
 pub fn evaluate_online(
     path: &Path,
-    policies: &[PolicySpec],
+    policies: &[EvalPolicy],
     options: &OnlineOptions,
 ) -> Result<OnlineEvaluation, EvalError> {
     let trace = ReplayTrace::read(path, &options.trace)?;
@@ -282,7 +282,7 @@ pub fn evaluate_online(
         start_rule: options.start_rule,
         seed: options.seed,
         windows,
-        policies: policies.iter().map(PolicySpec::name).collect(),
+        policies: policies.iter().map(EvalPolicy::name).collect(),
         replays,
     })
 }
@@ -292,7 +292,7 @@ fn replay_window(
     trace: &ReplayTrace,
     window: &Window,
     k: usize,
-    spec: &PolicySpec,
+    spec: &EvalPolicy,
     options: &OnlineOptions,
 ) -> Result<Replay, EvalError> {
     let sim = trace.simulation(window)?;

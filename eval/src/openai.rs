@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::text::{shorten, Ask, Reply, TextModel};
+use crate::text_policy::{shorten, Ask, Reply, TextModel};
 
 /// Limits of the client.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,4 +1,4 @@
-//! Snapshot evaluation: every scheduler orders every record's queue; one [`Row`] per (policy,
+//! Snapshot evaluation: every policy orders every record's queue; one [`Row`] per (policy,
 //! record) with the value, the gap to the record's reference and the validity of text answers.
 //!
 //! The reference of a record is its proven optimum when the label is proven optimal, else its
@@ -15,7 +15,7 @@ use indicatif::{ParallelProgressIterator, ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use schedlm_dataset::prompt_ids;
 use schedlm_solver::local::{self, LsOptions};
-use schedlm_solver::portfolio::{relative_gap, solve, Method, SolveOptions};
+use schedlm_solver::portfolio::{relative_gap, solve, SolveOptions, Solver};
 use schedlm_solver::rules::{self, RuleContext};
 use serde::{Deserialize, Serialize};
 
@@ -24,9 +24,11 @@ use crate::baseline::{record_rules, RecordRules};
 use crate::data::{Dataset, Loaded};
 use crate::error::EvalError;
 use crate::openai::{Client, ClientOptions};
+use crate::policy::EvalPolicy;
 use crate::predictions::{read_predictions, Prediction};
-use crate::spec::PolicySpec;
-use crate::text::{answer_all, placed, score_text, Ask, ModelLoader, Reply, Scored, TextModel};
+use crate::text_policy::{
+    answer_all, placed, score_text, Ask, ModelLoader, Reply, Scored, TextModel,
+};
 
 /// Values within this relative distance are equal (ties, "solved optimally").
 pub const TOLERANCE: f64 = 1e-9;
@@ -45,7 +47,7 @@ pub struct SnapshotOptions {
     /// Requests in flight at once for `openai:` and models.
     pub concurrency: usize,
     pub client: ClientOptions,
-    /// Loads `model:DIR` schedulers.
+    /// Loads `model:DIR` policies.
     pub models: ModelLoader,
     /// Where text answers are written as they arrive, and the answers of an earlier run to
     /// resume from (`answers.jsonl`); `None`: not written.
@@ -134,11 +136,11 @@ pub struct Evaluation {
     pub warnings: Vec<String>,
     /// The classic rules on every record, in file order.
     pub rules: Vec<RecordRules>,
-    /// A few answers of each text scheduler next to the record's label.
+    /// A few answers of each text policy next to the record's label.
     pub examples: Vec<AnswerExample>,
 }
 
-/// One answer of a text scheduler shown in the report beside the label: the first invalid
+/// One answer of a text policy shown in the report beside the label: the first invalid
 /// answer, the first valid one that is not optimal and the first optimal one, of each policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerExample {
@@ -199,7 +201,7 @@ enum Decision {
 }
 
 impl Decision {
-    /// A text scheduler's answer as the report shows it; `None` for rules and solvers.
+    /// A text policy's answer as the report shows it; `None` for rules and solvers.
     fn text(&self) -> Option<String> {
         match self {
             Decision::Order(_) => None,
@@ -209,13 +211,13 @@ impl Decision {
     }
 }
 
-/// Evaluates every scheduler on every record.
+/// Evaluates every policy on every record.
 pub fn evaluate(
     data: &Dataset,
-    specs: &[PolicySpec],
+    specs: &[EvalPolicy],
     options: &SnapshotOptions,
 ) -> Result<Evaluation, EvalError> {
-    // Load every scheduler first, so a bad one fails before any work is done.
+    // Load every policy first, so a bad one fails before any work is done.
     let sources: Vec<Source> = specs
         .iter()
         .map(|s| prepare(s, options))
@@ -299,7 +301,7 @@ fn answer_notes(policy: &str, rows: &[Row]) -> Vec<String> {
     notes
 }
 
-/// A loaded scheduler.
+/// A loaded policy.
 enum Source {
     /// Rules and solvers: computed per record.
     Orders,
@@ -307,22 +309,22 @@ enum Source {
     Predictions(HashMap<String, Prediction>),
 }
 
-fn prepare(spec: &PolicySpec, options: &SnapshotOptions) -> Result<Source, EvalError> {
+fn prepare(spec: &EvalPolicy, options: &SnapshotOptions) -> Result<Source, EvalError> {
     Ok(match spec {
-        PolicySpec::Model(dir) => Source::Text(options.models.load(dir)?),
-        PolicySpec::OpenAi { url, model } => Source::Text(Box::new(
+        EvalPolicy::Model(dir) => Source::Text(options.models.load(dir)?),
+        EvalPolicy::OpenAi { url, model } => Source::Text(Box::new(
             Client::new(url, model, options.client.clone())
                 .map_err(|e| EvalError::policy(&spec.name(), e))?,
         )),
-        PolicySpec::Predictions(file) => Source::Predictions(read_predictions(file)?),
+        EvalPolicy::Predictions(file) => Source::Predictions(read_predictions(file)?),
         _ => Source::Orders,
     })
 }
 
-/// The decisions of one scheduler: one column, or two for text schedulers with best-of-N.
+/// The decisions of one policy: one column, or two for text policies with best-of-N.
 fn decide(
     data: &Dataset,
-    spec: &PolicySpec,
+    spec: &EvalPolicy,
     source: &Source,
     options: &SnapshotOptions,
     notes: &mut Vec<String>,
@@ -339,7 +341,7 @@ fn decide(
 /// Orders from rules and solvers, with their decision time.
 fn timed_orders(
     data: &Dataset,
-    spec: &PolicySpec,
+    spec: &EvalPolicy,
     options: &SnapshotOptions,
 ) -> Result<Decisions, EvalError> {
     let bar = progress_bar(&spec.name(), data.records.len(), options.progress);
@@ -356,13 +358,13 @@ fn timed_orders(
 
 fn order_of(
     r: &Loaded,
-    spec: &PolicySpec,
+    spec: &EvalPolicy,
     data: &Dataset,
     options: &SnapshotOptions,
 ) -> Result<Vec<usize>, EvalError> {
     let (objective, variant) = (data.objective, data.variant);
     Ok(match spec {
-        PolicySpec::Rule(rule) => {
+        EvalPolicy::Rule(rule) => {
             let ctx = RuleContext {
                 origin: 0,
                 seed: options.seed,
@@ -370,7 +372,7 @@ fn order_of(
             };
             rules::order(*rule, &r.problem, &ctx)
         }
-        PolicySpec::LocalSearch => {
+        EvalPolicy::LocalSearch => {
             let ls = LsOptions {
                 max_evaluations: options.ls_evaluations,
                 seed: options.seed,
@@ -380,7 +382,7 @@ fn order_of(
         }
         _ => {
             let solve_options = SolveOptions {
-                method: Method::Auto,
+                solver: Solver::Auto,
                 objective,
                 variant,
                 time_limit: options.time_limit,
@@ -590,7 +592,7 @@ fn score_one(
     let (objective, variant) = (data.objective, data.variant);
     let bad =
         |e: schedlm_model::OrderError| EvalError::Input(format!("line {}: {policy}: {e}", r.line));
-    let fcfs = crate::text::fcfs_value(&r.problem, objective, variant).map_err(bad)?;
+    let fcfs = crate::text_policy::fcfs_value(&r.problem, objective, variant).map_err(bad)?;
     let scored = match decision {
         Decision::Order(order) => {
             let (placed, value) = placed(&r.problem, order, objective, variant).map_err(bad)?;

@@ -72,7 +72,7 @@ pub struct PolicyStats {
 }
 
 impl PolicyStats {
-    /// Whether every answer was a valid order (rules and solvers always; text schedulers
+    /// Whether every answer was a valid order (rules and solvers always; text policies
     /// when none was invalid or failed). Only such a policy can be called best.
     pub fn all_valid(&self) -> bool {
         self.valid_share >= 1.0 && self.failed == 0

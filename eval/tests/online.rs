@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
+use schedlm_eval::policy::parse_list;
 use schedlm_eval::replay::{RandomWindows, WindowChoice};
 use schedlm_eval::report::online::{online_summary, write_online_report};
-use schedlm_eval::spec::parse_list;
 use serde_json::Value;
 
 /// A bursty 80-job trace on a 16-processor machine (deterministic).
@@ -150,16 +150,16 @@ fn online_refuses_what_cannot_replay() {
     assert_eq!(whole.replays[0].result.jobs.len(), 80);
 }
 
-/// A text scheduler that follows the prompt's listing (`J1 J2 ... Jn`, the best rule's ranking
+/// A text policy that follows the prompt's listing (`J1 J2 ... Jn`, the best rule's ranking
 /// under compact-v2) and remembers the longest queue it was shown.
 struct Follower(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
-impl schedlm_eval::text::TextModel for Follower {
-    fn answer(&self, ask: &schedlm_eval::text::Ask<'_>) -> schedlm_eval::text::Reply {
+impl schedlm_eval::text_policy::TextModel for Follower {
+    fn answer(&self, ask: &schedlm_eval::text_policy::Ask<'_>) -> schedlm_eval::text_policy::Reply {
         let n = ask.instance.queue.len();
         self.0.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
         let ids: Vec<String> = (1..=n).map(|k| format!("J{k}")).collect();
-        schedlm_eval::text::Reply {
+        schedlm_eval::text_policy::Reply {
             output: Some(ids.join(" ")),
             ..Default::default()
         }
@@ -177,8 +177,8 @@ fn text_queue_shows_a_model_at_most_k_jobs() {
         let options = OnlineOptions {
             template: schedlm_dataset::Template::CompactV2,
             text_queue: shown,
-            models: schedlm_eval::text::ModelLoader(std::sync::Arc::new(move |_| {
-                let model: Box<dyn schedlm_eval::text::TextModel> =
+            models: schedlm_eval::text_policy::ModelLoader(std::sync::Arc::new(move |_| {
+                let model: Box<dyn schedlm_eval::text_policy::TextModel> =
                     Box::new(Follower(loader_seen.clone()));
                 Ok(model)
             })),

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use schedlm_eval::data::read_records;
 use schedlm_eval::openai::{Client, ClientOptions};
+use schedlm_eval::policy::parse_list;
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
-use schedlm_eval::spec::parse_list;
-use schedlm_eval::text::{answer_all, Ask};
+use schedlm_eval::text_policy::{answer_all, Ask};
 use serde_json::{json, Value};
 
 /// What the server answers to one request.

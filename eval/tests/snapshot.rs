@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use schedlm_eval::data::read_records;
+use schedlm_eval::policy::parse_list;
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
-use schedlm_eval::spec::parse_list;
 use schedlm_generator::Family;
 use schedlm_model::{dispatch, repair, Problem};
 use schedlm_solver::canonical::ranking;

@@ -21,7 +21,7 @@ use crate::rules::{order, Rule, RuleContext};
 )]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
-pub enum Method {
+pub enum Solver {
     /// Rules, then local search, then branch and bound, then the MILP bound.
     #[default]
     Auto,
@@ -33,13 +33,13 @@ pub enum Method {
     Ls,
 }
 
-impl Method {
+impl Solver {
     pub fn name(self) -> &'static str {
         match self {
-            Method::Auto => "auto",
-            Method::Bnb => "bnb",
-            Method::Milp => "milp",
-            Method::Ls => "ls",
+            Solver::Auto => "auto",
+            Solver::Bnb => "bnb",
+            Solver::Milp => "milp",
+            Solver::Ls => "ls",
         }
     }
 }
@@ -47,7 +47,7 @@ impl Method {
 /// What to solve and within which limits.
 #[derive(Debug, Clone)]
 pub struct SolveOptions {
-    pub method: Method,
+    pub solver: Solver,
     pub objective: Objective,
     pub variant: Variant,
     /// Wall-clock budget of the whole call.
@@ -61,7 +61,7 @@ pub struct SolveOptions {
 impl Default for SolveOptions {
     fn default() -> Self {
         SolveOptions {
-            method: Method::Auto,
+            solver: Solver::Auto,
             objective: Objective::Bsld,
             variant: Variant::Serial,
             time_limit: Duration::from_secs(10),
@@ -165,21 +165,21 @@ pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, Solv
     let baselines = baselines(problem, obj, variant);
     let (rule_order, _) = crate::rules::best_rule(problem, obj, variant);
     let deadline = started + options.time_limit;
-    let mut best = match options.method {
-        Method::Auto => auto(problem, options, rule_order, deadline),
-        Method::Ls => {
+    let mut best = match options.solver {
+        Solver::Auto => auto(problem, options, rule_order, deadline),
+        Solver::Ls => {
             let ls = run_ls(problem, options, rule_order, options.time_limit);
             let bound = root_bound(problem, obj, variant);
             Candidate::new(ls.0, ls.1, bound, SolveStatus::Heuristic, 0)
         }
-        Method::Bnb => run_bnb(
+        Solver::Bnb => run_bnb(
             problem,
             options,
             rule_order,
             options.time_limit,
             options.node_limit,
         ),
-        Method::Milp => run_milp(problem, options, Some(rule_order), options.time_limit)?,
+        Solver::Milp => run_milp(problem, options, Some(rule_order), options.time_limit)?,
     };
     if best.value.is_nan() {
         best.value = f64::INFINITY;
@@ -302,7 +302,7 @@ impl SolveOptions {
     /// Whether these options can run at all (checked before any work, so that a command
     /// refuses them at once): `milp` models only the serial dispatcher.
     pub fn check(&self) -> Result<(), SolveError> {
-        if self.method == Method::Milp && self.variant == Variant::Strict {
+        if self.solver == Solver::Milp && self.variant == Variant::Strict {
             return Err(SolveError::MilpStrict);
         }
         Ok(())
@@ -448,14 +448,14 @@ mod tests {
     #[test]
     fn milp_with_the_strict_dispatcher_is_refused_before_any_work() {
         let strict = SolveOptions {
-            method: Method::Milp,
+            solver: Solver::Milp,
             variant: Variant::Strict,
             ..SolveOptions::default()
         };
         assert!(matches!(strict.check(), Err(SolveError::MilpStrict)));
-        for method in [Method::Auto, Method::Bnb] {
+        for solver in [Solver::Auto, Solver::Bnb] {
             assert!(SolveOptions {
-                method,
+                solver,
                 ..strict.clone()
             }
             .check()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use schedlm_generator::{generate_one, Config, Family};
 use schedlm_model::{Instance, Objective, Problem, Variant};
 use schedlm_solver::bnb::{self, BnbOptions};
-use schedlm_solver::portfolio::{self, Method, SolveOptions, SolveStatus};
+use schedlm_solver::portfolio::{self, SolveOptions, SolveStatus, Solver};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
@@ -113,16 +113,16 @@ fn hard() -> Problem {
 fn time_limits_are_honoured_and_reported() {
     let _serial = serial();
     let p = hard();
-    for (method, limit_ms) in [
-        (Method::Bnb, 300),
-        (Method::Auto, 300),
-        (Method::Auto, 1000),
-        (Method::Auto, 3000),
-        (Method::Ls, 200),
+    for (solver, limit_ms) in [
+        (Solver::Bnb, 300),
+        (Solver::Auto, 300),
+        (Solver::Auto, 1000),
+        (Solver::Auto, 3000),
+        (Solver::Ls, 200),
     ] {
         let limit = Duration::from_millis(limit_ms);
         let options = SolveOptions {
-            method,
+            solver,
             time_limit: limit,
             ..SolveOptions::default()
         };
@@ -132,20 +132,20 @@ fn time_limits_are_honoured_and_reported() {
         // The tolerance: within 10% plus 50 ms.
         assert!(
             took <= limit.mul_f64(1.1) + Duration::from_millis(50),
-            "{method:?} with {limit:?} took {took:?}"
+            "{solver:?} with {limit:?} took {took:?}"
         );
         assert!(
             !s.proven_optimal,
-            "{method:?} cannot prove this instance in {limit:?}"
+            "{solver:?} cannot prove this instance in {limit:?}"
         );
         assert!(s.lower_bound > 0.0 && s.lower_bound <= s.value);
         assert!(s.gap() > 0.0 && s.gap().is_finite());
-        let expected = if method == Method::Ls {
+        let expected = if solver == Solver::Ls {
             SolveStatus::Heuristic
         } else {
             SolveStatus::TimeLimit
         };
-        assert_eq!(s.status, expected, "{method:?}");
+        assert_eq!(s.status, expected, "{solver:?}");
     }
 }
 
@@ -156,7 +156,7 @@ fn node_limited_runs_are_deterministic() {
     // Branch and bound stopped by nodes, not time, gives the same answer every time. (`auto`
     // adds time-limited stages, whose answers can depend on timing unless proven.)
     let options = SolveOptions {
-        method: Method::Bnb,
+        solver: Solver::Bnb,
         node_limit: Some(20_000),
         time_limit: Duration::from_secs(600),
         ..SolveOptions::default()

@@ -8,18 +8,18 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
-use schedlm_dataset::{make_record, AnswerOrder, RecordOptions, SplitSpec, Template};
+use schedlm_dataset::testing::{compact_options, quick_solve, solved_records};
+use schedlm_dataset::{RecordOptions, Template};
 use schedlm_finetune::bench::{TrainBench, TrainShape};
 use schedlm_finetune::model::{build, ModelSpec};
 use schedlm_finetune::{DecodeOptions, Device, GptConfig, Predictor, TextTokenizer};
-use schedlm_generator::{generate, Config, Family};
-use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{solve, SolveOptions};
+use schedlm_generator::{Config, Family};
+use schedlm_model::Objective;
 use serde::Deserialize;
 
 use super::bench::cpu_ms;
@@ -322,30 +322,18 @@ struct DecodeRate {
 /// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots.
 fn decode_rate(count: usize, device: &Device) -> Result<DecodeRate> {
     let options = RecordOptions {
-        answer: AnswerOrder::Solver,
         template: Template::CompactV2,
-        objective: Objective::Bsld,
-        variant: Variant::Serial,
-        plan: false,
-        split: SplitSpec::default(),
-    };
-    let solve_options = SolveOptions {
-        time_limit: Duration::from_millis(100),
-        ..SolveOptions::default()
+        ..compact_options()
     };
     let mut config = Config::new(Family::Hpc, 1);
-    config.queue_min = 8;
-    config.queue_max = 8;
-    let instances = generate(&config, count)?;
-    let mut texts = Vec::new();
-    for (i, instance) in instances.iter().enumerate() {
-        let problem = Problem::new(instance)?;
-        let solution = solve(&problem, &solve_options)?;
-        let r = make_record(
-            i as u64, "hpc", instance, &problem, &solution, "auto", &options,
-        )?;
-        texts.extend([r.prompt, r.completion]);
-    }
+    (config.queue_min, config.queue_max) = (8, 8);
+    let records = solved_records(&config, count, &quick_solve(), &options)
+        .map_err(|e| anyhow::anyhow!("cannot make the benchmark's records: {e}"))?;
+    let instances: Vec<_> = records.iter().map(|r| r.instance.clone()).collect();
+    let texts: Vec<String> = records
+        .into_iter()
+        .flat_map(|r| [r.prompt, r.completion])
+        .collect();
     let tokenizer = TextTokenizer::train_bpe(&texts, 1024)?;
     let config = GptConfig::tiny(tokenizer.vocab_size());
     let loaded = build(&ModelSpec::Gpt { config }, Some(tokenizer), 1, device)?;

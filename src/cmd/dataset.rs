@@ -13,7 +13,7 @@ use schedlm_dataset::{
 };
 use schedlm_generator::Family;
 use schedlm_model::{Objective, Variant};
-use schedlm_solver::portfolio::{Method, SolveOptions};
+use schedlm_solver::portfolio::{SolveOptions, Solver};
 
 use crate::args::{parse_duration, ShapeArgs};
 
@@ -79,7 +79,7 @@ pub struct BuildCmd {
 
     /// Solver of the labels (see `schedlm solve --help`).
     #[arg(long, value_enum, default_value = "auto")]
-    pub solver: Method,
+    pub solver: Solver,
 
     /// Objective of the labels: bsld, wait, flow or makespan.
     #[arg(long, value_enum, default_value = "bsld")]
@@ -203,7 +203,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         Variant::Serial
     };
     SolveOptions {
-        method: a.solver,
+        solver: a.solver,
         variant,
         ..SolveOptions::default()
     }

@@ -1,4 +1,4 @@
-//! `schedlm eval`: how far is a scheduler from optimal, and is it better than the rules a site
+//! `schedlm eval`: how far is a policy from optimal, and is it better than the rules a site
 //! already runs? Snapshot evaluation on dataset records, or online evaluation on a trace.
 
 use std::path::{Path, PathBuf};
@@ -12,34 +12,34 @@ use schedlm_eval::answers::AnswerLog;
 use schedlm_eval::data::read_records;
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
 use schedlm_eval::openai::ClientOptions;
+use schedlm_eval::policy::parse_list;
 use schedlm_eval::report::markdown::{headline, policy_rows};
 use schedlm_eval::report::online::{
     headline as online_headline, online_summary, write_online_report,
 };
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
-use schedlm_eval::spec::parse_list;
-use schedlm_eval::text::{Ask, ModelLoader, Reply, TextModel};
+use schedlm_eval::text_policy::{Ask, ModelLoader, Reply, TextModel};
 use schedlm_eval::EvalError;
 use schedlm_finetune::{DecodeOptions, Predictor};
 
 use crate::args::parse_duration;
 use crate::args::TraceReplayArgs;
 
-/// Evaluate schedulers and write a report (report.md, report.html with SVG plots,
+/// Evaluate policies and write a report (report.md, report.html with SVG plots,
 /// summary.json and a per-instance CSV). See docs/eval.md.
 ///
-/// Snapshot evaluation (`--data`): every scheduler orders every record's queue; the report
-/// gives per scheduler the mean objective, the gap to the proven optimum (or to the lower
+/// Snapshot evaluation (`--data`): every policy orders every record's queue; the report
+/// gives per policy the mean objective, the gap to the proven optimum (or to the lower
 /// bound, marked as such), the share solved optimally, the validity of text answers (invalid
 /// ones are scored by FCFS) and the decision time, wins/ties/losses between every pair, and
-/// breakdowns by queue length and family. Each text scheduler is also set against the rules:
+/// breakdowns by queue length and family. Each text policy is also set against the rules:
 /// its mean gap next to the best rule per instance's, the best single rule's and FCFS's, its
 /// wins/ties/losses against the best rule per instance, and how often its order is the queue
 /// order or the best rule's order.
 ///
-/// Online evaluation (`--trace`): replays windows of an SWF trace with each scheduler consulted
-/// at every event and reports mean bsld, wait and utilization per scheduler and window.
+/// Online evaluation (`--trace`): replays windows of an SWF trace with each policy consulted
+/// at every event and reports mean bsld, wait and utilization per policy and window.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// Dataset records to evaluate on (JSON Lines, e.g. DIR/test.jsonl from `schedlm dataset
@@ -53,7 +53,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 
-    /// Schedulers, comma-separated: rules (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random),
+    /// Policies, comma-separated: rules (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random),
     /// `ls` (local search), `optimal` (the exact portfolio under --time-limit), `model:DIR` (a
     /// schedlm model), `openai:URL#MODEL` (an OpenAI-compatible chat-completions endpoint,
     /// e.g. openai:http://127.0.0.1:8000/v1#qwen) and `predictions:FILE` (JSON Lines
@@ -86,7 +86,7 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 20_000)]
     pub ls_evaluations: u64,
 
-    /// Requests in flight at once for `openai:` schedulers. The default suits a local server
+    /// Requests in flight at once for `openai:` policies. The default suits a local server
     /// that answers one request at a time (llama.cpp, a single GPU); more only queue up there
     /// and run into the timeout. Hosted endpoints and batching servers (vLLM) take more: e.g.
     /// `--concurrency 16 --request-timeout 60s`.
@@ -124,8 +124,8 @@ pub struct EvalArgs {
     #[arg(long, requires = "data")]
     pub resume: bool,
 
-    /// Exit 0 even when every answer of a text scheduler failed (no answer from the endpoint
-    /// or model). The report marks such a scheduler either way.
+    /// Exit 0 even when every answer of a text policy failed (no answer from the endpoint
+    /// or model). The report marks such a policy either way.
     #[arg(long)]
     pub keep_going: bool,
 
@@ -138,13 +138,13 @@ pub struct EvalArgs {
     #[command(flatten)]
     pub replay: TraceReplayArgs,
 
-    /// Online: prompt template of text schedulers (the snapshot at each event is rendered with
+    /// Online: prompt template of text policies (the snapshot at each event is rendered with
     /// it). The default is the dataset's default; use the template the model was trained on.
     /// A model trained on step records is rolled out with step-v1 whatever this says.
     #[arg(long, default_value = "compact-v2", requires = "trace")]
     pub template: Template,
 
-    /// Online: show text schedulers at most K waiting jobs. With more waiting, the scheduler
+    /// Online: show text policies at most K waiting jobs. With more waiting, the policy
     /// orders the first K jobs of the ranking of the snapshot's best priority rule (the rule
     /// with the lowest bounded slowdown on it, as in compact-v2) and the others follow in that
     /// ranking. Use the queue lengths the model was trained on; without it the whole queue is
@@ -167,7 +167,7 @@ pub struct EvalArgs {
     pub max_new_tokens: usize,
 }
 
-/// A schedlm model (`model:DIR`) as a text scheduler: greedy answer and best-of-N.
+/// A schedlm model (`model:DIR`) as a text policy: greedy answer and best-of-N.
 /// Answers are independent of each other, so concurrent asks decode at the same time on one
 /// shared model (weights are read-only while decoding).
 struct FinetuneModel {
@@ -249,7 +249,7 @@ impl EvalArgs {
         }
     }
 
-    /// The options of a snapshot evaluation; `asks` says whether some scheduler answers in
+    /// The options of a snapshot evaluation; `asks` says whether some policy answers in
     /// text here (a model or an endpoint), whose answers then go to answers.jsonl.
     fn snapshot_options(&self, asks: bool) -> Result<SnapshotOptions> {
         let log = if asks {
@@ -292,7 +292,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     }
 }
 
-fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) -> Result<()> {
+fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) -> Result<()> {
     let mut data = read_records(path)?;
     super::note_later_steps("eval", path, data.records.len(), data.later_steps);
     if let Some(n) = args.limit {
@@ -310,7 +310,7 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
     let asks = specs.iter().any(|s| {
         matches!(
             s,
-            schedlm_eval::PolicySpec::Model(_) | schedlm_eval::PolicySpec::OpenAi { .. }
+            schedlm_eval::EvalPolicy::Model(_) | schedlm_eval::EvalPolicy::OpenAi { .. }
         )
     });
     let options = args.snapshot_options(asks)?;
@@ -356,7 +356,7 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::PolicySpec]) ->
     Ok(())
 }
 
-fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::PolicySpec]) -> Result<()> {
+fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> Result<()> {
     let options = OnlineOptions {
         start_rule: args.replay.start_rule,
         trace: args.replay.options(),

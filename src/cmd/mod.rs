@@ -68,7 +68,7 @@ pub enum Command {
     /// Build fine-tuning datasets of solved snapshots, merge shards and print statistics.
     #[command(subcommand)]
     Dataset(dataset::DatasetCommand),
-    /// Evaluate schedulers (rules, local search, the exact solver, language models) against
+    /// Evaluate policies (rules, local search, the exact solver, language models) against
     /// the optimum and each other, and write a report with plots.
     Eval(eval::EvalArgs),
 }

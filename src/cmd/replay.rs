@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
 use schedlm_eval::report::online::{online_summary, write_online_report, OnlineSummary};
-use schedlm_eval::PolicySpec;
+use schedlm_eval::EvalPolicy;
 use schedlm_solver::rules::Rule;
 
 use crate::args::TraceReplayArgs;
@@ -49,7 +49,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         seed: args.seed,
         ..OnlineOptions::default()
     };
-    let eval = evaluate_online(&args.trace, &[PolicySpec::Rule(args.policy)], &options)?;
+    let eval = evaluate_online(&args.trace, &[EvalPolicy::Rule(args.policy)], &options)?;
     let summary = online_summary(&eval);
     write_online_report(&args.out, &summary, &eval)
         .with_context(|| format!("cannot write the report to {}", args.out.display()))?;

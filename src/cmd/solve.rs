@@ -5,7 +5,7 @@ use clap::Args;
 use indicatif::{ParallelProgressIterator, ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{self, Method, Solution, SolveOptions};
+use schedlm_solver::portfolio::{self, Solution, SolveOptions, Solver};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct SolveArgs {
     /// server with times on its grid, a lower bound otherwise; serial only). `ls`: local search,
     /// a good order without proof.
     #[arg(long, value_enum, default_value = "auto")]
-    pub solver: Method,
+    pub solver: Solver,
 
     /// Objective to minimise (SPEC section 4). `bsld`: mean bounded slowdown (tau = 10 s);
     /// `wait`: mean wait [s]; `flow`: weighted mean flow time [s]; `makespan`: latest completion
@@ -84,14 +84,14 @@ pub struct SolveRecord {
 impl SolveRecord {
     pub fn new(
         line: usize,
-        method: Method,
+        solver: Solver,
         options: &SolveOptions,
         problem: &Problem,
         s: &Solution,
     ) -> Self {
         SolveRecord {
             line,
-            solver: method.name(),
+            solver: solver.name(),
             objective: options.objective,
             variant: options.variant,
             order: s
@@ -117,7 +117,7 @@ impl SolveRecord {
 
 pub fn run(args: &SolveArgs) -> Result<()> {
     let options = SolveOptions {
-        method: args.solver,
+        solver: args.solver,
         objective: args.objective,
         variant: if args.strict {
             Variant::Strict

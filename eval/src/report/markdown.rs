@@ -335,7 +335,7 @@ fn failed_row(p: &PolicyStats) -> Vec<String> {
     row
 }
 
-/// The policy table's row of the best rule per instance (not a scheduler: the best classic
+/// The policy table's row of the best rule per instance (not a policy: the best classic
 /// rule picked for each record after the fact).
 fn best_rule_row(s: &SnapshotSummary) -> Vec<String> {
     let g = &s.stats.best_rule_per_instance_gap;
@@ -355,7 +355,7 @@ fn best_rule_row(s: &SnapshotSummary) -> Vec<String> {
     ]
 }
 
-/// A few answers of each text scheduler beside the label (the first invalid, the first valid
+/// A few answers of each text policy beside the label (the first invalid, the first valid
 /// but not optimal, and the first optimal answer).
 pub fn example_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     let header = [
@@ -386,7 +386,7 @@ pub fn example_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
                 e.policy.clone(),
                 format!("{} ({})", e.record, e.line),
                 e.queue.to_string(),
-                crate::text::shorten(&e.answer, 160),
+                crate::text_policy::shorten(&e.answer, 160),
                 e.label.clone(),
                 format!("{}{verdict}", num(e.value)),
                 num(e.reference),

@@ -44,7 +44,7 @@ pub struct SnapshotSummary {
     pub proven: usize,
     pub settings: Settings,
     pub notes: Vec<String>,
-    /// A few answers of each text scheduler beside the label.
+    /// A few answers of each text policy beside the label.
     #[serde(default)]
     pub examples: Vec<AnswerExample>,
     #[serde(flatten)]

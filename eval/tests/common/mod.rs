@@ -2,50 +2,16 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::time::Duration;
 
-use schedlm_dataset::{make_record, AnswerOrder, Record, RecordOptions, SplitSpec, Template};
-use schedlm_generator::{generate, Config, Family};
-use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{solve, SolveOptions};
+use schedlm_dataset::testing::{compact_options, quick_solve, solved_records};
+use schedlm_dataset::Record;
+use schedlm_generator::{Config, Family};
 
 /// `n` solved records of `family` with queues of 3 to 9 jobs (deterministic: node limit).
 pub fn records(family: Family, n: usize, seed: u64) -> Vec<Record> {
     let mut config = Config::new(family, seed);
-    config.queue_min = 3;
-    config.queue_max = 9;
-    let options = RecordOptions {
-        answer: AnswerOrder::Solver,
-        template: Template::Compact,
-        objective: Objective::Bsld,
-        variant: Variant::Serial,
-        plan: false,
-        split: SplitSpec::default(),
-    };
-    let solve_options = SolveOptions {
-        time_limit: Duration::from_secs(60),
-        node_limit: Some(50_000),
-        ..SolveOptions::default()
-    };
-    generate(&config, n)
-        .expect("generator config")
-        .iter()
-        .enumerate()
-        .map(|(i, instance)| {
-            let problem = Problem::new(instance).expect("generated instance");
-            let solution = solve(&problem, &solve_options).expect("solve");
-            make_record(
-                i as u64,
-                family.name(),
-                instance,
-                &problem,
-                &solution,
-                "auto",
-                &options,
-            )
-            .expect("record")
-        })
-        .collect()
+    (config.queue_min, config.queue_max) = (3, 9);
+    solved_records(&config, n, &quick_solve(), &compact_options()).expect("solved records")
 }
 
 /// Eight hpc and four dl records; the last one's label is made unproven with a bound 10%

@@ -1,48 +1,20 @@
 //! Shared helpers of the finetune tests: small generated and solved data sets.
 #![allow(dead_code)]
 
-use std::time::Duration;
-
-use schedlm_dataset::{make_record, AnswerOrder, Record, RecordOptions, SplitSpec, Template};
+use schedlm_dataset::testing::{compact_options, quick_solve, solved_records};
+use schedlm_dataset::Record;
 use schedlm_finetune::data::{examples, Example};
 use schedlm_finetune::model::{build, Loaded, ModelSpec};
 use schedlm_finetune::{GptConfig, TextTokenizer};
-use schedlm_generator::{generate, Config, Family, Load};
-use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{solve, SolveOptions};
+use schedlm_generator::{Config, Family, Load};
 
 /// `count` solved records of HPC snapshots with `jobs` queued jobs (min..=max) on one busy node.
 pub fn records(count: usize, seed: u64, jobs: (usize, usize)) -> Vec<Record> {
     let mut config = Config::new(Family::Hpc, seed);
-    config.queue_min = jobs.0;
-    config.queue_max = jobs.1;
+    (config.queue_min, config.queue_max) = jobs;
     config.servers = Some(1);
     config.load = Some(Load::Jobs(1));
-    let options = RecordOptions {
-        answer: AnswerOrder::Solver,
-        template: Template::Compact,
-        objective: Objective::Bsld,
-        variant: Variant::Serial,
-        plan: false,
-        split: SplitSpec::default(),
-    };
-    let solve_options = SolveOptions {
-        time_limit: Duration::from_millis(200),
-        ..SolveOptions::default()
-    };
-    generate(&config, count)
-        .unwrap()
-        .iter()
-        .enumerate()
-        .map(|(i, instance)| {
-            let problem = Problem::new(instance).unwrap();
-            let solution = solve(&problem, &solve_options).unwrap();
-            make_record(
-                i as u64, "hpc", instance, &problem, &solution, "auto", &options,
-            )
-            .unwrap()
-        })
-        .collect()
+    solved_records(&config, count, &quick_solve(), &compact_options()).unwrap()
 }
 
 /// Texts a tokenizer is trained on: prompts and answers.

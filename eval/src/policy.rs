@@ -1,4 +1,4 @@
-//! The schedulers under test, as named on the command line.
+//! The policies under test, as named on the command line.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -7,9 +7,9 @@ use schedlm_solver::rules::Rule;
 
 use crate::error::EvalError;
 
-/// One scheduler under test.
+/// One policy under test.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicySpec {
+pub enum EvalPolicy {
     /// A priority rule of SPEC section 6 (`fcfs`, `sjf`, `saf`, `ljf`, `wfp3`, `unicep`, `f1`,
     /// `random`).
     Rule(Rule),
@@ -25,29 +25,29 @@ pub enum PolicySpec {
     Predictions(PathBuf),
 }
 
-impl PolicySpec {
+impl EvalPolicy {
     /// The name used in reports: the spec as written.
     pub fn name(&self) -> String {
         match self {
-            PolicySpec::Rule(r) => r.name().to_string(),
-            PolicySpec::LocalSearch => "ls".into(),
-            PolicySpec::Optimal => "optimal".into(),
-            PolicySpec::Model(dir) => format!("model:{}", dir.display()),
-            PolicySpec::OpenAi { url, model } => format!("openai:{url}#{model}"),
-            PolicySpec::Predictions(file) => format!("predictions:{}", file.display()),
+            EvalPolicy::Rule(r) => r.name().to_string(),
+            EvalPolicy::LocalSearch => "ls".into(),
+            EvalPolicy::Optimal => "optimal".into(),
+            EvalPolicy::Model(dir) => format!("model:{}", dir.display()),
+            EvalPolicy::OpenAi { url, model } => format!("openai:{url}#{model}"),
+            EvalPolicy::Predictions(file) => format!("predictions:{}", file.display()),
         }
     }
 
-    /// Whether the scheduler answers in text (its answers go through the parser).
+    /// Whether the policy answers in text (its answers go through the parser).
     pub fn is_text(&self) -> bool {
         matches!(
             self,
-            PolicySpec::Model(_) | PolicySpec::OpenAi { .. } | PolicySpec::Predictions(_)
+            EvalPolicy::Model(_) | EvalPolicy::OpenAi { .. } | EvalPolicy::Predictions(_)
         )
     }
 }
 
-impl FromStr for PolicySpec {
+impl FromStr for EvalPolicy {
     type Err = EvalError;
 
     fn from_str(s: &str) -> Result<Self, EvalError> {
@@ -60,10 +60,10 @@ impl FromStr for PolicySpec {
             }
         };
         if let Some(rest) = s.strip_prefix("model:") {
-            return Ok(PolicySpec::Model(nonempty(rest, "DIR")?.into()));
+            return Ok(EvalPolicy::Model(nonempty(rest, "DIR")?.into()));
         }
         if let Some(rest) = s.strip_prefix("predictions:") {
-            return Ok(PolicySpec::Predictions(nonempty(rest, "FILE")?.into()));
+            return Ok(EvalPolicy::Predictions(nonempty(rest, "FILE")?.into()));
         }
         if let Some(rest) = s.strip_prefix("openai:") {
             let (url, model) = rest.rsplit_once('#').ok_or_else(|| {
@@ -78,18 +78,18 @@ impl FromStr for PolicySpec {
                     "the URL must start with http:// or https://",
                 ));
             }
-            return Ok(PolicySpec::OpenAi {
+            return Ok(EvalPolicy::OpenAi {
                 url: url.to_string(),
                 model: nonempty(model, "MODEL")?,
             });
         }
         match s {
-            "ls" => Ok(PolicySpec::LocalSearch),
-            "optimal" => Ok(PolicySpec::Optimal),
-            _ => Rule::from_name(s).map(PolicySpec::Rule).ok_or_else(|| {
+            "ls" => Ok(EvalPolicy::LocalSearch),
+            "optimal" => Ok(EvalPolicy::Optimal),
+            _ => Rule::from_name(s).map(EvalPolicy::Rule).ok_or_else(|| {
                 EvalError::policy(
                     s,
-                    "unknown scheduler: use a rule (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random), \
+                    "unknown policy: use a rule (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random), \
                      ls, optimal, model:DIR, openai:URL#MODEL or predictions:FILE",
                 )
             }),
@@ -97,18 +97,18 @@ impl FromStr for PolicySpec {
     }
 }
 
-/// Parses a comma-separated list of schedulers; a scheduler named twice is an error.
-pub fn parse_list(list: &str) -> Result<Vec<PolicySpec>, EvalError> {
-    let mut out: Vec<PolicySpec> = Vec::new();
+/// Parses a comma-separated list of policies; a policy named twice is an error.
+pub fn parse_list(list: &str) -> Result<Vec<EvalPolicy>, EvalError> {
+    let mut out: Vec<EvalPolicy> = Vec::new();
     for part in list.split(',').filter(|p| !p.trim().is_empty()) {
-        let spec: PolicySpec = part.parse()?;
+        let spec: EvalPolicy = part.parse()?;
         if out.contains(&spec) {
             return Err(EvalError::policy(part.trim(), "named twice"));
         }
         out.push(spec);
     }
     if out.is_empty() {
-        return Err(EvalError::Input("no scheduler given".into()));
+        return Err(EvalError::Input("no policy given".into()));
     }
     Ok(out)
 }
@@ -124,10 +124,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(list.len(), 7);
-        assert_eq!(list[0], PolicySpec::Rule(Rule::Fcfs));
+        assert_eq!(list[0], EvalPolicy::Rule(Rule::Fcfs));
         assert_eq!(
             list[6],
-            PolicySpec::OpenAi {
+            EvalPolicy::OpenAi {
                 url: "http://h:1/v1".into(),
                 model: "m".into()
             }

@@ -1,4 +1,4 @@
-//! Schedulers that answer in text, and how a text answer is scored.
+//! Policies that answer in text, and how a text answer is scored.
 //!
 //! A reply goes through the dataset's answer parser ([`schedlm_dataset::parse_answer`]). A
 //! clean reply (strict mode) is *valid* and scored by its own order. Anything else (a defect,
@@ -28,13 +28,13 @@ pub(crate) fn shorten(text: &str, most: usize) -> String {
     format!("{cut}...")
 }
 
-/// One answer of a text scheduler (also the answer part of a line of `answers.jsonl`, where
+/// One answer of a text policy (also the answer part of a line of `answers.jsonl`, where
 /// `output` must be present, `null` when there is none).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
     /// The raw text; `None` when there is none (`error` says why).
     pub output: Option<String>,
-    /// A best-of-N answer, for schedulers that sample several.
+    /// A best-of-N answer, for policies that sample several.
     #[serde(default)]
     pub best_of: Option<String>,
     /// Whether best-of-N samples were drawn (then a missing `best_of` means none was valid,
@@ -64,8 +64,8 @@ impl Reply {
     }
 }
 
-/// What a text scheduler is asked: the rendered prompt, and the snapshot it shows (for
-/// schedulers that render prompts themselves or check their samples, like schedlm models).
+/// What a text policy is asked: the rendered prompt, and the snapshot it shows (for
+/// policies that render prompts themselves or check their samples, like schedlm models).
 #[derive(Debug, Clone, Copy)]
 pub struct Ask<'a> {
     pub system: &'a str,
@@ -77,7 +77,7 @@ pub struct Ask<'a> {
     pub template: Template,
 }
 
-/// A scheduler that answers in text.
+/// A policy that answers in text.
 pub trait TextModel: Sync {
     fn answer(&self, ask: &Ask<'_>) -> Reply;
 
@@ -89,7 +89,7 @@ pub trait TextModel: Sync {
     }
 }
 
-/// Loads the scheduler of `model:DIR`. This library does not depend on the finetune crate,
+/// Loads the policy of `model:DIR`. This library does not depend on the finetune crate,
 /// so it cannot load schedlm models itself: the default loader ([`load_model`]) refuses, and
 /// the `schedlm` binary passes one that wraps `schedlm_finetune::Predictor`.
 #[derive(Clone)]
