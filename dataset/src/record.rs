@@ -562,6 +562,13 @@ pub struct RecordReader {
     lines: TextLines<BufReader<File>>,
 }
 
+impl RecordReader {
+    /// Every remaining record, in file order; the first bad line is the error.
+    pub fn all(self) -> Result<Vec<Record>, BuildError> {
+        self.map(|item| item.map(|(_, record)| record)).collect()
+    }
+}
+
 impl Iterator for RecordReader {
     type Item = Result<(u64, Record), BuildError>;
 

@@ -29,13 +29,14 @@ pub struct Dataset {
     pub variant: Variant,
 }
 
-/// Reads a dataset file. Blank lines are skipped; any other line must be a valid record with a
+/// Loads a dataset file for evaluation (records read by [`schedlm_dataset::read_records`]).
+/// Blank lines are skipped; any other line must be a valid record with a
 /// valid instance and a consistent label ([`Record::check_label`]: its order scores its
 /// value under the dispatcher, `0 <= lower_bound <= value`). Ids must be unique, and every record must share
 /// the first record's objective and variant (means over different objectives mean nothing).
 /// Of step records (`dataset build --records steps`) only each instance's first step is kept:
 /// it carries the whole instance, its label, bound and baselines.
-pub fn read_records(path: &Path) -> Result<Dataset, EvalError> {
+pub fn load_dataset(path: &Path) -> Result<Dataset, EvalError> {
     let data_error = |e: BuildError| match e {
         BuildError::Io { source, .. } => EvalError::io(path, source),
         BuildError::Record { line, reason, .. } => EvalError::line(

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schedlm_eval::data::read_records;
+use schedlm_eval::data::load_dataset;
 use schedlm_eval::openai::{Client, ClientOptions};
 use schedlm_eval::policy::parse_list;
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
@@ -295,7 +295,7 @@ fn snapshot_evaluation_through_an_endpoint() {
         ok(&ids.join(" "))
     };
     let (url, _) = serve(Box::new(answer));
-    let data = read_records(&path).unwrap();
+    let data = load_dataset(&path).unwrap();
     let specs = parse_list(&format!("fcfs,openai:{url}#m")).unwrap();
     let options = SnapshotOptions {
         client: options(5000, 1),
@@ -430,7 +430,7 @@ fn a_dead_endpoint_is_never_best_and_its_failures_are_counted() {
         .unwrap()
         .port();
     let dead = format!("openai:http://127.0.0.1:{port}/v1#m");
-    let data = read_records(&path).unwrap();
+    let data = load_dataset(&path).unwrap();
     let specs = parse_list(&format!("{dead},fcfs,sjf")).unwrap();
     let log = std::sync::Arc::new(
         schedlm_eval::answers::AnswerLog::open(&dir.path().join("report"), false).unwrap(),

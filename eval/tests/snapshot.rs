@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::Path;
 
-use schedlm_eval::data::read_records;
+use schedlm_eval::data::load_dataset;
 use schedlm_eval::policy::parse_list;
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
@@ -51,7 +51,7 @@ fn close(a: f64, b: &Value, what: &str) {
 
 fn run(dir: &Path, threads: usize) -> (Value, Vec<Cells>) {
     let data_path = dir.join("test.jsonl");
-    let data = read_records(&data_path).unwrap();
+    let data = load_dataset(&data_path).unwrap();
     let preds = dir.join("predictions.jsonl");
     let policies = format!("fcfs,sjf,f1,ls,optimal,predictions:{}", preds.display());
     let specs = parse_list(&policies).unwrap();
@@ -436,7 +436,7 @@ fn text_answers_against_the_rules() {
     }
     let preds_path = dir.path().join("p.jsonl");
     std::fs::write(&preds_path, preds).unwrap();
-    let data = read_records(&dir.path().join("test.jsonl")).unwrap();
+    let data = load_dataset(&dir.path().join("test.jsonl")).unwrap();
     let name = format!("predictions:{}", preds_path.display());
     let specs = parse_list(&format!("fcfs,sjf,{name}")).unwrap();
     let options = SnapshotOptions::default();
@@ -505,12 +505,12 @@ fn inconsistent_labels_are_refused_naming_the_line() {
         spoil(&mut records[1]);
         let path = dir.path().join("bad.jsonl");
         common::write_records(&path, &records);
-        let err = read_records(&path).unwrap_err().to_string();
+        let err = load_dataset(&path).unwrap_err().to_string();
         assert!(
             err.contains("line 2") && err.contains("inconsistent label") && err.contains(expected),
             "{expected}: {err}"
         );
     }
     common::write_records(&dir.path().join("good.jsonl"), &base);
-    assert!(read_records(&dir.path().join("good.jsonl")).is_ok());
+    assert!(load_dataset(&dir.path().join("good.jsonl")).is_ok());
 }

@@ -1,38 +1,15 @@
-//! Records in, token sequences out: reading a data set file, tokenizing prompt and answer, and
+//! Records in, token sequences out: tokenizing prompt and answer (the records come from
+//! [`schedlm_dataset::read_records`]), and
 //! grouping examples of similar length into batches, in a shuffled order or (the curriculum)
 //! short queues first.
-
-use std::path::Path;
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use schedlm_dataset::BuildError;
 use schedlm_dataset::Record;
 
-use crate::error::{FinetuneError, Result};
+use crate::error::Result;
 use crate::tokenizer::TextTokenizer;
-
-/// Reads a data set file (JSON Lines, one [`Record`] a line; blank lines are skipped).
-pub fn read_records(path: &Path) -> Result<Vec<Record>> {
-    let data_error = |e: BuildError| match e {
-        BuildError::Io { path, source } => FinetuneError::io(path, source),
-        BuildError::Record { path, line, reason } => FinetuneError::Data {
-            path,
-            line: line as usize,
-            message: reason,
-        },
-        other => FinetuneError::Data {
-            path: path.to_path_buf(),
-            line: 0,
-            message: other.to_string(),
-        },
-    };
-    schedlm_dataset::read_records(path)
-        .map_err(data_error)?
-        .map(|item| item.map(|(_, r)| r).map_err(data_error))
-        .collect()
-}
 
 /// One tokenized record: prompt then answer (with its end token).
 #[derive(Debug, Clone, PartialEq, Eq)]

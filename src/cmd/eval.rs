@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use schedlm_dataset::Template;
 use schedlm_eval::answers::AnswerLog;
-use schedlm_eval::data::read_records;
+use schedlm_eval::data::load_dataset;
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
 use schedlm_eval::openai::ClientOptions;
 use schedlm_eval::policy::parse_list;
@@ -293,7 +293,7 @@ pub fn run(args: &EvalArgs) -> Result<()> {
 }
 
 fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) -> Result<()> {
-    let mut data = read_records(path)?;
+    let mut data = load_dataset(path)?;
     super::note_later_steps("eval", path, data.records.len(), data.later_steps);
     if let Some(n) = args.limit {
         if n == 0 {

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
+use schedlm_dataset::read_records;
 use schedlm_dataset::Record;
-use schedlm_finetune::data::{examples, read_records, Example};
+use schedlm_finetune::data::{examples, Example};
 use schedlm_finetune::model::{build, save_merged, Base, ModelSpec, Task};
 use schedlm_finetune::train::STATE_FILE;
 use schedlm_finetune::Device;
@@ -205,7 +206,7 @@ fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
         resumed_options(args, &mut t.state.options);
         return Ok(t);
     }
-    let records = read_records(&args.train)?;
+    let records = read_records(&args.train)?.all()?;
     let tokenizer = if args.model == "gpt-tiny" {
         let texts: Vec<String> = records
             .iter()
@@ -244,7 +245,7 @@ fn task_of(records: &[Record], path: &Path) -> Result<Task> {
 
 /// The examples of a records file (those that fit the context), with the records.
 fn load_examples(path: &Path, trainer: &Trainer) -> Result<(Vec<Example>, Vec<Record>)> {
-    let records = read_records(path).with_context(|| format!("reading {}", path.display()))?;
+    let records = read_records(path)?.all()?;
     let context = trainer.loaded.model.context();
     let (ex, skipped) = examples(&records, &trainer.loaded.tokenizer, context)?;
     if skipped > 0 {

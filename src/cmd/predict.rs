@@ -8,8 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use rayon::prelude::*;
+use schedlm_dataset::read_records;
 use schedlm_dataset::{parse_answer, prompt_ids, Mode, Record};
-use schedlm_finetune::data::read_records;
 use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
 use serde_json::json;
 
@@ -57,7 +57,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
     let predictor = Predictor::load_on(&args.model, &device)
         .with_context(|| format!("loading {}", args.model.display()))?;
-    let mut records = read_records(&args.file)?;
+    let mut records = read_records(&args.file)?.all()?;
     // A steps build is answered per instance, through the first step of each.
     let before = records.len();
     records.retain(Record::is_first_step);
