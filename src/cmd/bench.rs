@@ -145,25 +145,9 @@ impl Clock {
 /// (nanosecond resolution, unlike `/proc`), or `None` where it is not available.
 #[cfg(target_os = "linux")]
 pub(crate) fn cpu_ms() -> Option<f64> {
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    extern "C" {
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
-    if cfg!(not(target_pointer_width = "64")) {
-        return None;
-    }
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec (two 64-bit fields on 64-bit Linux) to `ts`.
-    let rc = unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    (rc == 0).then_some(ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 * 1e-6)
+    use rustix::time::{clock_gettime, ClockId};
+    let ts = clock_gettime(ClockId::ProcessCPUTime);
+    Some(ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 * 1e-6)
 }
 
 #[cfg(not(target_os = "linux"))]
