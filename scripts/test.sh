@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: what CI runs (.ci/run) and what a developer runs before pushing.
-# Installs missing system packages and test data, then checks formatting, lints, runs every
-# test, and renders an eval report in headless Chromium.
+# Installs missing system packages and test data, then checks formatting, lints (every public
+# item documented, every doc link resolving), runs every test, and renders an eval report in
+# headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup-tests.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --workspace
 if command -v chromium >/dev/null 2>&1; then
   SCHEDLM=target/debug/schedlm bash tests/browser/check_report.sh

@@ -42,9 +42,12 @@ use crate::record::{record_with_fingerprint, step_records, RecordKind, RecordOpt
 /// How a build ran.
 #[derive(Debug, Clone)]
 pub struct BuildReport {
+    /// The manifest written by this run, or the one found when the build was already complete.
     pub manifest: Manifest,
     /// Chunks found finished from an earlier, interrupted run.
     pub chunks_reused: u64,
+    /// Chunks solved and written by this run: every chunk of the source but the reused ones
+    /// (0 when the build was already complete).
     pub chunks_built: u64,
     /// True when the directory already held the complete build.
     pub already_complete: bool,

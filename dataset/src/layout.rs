@@ -1,7 +1,7 @@
 //! The on-disk layout of a dataset directory: the split files (`train.jsonl`, `val.jsonl`,
 //! `test.jsonl`) written through temporary files, the chunk files of a build in progress
 //! (`parts/chunk-NNNNNNNN.jsonl`), the build lock, and the few fields of a record line
-//! ([`Head`]) that assembly and merge read.
+//! (`Head`) that assembly and merge read.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};

@@ -39,6 +39,8 @@
 //! assert!(parse_answer(reply, &rendered.ids, &instance, Mode::Strict).is_err()); // extra text
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod build;
 pub mod canonical;
 pub mod error;

@@ -28,7 +28,9 @@ pub const FORMAT: &str = "schedlm-dataset-v1";
 /// One part of a sharded build: shard `k` of `n`, 1-based (`--shard K/N`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
+    /// This part's shard number, 1-based: `1 <= k <= n`.
     pub k: u32,
+    /// How many shards the build is cut into (1 for an unsharded build).
     pub n: u32,
 }
 
@@ -74,28 +76,49 @@ impl FromStr for Shard {
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// Instances `0..count` of the generator; item `i` uses `configs[i % configs.len()]`.
-    Generate { configs: Vec<Config>, count: u64 },
+    Generate {
+        /// One generator configuration per `--family` (shape and seed included), in the order
+        /// given.
+        configs: Vec<Config>,
+        /// How many instances to generate (`--count`), over the whole build, not per shard.
+        count: u64,
+    },
     /// The non-blank lines of a JSON Lines file of instances; records carry `label` as family.
-    File { path: PathBuf, label: String },
+    File {
+        /// The instance file (`--from`), one JSON instance per non-blank line.
+        path: PathBuf,
+        /// The `family` written into every record (`--label`, by default the file's stem).
+        label: String,
+    },
 }
 
 /// Every argument that decides the output bytes. A resumed build must repeat them exactly;
 /// they are stored in the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuildArgs {
+    /// Where the instances come from: the generator (`--family`, `--count`) or a file
+    /// (`--from`).
     pub source: Source,
+    /// Solver of the labels (`--solver`: `auto`, `bnb`, `milp` or `ls`).
     pub solver: Solver,
+    /// Objective the labels minimise and the prompts state (`--objective`: `bsld`, `wait`,
+    /// `flow` or `makespan`).
     pub objective: Objective,
+    /// Dispatcher of the labels, values and prompts: `serial`, or `strict` with `--strict`.
     pub variant: Variant,
     /// Wall-clock limit of one solve, in milliseconds.
     pub time_limit_ms: u64,
+    /// Most branch-and-bound nodes per solve (`--node-limit`), a deterministic budget; `None`
+    /// for no node limit.
     pub node_limit: Option<u64>,
     /// Seed of the solver's local search.
     pub solver_seed: u64,
+    /// Prompt template (`--template`), stored as its versioned name, e.g. `compact-v2`.
     pub template: Template,
     /// Which optimal order is the label (`solver` in manifests written before the choice).
     #[serde(default)]
     pub answer: AnswerOrder,
+    /// Whether each completion has the dispatcher's plan line below the order (`--plan`).
     pub plan: bool,
     /// One record per instance (`orders`) or per dispatching decision (`steps`); left out of
     /// the manifest for `orders`, so builds from before the choice read and resume unchanged.
@@ -104,6 +127,7 @@ pub struct BuildArgs {
     /// Which form of prompt and answer the files carry (older manifests: both).
     #[serde(default, skip_serializing_if = "RecordFormat::is_both")]
     pub format: RecordFormat,
+    /// Shares of train, validation and test in percent (`--split`, default `90/5/5`).
     pub split: SplitSpec,
     /// Skip invalid input instances (listed in the manifest) instead of failing.
     pub skip_invalid: bool,
@@ -138,13 +162,17 @@ impl BuildArgs {
 pub struct Skipped {
     /// Source index (line number for `--from`).
     pub index: u64,
+    /// Why it yields no record: the line's parse or validation error (or why its bytes are not
+    /// text), or that a one-job queue has no dispatching decision (step builds).
     pub reason: String,
 }
 
 /// What a finished build (or a merge) contains; `DIR/manifest.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// Layout version, [`FORMAT`] (`schedlm-dataset-v1`); [`read_manifest`] refuses any other.
     pub format: String,
+    /// The arguments that made the build; a resumed build or a merged part must repeat them.
     pub args: BuildArgs,
     /// The shard built, or `None` for a whole build or a merge of every shard.
     pub shard: Option<Shard>,
@@ -152,9 +180,13 @@ pub struct Manifest {
     pub records: BTreeMap<Split, u64>,
     /// Records per family.
     pub families: BTreeMap<String, u64>,
+    /// Records whose label is proven optimal (`proven_optimal: true`), over all splits; every
+    /// step record counts.
     pub proven_optimal: u64,
     /// Exact duplicates (same fingerprint as an earlier item) left out.
     pub duplicates: u64,
+    /// Input items left out, in source order: invalid `--from` lines (with `--skip-invalid`)
+    /// and, in step builds, instances with a one-job queue.
     pub skipped: Vec<Skipped>,
 }
 

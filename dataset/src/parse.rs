@@ -68,6 +68,8 @@ pub enum Mode {
 /// A parsed reply: a permutation of the queue (queue indices) and the defects found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Parsed {
+    /// The order, best first, as 0-based indices into `instance.queue`: every queued job
+    /// exactly once.
     pub order: Vec<usize>,
     /// Empty for a clean answer; in lenient mode, what was repaired.
     pub defects: Vec<Defect>,

@@ -92,8 +92,14 @@ impl std::fmt::Display for Template {
 /// A rendered prompt: system and user messages, and the ids it used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rendered {
+    /// The system message: the task, how the dispatcher places the jobs and the answer
+    /// format; the instance itself is not in it.
     pub system: String,
+    /// The user message: the snapshot (goal, resources, servers, running jobs, queue), every
+    /// time relative to the instance's `now`.
     pub user: String,
+    /// The prompt ids the text uses (`J1..Jn`, `S1..Sm`, `R1..Rk`) and the instance ids they
+    /// stand for; a reply to this prompt is parsed with them.
     pub ids: IdMap,
 }
 

@@ -27,7 +27,9 @@ use crate::step::StepState;
 /// A chat message (`role` is `system`, `user` or `assistant`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who speaks: `system` (the task), `user` (the snapshot) or `assistant` (the answer).
     pub role: String,
+    /// The message text; the assistant's is the record's completion.
     pub content: String,
 }
 
@@ -43,12 +45,18 @@ pub struct Record {
     pub id: String,
     /// Position in the source: the generator index, or the 1-based line of `--from FILE`.
     pub index: u64,
+    /// The split the fingerprint put the record in, which is also the file it is in
+    /// (`train`, `val` or `test`).
     pub split: Split,
     /// Generator family, or the name given to `--from` input.
     pub family: String,
     /// Versioned template name, e.g. `compact-v1`.
     pub template: String,
+    /// The objective the label minimises and the prompt states (`bsld`, `wait`, `flow` or
+    /// `makespan`).
     pub objective: Objective,
+    /// The dispatcher the label's `value` and plan line are computed with: `serial` or
+    /// `strict`.
     pub variant: Variant,
     /// The text before the answer: system message, a blank line, the user message, a newline.
     /// Left out of files written in the `messages` format ([`RecordFormat`]); filled in from
@@ -83,6 +91,8 @@ pub struct Record {
     pub value: f64,
     /// A proven lower bound on the best value over all orders (equals `value` when optimal).
     pub lower_bound: f64,
+    /// Whether `value` is proven to be the optimum (then `lower_bound` equals it); otherwise
+    /// the label carries its gap `(value - lower_bound) / lower_bound`.
     pub proven_optimal: bool,
     /// How the solve ended: `optimal`, `time_limit`, `node_limit`, `bounded` or `heuristic`.
     pub status: String,
@@ -92,6 +102,8 @@ pub struct Record {
     pub nodes: u64,
     /// Each classic rule's objective value on this instance, by rule name.
     pub baselines: BTreeMap<String, f64>,
+    /// The snapshot that was solved (SPEC section 1), as parsed: input fields the schema does
+    /// not know are not kept.
     pub instance: Instance,
 }
 
@@ -114,6 +126,8 @@ pub enum RecordFormat {
 }
 
 impl RecordFormat {
+    /// The name used by `--format` and in manifests: `messages`, `prompt-completion` or
+    /// `both`.
     pub fn name(self) -> &'static str {
         match self {
             RecordFormat::Messages => "messages",
@@ -122,6 +136,7 @@ impl RecordFormat {
         }
     }
 
+    /// Whether this is [`RecordFormat::Both`], the default that manifests leave out.
     pub fn is_both(&self) -> bool {
         *self == RecordFormat::Both
     }
@@ -142,6 +157,7 @@ pub enum AnswerOrder {
 }
 
 impl AnswerOrder {
+    /// The name used by `--answer` and in the JSON: `solver` or `canonical`.
     pub fn name(self) -> &'static str {
         match self {
             AnswerOrder::Solver => "solver",
@@ -149,6 +165,8 @@ impl AnswerOrder {
         }
     }
 
+    /// Whether this is [`AnswerOrder::Solver`], the default that records leave out of their
+    /// JSON.
     pub fn is_solver(&self) -> bool {
         *self == AnswerOrder::Solver
     }
@@ -168,6 +186,7 @@ pub enum RecordKind {
 }
 
 impl RecordKind {
+    /// The name used by `--records` and in manifests: `orders` or `steps`.
     pub fn name(self) -> &'static str {
         match self {
             RecordKind::Orders => "orders",
@@ -175,6 +194,7 @@ impl RecordKind {
         }
     }
 
+    /// Whether this is [`RecordKind::Orders`], the default that manifests leave out.
     pub fn is_orders(&self) -> bool {
         *self == RecordKind::Orders
     }
@@ -221,17 +241,24 @@ pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, Re
 pub struct RecordOptions {
     /// Which optimal order is the label.
     pub answer: AnswerOrder,
+    /// The template the prompt is rendered with (`--template`).
     pub template: Template,
+    /// The objective the label minimises and the prompt states.
     pub objective: Objective,
+    /// The dispatcher of the label, its value and the plan line: `serial` or `strict`.
     pub variant: Variant,
     /// Add the dispatcher's plan line to the completion.
     pub plan: bool,
+    /// Shares of train, validation and test; the record's split is picked from its
+    /// fingerprint against them.
     pub split: SplitSpec,
 }
 
 /// Why a record could not be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RecordError {
+    /// The label is not a permutation of the queue (it names an unknown job, lists one twice
+    /// or misses one), so it can be neither dispatched nor written.
     #[error("the solver's order is not a valid order of the queue: {0}")]
     Order(#[from] schedlm_model::OrderError),
 }

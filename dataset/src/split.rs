@@ -12,14 +12,19 @@ use crate::canonical::Fingerprint;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Split {
+    /// Examples to train on (`train.jsonl`; 90 % by default).
     Train,
+    /// Held-out examples for validation during fine-tuning (`val.jsonl`; 5 % by default).
     Val,
+    /// Held-out examples for the final evaluation (`test.jsonl`; 5 % by default).
     Test,
 }
 
 impl Split {
+    /// Every split, in file and sort order: train, val, test.
     pub const ALL: [Split; 3] = [Split::Train, Split::Val, Split::Test];
 
+    /// The lowercase name used in records and file names: `train`, `val` or `test`.
     pub fn name(self) -> &'static str {
         match self {
             Split::Train => "train",
@@ -43,8 +48,11 @@ impl fmt::Display for Split {
 /// Shares of train, validation and test, in percent, e.g. `90/5/5` (the default).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SplitSpec {
+    /// Share of train, in percent (0 to 100; the shares of a parsed spec sum to 100).
     pub train: f64,
+    /// Share of validation, in percent.
     pub val: f64,
+    /// Share of test, in percent.
     pub test: f64,
 }
 

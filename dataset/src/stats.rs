@@ -16,11 +16,17 @@ use crate::split::Split;
 /// Min, mean, median, 90th percentile and max of a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct Summary {
+    /// How many values the sample has (0 for an empty sample, whose other fields are all 0).
     pub count: usize,
+    /// The smallest value.
     pub min: f64,
+    /// The arithmetic mean.
     pub mean: f64,
+    /// The 50th percentile, linear between the closest ranks.
     pub median: f64,
+    /// The 90th percentile, linear between the closest ranks.
     pub p90: f64,
+    /// The largest value.
     pub max: f64,
 }
 
@@ -60,24 +66,35 @@ pub struct RuleStats {
 /// Statistics of a dataset directory.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Stats {
+    /// Records per split, for the split files present in the directory (every step record
+    /// counts).
     pub records: BTreeMap<Split, u64>,
     /// Instances: the records, except that step records count once per instance (their first
     /// step). Shares of labels and rules are over instances.
     pub instances: u64,
     /// Records per split and family.
     pub families: BTreeMap<Split, BTreeMap<String, u64>>,
+    /// Records per template name (e.g. `compact-v2`), over all splits.
     pub templates: BTreeMap<String, u64>,
+    /// Queued jobs per instance.
     pub queue_length: Summary,
+    /// Prompt length per record in characters (Unicode scalar values): system message, blank
+    /// line, user message.
     pub prompt_chars: Summary,
+    /// Answer (completion) length per record in characters, plan line included when present.
     pub completion_chars: Summary,
     /// Token counts, when a tokenizer was given.
     pub prompt_tokens: Option<Summary>,
+    /// Answer (completion) length per record in tokens, when a tokenizer was given.
     pub completion_tokens: Option<Summary>,
+    /// Share of instances, in [0, 1], whose label is proven optimal.
     pub proven_optimal_share: f64,
     /// Share of records whose label is the canonical order (`answer: canonical`).
     pub canonical_share: f64,
     /// Relative gap (value - lower bound) / lower bound of the records not proven optimal.
     pub gap_unproven: Summary,
+    /// Per classic rule, by name (the keys of the records' `baselines`: `fcfs`, `sjf`, ...),
+    /// how good its order already is.
     pub rules: BTreeMap<String, RuleStats>,
 }
 

@@ -26,15 +26,24 @@ pub const ANSWERS_FILE: &str = "answers.jsonl";
 /// One line of `answers.jsonl`: whose answer to which prompt, and the answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerLine {
+    /// The policy's report name (`openai:URL#MODEL`, `model:DIR`): JSON field `policy`.
     pub policy: String,
+    /// The record's id in the data file: JSON field `id`.
     pub id: String,
+    /// The record's 1-based line in the data file: JSON field `line`.
     pub line: usize,
+    /// SHA-256 (hex) of the prompt as sent ([`prompt_sha256`]): on resume, a kept answer is reused
+    /// only for the same policy, record and prompt. JSON field `prompt_sha256`.
     pub prompt_sha256: String,
+    /// The answer: its fields (`output`, `best_of`, `sampled`, `error`, `finish_reason`,
+    /// `prompt_tokens`, `completion_tokens`, `seconds`) at the top level of the line.
     #[serde(flatten)]
     pub reply: Reply,
 }
 
 impl AnswerLine {
+    /// The line of `policy`'s answer `r` to record `id` (1-based data line `line`), whose prompt
+    /// hashes to `prompt_sha256`.
     pub fn new(policy: &str, id: &str, line: usize, prompt_sha256: String, r: &Reply) -> Self {
         AnswerLine {
             policy: policy.to_string(),
@@ -89,6 +98,7 @@ impl AnswerLog {
         })
     }
 
+    /// The path of the `answers.jsonl` being written.
     pub fn path(&self) -> &Path {
         &self.path
     }

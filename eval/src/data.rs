@@ -14,18 +14,24 @@ use crate::error::EvalError;
 pub struct Loaded {
     /// 1-based line of the record in its file.
     pub line: usize,
+    /// The record as read (instance, prompt, label, lower bound, baselines), its label checked.
     pub record: Record,
+    /// The record's instance compiled for the dispatcher ([`Problem::new`]), valid.
     pub problem: Problem,
 }
 
 /// The records of one file: every record has the same objective and variant.
 #[derive(Debug, Clone)]
 pub struct Dataset {
+    /// The records evaluated, in file order (blank lines and later step records left out).
     pub records: Vec<Loaded>,
     /// Step records after the first step of their instance, left out (a steps build is
     /// evaluated as its instances, through the step-0 record of each).
     pub later_steps: usize,
+    /// The objective every record shares (`bsld`, `wait`, `flow`, `makespan`): every value and
+    /// gap of the evaluation is of it.
     pub objective: Objective,
+    /// The dispatcher variant every record shares (`serial`, or `strict`: no overtaking).
     pub variant: Variant,
 }
 

@@ -3,22 +3,34 @@
 /// Why an evaluation could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
+    /// A file or directory could not be read, created or written (an input, `answers.jsonl`,
+    /// a report file).
     #[error("{path}: {source}")]
     Io {
+        /// The path of the file or directory that failed.
         path: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// A bad line of an input file (1-based line number).
     #[error("{path} line {line}: {message}")]
     Line {
+        /// The path of the input file.
         path: String,
+        /// The 1-based number of the bad line.
         line: usize,
+        /// What is wrong with the line (which field, and why).
         message: String,
     },
     /// A policy named on the command line cannot be used.
     #[error("policy `{spec}`: {message}")]
-    Policy { spec: String, message: String },
+    Policy {
+        /// The policy as written on the command line (e.g. `openai:URL#MODEL`).
+        spec: String,
+        /// Why it cannot be used.
+        message: String,
+    },
     /// Inputs that do not fit together (mixed objectives, no records, ...).
     #[error("{0}")]
     Input(String),

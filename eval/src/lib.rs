@@ -26,6 +26,8 @@
 //!
 //! docs/eval.md describes the command, the definitions of every number and the files.
 
+#![warn(missing_docs)]
+
 pub mod answers;
 pub mod baseline;
 pub mod data;

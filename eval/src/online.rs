@@ -35,6 +35,8 @@ use crate::text_policy::{Ask, ModelLoader, TextModel};
 /// Settings of an online evaluation.
 #[derive(Debug, Clone)]
 pub struct OnlineOptions {
+    /// How waiting jobs are started once the policy has ordered them (SPEC section 5: `strict`,
+    /// `easy`, `conservative`; `--start-rule`).
     pub start_rule: StartRule,
     /// How the trace is read and laid out, and what the replay plans with.
     pub trace: TraceOptions,
@@ -44,7 +46,9 @@ pub struct OnlineOptions {
     pub seed: u64,
     /// Time budget of `optimal` per decision.
     pub time_limit: Duration,
+    /// Node limit of `optimal`'s branch and bound per decision (`--node-limit`); `None`: no limit.
     pub node_limit: Option<u64>,
+    /// Candidate orders local search (`ls`) evaluates per decision (`--ls-evaluations`).
     pub ls_evaluations: u64,
     /// Prompt template of text policies.
     pub template: Template,
@@ -52,6 +56,8 @@ pub struct OnlineOptions {
     /// `K` jobs of the ranking of the snapshot's best classic rule and the others follow in
     /// that ranking. `None`: the whole queue.
     pub text_queue: Option<usize>,
+    /// Request limits of `openai:` policies (timeout, retries, backoff, API key variable,
+    /// `max_tokens`).
     pub client: ClientOptions,
     /// Loads `model:DIR` policies.
     pub models: ModelLoader,
@@ -81,8 +87,13 @@ impl Default for OnlineOptions {
 /// One replay of one window by one policy.
 #[derive(Debug, Clone)]
 pub struct Replay {
+    /// The policy's report name (the spec as written): column `policy` of `windows.csv`.
     pub policy: String,
+    /// Index of the window in [`OnlineEvaluation::windows`], from 0 (also the `random` rule's
+    /// stream): column `window`.
     pub window: usize,
+    /// What the simulator produced: one record per job (`jobs.csv`), the state after every event
+    /// (`series.csv`) and the window's aggregates (`windows.csv`).
     pub result: SimResult,
     /// Times the policy was asked for an order.
     pub decisions: usize,
@@ -95,7 +106,9 @@ pub struct Replay {
 /// Everything an online evaluation produced.
 #[derive(Debug, Clone)]
 pub struct OnlineEvaluation {
+    /// The trace file, as given (`--trace`).
     pub trace: String,
+    /// Jobs in the trace after cleaning (the windows are cut from these).
     pub jobs_in_trace: usize,
     /// What the trace's cleaning kept and skipped.
     pub cleaning: CleaningReport,
@@ -107,9 +120,13 @@ pub struct OnlineEvaluation {
     pub estimate: Option<String>,
     /// F1's t_origin: the trace's first submit.
     pub origin: i64,
+    /// The start rule every replay used (`strict`, `easy`, `conservative`).
     pub start_rule: StartRule,
+    /// Seed of the random windows, of `random` and of local search (`--seed`).
     pub seed: u64,
+    /// The windows replayed, in order (a replay's `window` indexes this list).
     pub windows: Vec<Window>,
+    /// Policy report names, in command-line order.
     pub policies: Vec<String>,
     /// Policy-major: all windows of the first policy, then the next policy.
     pub replays: Vec<Replay>,

@@ -20,7 +20,13 @@ pub enum EvalPolicy {
     /// A schedlm model directory (`model:DIR`), greedy and best-of-N reported apart.
     Model(PathBuf),
     /// An OpenAI-compatible chat-completions endpoint (`openai:URL#MODEL`).
-    OpenAi { url: String, model: String },
+    OpenAi {
+        /// The API base (e.g. `http://127.0.0.1:8000/v1`) or the full `.../chat/completions`
+        /// address: the text between `openai:` and the last `#`.
+        url: String,
+        /// The model name sent in each request's `model` field: the text after the last `#`.
+        model: String,
+    },
     /// Raw outputs produced elsewhere (`predictions:FILE`, JSON Lines keyed by record id).
     Predictions(PathBuf),
 }

@@ -103,8 +103,13 @@ impl PlanEstimate {
 pub struct ReplayTrace {
     /// The file as given.
     pub path: String,
+    /// The cleaned trace: its header, the kept jobs sorted by (submit, number), and the cleaning
+    /// report.
     pub trace: Trace,
+    /// Resource names of the layout (`cores` for an SWF trace).
     pub resources: Vec<String>,
+    /// The servers of the layout: one `pool` server with all the machine's processors, or the
+    /// N nodes `n0`, `n1`, ... of K cores each.
     pub servers: Vec<Server>,
     /// Each job's planning length, or `None` to plan with walltimes.
     pub plans: Option<Vec<Time>>,
@@ -187,7 +192,9 @@ fn plans(
 /// being SWF job `first_job`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
+    /// Index of the window's first job in the cleaned trace (column `start` of `windows.csv`).
     pub start: usize,
+    /// Number of jobs in the window (consecutive in submit order).
     pub count: usize,
     /// SWF job number (field 1) of the window's first job.
     pub first_job: i64,
@@ -196,7 +203,9 @@ pub struct Window {
 /// A window as written on the command line: `START:COUNT`, COUNT jobs from index START.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
+    /// Index of the span's first job in the cleaned trace (START, from 0).
     pub start: usize,
+    /// Number of jobs in the span (COUNT, at least 1).
     pub count: usize,
 }
 
@@ -217,7 +226,9 @@ impl FromStr for Span {
 /// Random windows as written on the command line: `NxLEN`, N windows of LEN jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RandomWindows {
+    /// Number of windows (N, at least 1).
     pub count: usize,
+    /// Jobs per window (LEN, at least 1).
     pub len: usize,
 }
 

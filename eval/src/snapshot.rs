@@ -46,6 +46,8 @@ pub struct SnapshotOptions {
     pub ls_evaluations: u64,
     /// Requests in flight at once for `openai:` and models.
     pub concurrency: usize,
+    /// Request limits of `openai:` policies (timeout, retries, backoff, API key variable,
+    /// `max_tokens`).
     pub client: ClientOptions,
     /// Loads `model:DIR` policies.
     pub models: ModelLoader,
@@ -75,16 +77,20 @@ impl Default for SnapshotOptions {
 /// One (policy, record) result: a line of `instances.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
+    /// The policy's report name (the spec as written; `NAME (best-of)` for a best-of column).
     pub policy: String,
     /// Record id.
     pub record: String,
     /// 1-based line of the record in the data file.
     pub line: usize,
+    /// The record's family (generator family, or the name given to `--from` input).
     pub family: String,
     /// Queue length.
     pub queue: usize,
     /// The record's proven optimum, or its lower bound when `proven` is false.
     pub reference: f64,
+    /// Whether `reference` is a proven optimum (`false`: a lower bound, and `gap` is then an upper
+    /// bound on the true gap).
     pub proven: bool,
     /// The value that counts (the FCFS fallback's for an invalid answer).
     pub value: f64,
@@ -128,11 +134,13 @@ pub struct Row {
 pub struct Evaluation {
     /// Policy names in column order.
     pub policies: Vec<String>,
+    /// One row per (policy, record): policy-major in `policies` order, then file order; the
+    /// lines of `instances.csv`.
     pub rows: Vec<Row>,
     /// Remarks on the inputs (ids in a predictions file that are not in the data, ...).
     pub notes: Vec<String>,
     /// What went wrong with text answers: failed ones and their reasons, answers cut off at
-    /// the token limit ([`answer_notes`]); the report lists them with the notes.
+    /// the token limit (`answer_notes`); the report lists them with the notes.
     pub warnings: Vec<String>,
     /// The classic rules on every record, in file order.
     pub rules: Vec<RecordRules>,
@@ -144,18 +152,28 @@ pub struct Evaluation {
 /// answer, the first valid one that is not optimal and the first optimal one, of each policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerExample {
+    /// The text policy's report name.
     pub policy: String,
+    /// Record id.
     pub record: String,
+    /// 1-based line of the record in the data file.
     pub line: usize,
+    /// Queue length (number of queued jobs) of the record.
     pub queue: usize,
     /// The raw answer (or why there was none).
     pub answer: String,
     /// The record's label as its answer line (prompt ids).
     pub label: String,
+    /// The value that counts: the answer's own, or the FCFS fallback's for an invalid answer.
     pub value: f64,
+    /// The record's reference: its proven optimum, or its lower bound.
     pub reference: f64,
+    /// (value - reference) / reference, a fraction (0.05 = 5%), 0 when `optimal`; `None` when the
+    /// reference is 0 and the value is not.
     pub gap: Option<f64>,
+    /// Whether the answer was valid (a clean strict parse).
     pub valid: bool,
+    /// Whether `value` is within [`TOLERANCE`] of the reference.
     pub optimal: bool,
 }
 

@@ -33,9 +33,15 @@ use crate::snapshot::{gap_to, Row, TOLERANCE};
 /// Gap statistics of one policy or group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GapStats {
+    /// Mean of the defined gaps, a fraction (0.05 = 5%); `None` when no gap is defined.
     pub mean: Option<f64>,
+    /// Median of the defined gaps (the middle value, or the mean of the two middle values);
+    /// `None` when no gap is defined.
     pub median: Option<f64>,
+    /// 90th percentile of the defined gaps ([`schedlm_model::quantile`]: linear between the
+    /// closest ranks, NumPy's default); `None` when no gap is defined.
     pub p90: Option<f64>,
+    /// Largest defined gap; `None` when no gap is defined.
     pub max: Option<f64>,
     /// Rows whose gap is undefined (zero reference, non-zero value).
     pub undefined: usize,
@@ -44,14 +50,20 @@ pub struct GapStats {
 /// The headline numbers of one policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicyStats {
+    /// The policy's report name, as in the `policy` column of `instances.csv`.
     pub policy: String,
+    /// Number of the policy's rows (records scored).
     pub instances: usize,
+    /// Mean of `value` over the policy's rows (the FCFS fallback's for invalid answers), in the
+    /// objective's unit: what the ranking uses.
     pub mean_value: f64,
     /// Mean of the leniently repaired answers' values.
     pub mean_lenient_value: f64,
+    /// Statistics of the policy's gaps to the records' references.
     pub gap: GapStats,
     /// Share of rows solved optimally (value within the tolerance of the reference).
     pub optimal_share: f64,
+    /// Share of rows whose answer was valid, a fraction in [0, 1] (1 for rules and solvers).
     pub valid_share: f64,
     /// Answers that never came (request or model failed, prediction missing); scored by the
     /// FCFS fallback like other invalid answers, and counted apart.
@@ -88,8 +100,11 @@ impl PolicyStats {
 /// Wins, ties and losses against a reference, record by record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tally {
+    /// Records where the value is lower than the reference by more than the tolerance.
     pub wins: usize,
+    /// Records where the value equals the reference within the tolerance ([`tied`]).
     pub ties: usize,
+    /// Records where the value is higher than the reference by more than the tolerance.
     pub losses: usize,
 }
 
@@ -115,28 +130,43 @@ pub struct BestSingleRule {
     /// classic rule was evaluated, so chosen among every classic rule's values on the records
     /// (their `baselines`, computed when missing).
     pub source: String,
+    /// Statistics of the rule's gaps to the records' references, every record once.
     pub gap: GapStats,
 }
 
 /// Wins, ties and losses of `a` against `b` over the records both scored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pair {
+    /// The policy counted (its wins are records where it is better).
     pub a: String,
+    /// The policy it is compared with.
     pub b: String,
+    /// Records where `a`'s value is lower than `b`'s by more than the tolerance.
     pub wins: usize,
+    /// Records where the two values are equal within the tolerance ([`tied`]: 1e-9 relative,
+    /// floor 1).
     pub ties: usize,
+    /// Records where `a`'s value is higher than `b`'s by more than the tolerance.
     pub losses: usize,
 }
 
 /// One policy's numbers on a group of records (a queue-length range or a family).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Group {
+    /// The group's label: a queue length (`12`) or range (`10-19`) in `by_queue`, a family in
+    /// `by_family`.
     pub group: String,
+    /// The policy's report name.
     pub policy: String,
+    /// Number of the policy's rows in the group.
     pub instances: usize,
+    /// Mean of `value` over those rows (the FCFS fallback's for invalid answers).
     pub mean_value: f64,
+    /// Statistics of those rows' gaps.
     pub gap: GapStats,
+    /// Share of those rows solved optimally, a fraction in [0, 1].
     pub optimal_share: f64,
+    /// Share of those rows with a valid answer, a fraction in [0, 1].
     pub valid_share: f64,
 }
 
@@ -147,9 +177,15 @@ pub struct Stats {
     /// command-line order. Policies with invalid or failed answers come after every policy
     /// whose answers were all valid (their means hold FCFS fallbacks, not their own orders).
     pub ranking: Vec<String>,
+    /// Each policy's headline numbers, in the order of the evaluation's policies (command-line
+    /// order, a best-of column right after its policy).
     pub policies: Vec<PolicyStats>,
+    /// Wins, ties and losses of every ordered pair (a, b) of distinct policies.
     pub pairs: Vec<Pair>,
+    /// Per queue-length group and policy: the exact lengths when there are at most 12 distinct
+    /// ones, else 8 equal-width ranges; groups by increasing length.
     pub by_queue: Vec<Group>,
+    /// Per record family and policy.
     pub by_family: Vec<Group>,
     /// Gap of the best rule per instance, every record once (`best_rule_value` against the
     /// record's reference).

@@ -50,9 +50,10 @@ pub struct Reply {
     /// Why the model stopped, as the server says (`stop`, `length`, ...).
     #[serde(default)]
     pub finish_reason: Option<String>,
-    /// Tokens of the prompt and of the answer, as the server counts them.
+    /// Tokens of the prompt, as the server counts them; `None` when it does not say.
     #[serde(default)]
     pub prompt_tokens: Option<u64>,
+    /// Tokens of the answer, as the server counts them; `None` when it does not say.
     #[serde(default)]
     pub completion_tokens: Option<u64>,
 }
@@ -68,10 +69,15 @@ impl Reply {
 /// policies that render prompts themselves or check their samples, like schedlm models).
 #[derive(Debug, Clone, Copy)]
 pub struct Ask<'a> {
+    /// The system message, as rendered with `template`.
     pub system: &'a str,
+    /// The user message (the snapshot and the question), as rendered with `template`.
     pub user: &'a str,
+    /// The snapshot the prompt shows: its queue is what the answer orders.
     pub instance: &'a Instance,
+    /// The objective the answer is scored by (`bsld` online).
     pub objective: Objective,
+    /// The dispatcher variant the answer is scored under (`serial` online).
     pub variant: Variant,
     /// The template `system` and `user` were rendered with.
     pub template: Template,
@@ -79,6 +85,8 @@ pub struct Ask<'a> {
 
 /// A policy that answers in text.
 pub trait TextModel: Sync {
+    /// Answers one question. Never fails: a failed request or model error is a [`Reply`] without
+    /// `output` whose `error` says why.
     fn answer(&self, ask: &Ask<'_>) -> Reply;
 
     /// Questions to ask at once, whatever the requested concurrency (which is meant for
@@ -99,6 +107,7 @@ pub struct ModelLoader(pub LoadFn);
 pub type LoadFn = Arc<dyn Fn(&Path) -> Result<Box<dyn TextModel>, EvalError> + Send + Sync>;
 
 impl ModelLoader {
+    /// Loads the policy of `model:DIR` from `dir` with the wrapped [`LoadFn`].
     pub fn load(&self, dir: &Path) -> Result<Box<dyn TextModel>, EvalError> {
         (self.0)(dir)
     }
@@ -176,6 +185,7 @@ pub struct Scored {
     pub value: f64,
     /// The value of the leniently repaired answer (FCFS order when there is no text).
     pub lenient_value: f64,
+    /// Whether the answer parsed cleanly (strict mode), so `value` is its own order's.
     pub valid: bool,
     /// The defects found, `; `-separated; empty for a valid answer.
     pub defects: String,

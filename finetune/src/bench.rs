@@ -20,6 +20,7 @@ use crate::train::{TrainOptions, Trainer};
 /// The model and batch shape of a training measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrainShape {
+    /// Shape of the GPT measured; its `vocab_size` bounds the random token ids.
     pub config: GptConfig,
     /// Sequences per step.
     pub batch: usize,

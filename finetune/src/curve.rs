@@ -12,7 +12,10 @@ use plotters::prelude::*;
 
 use crate::error::{FinetuneError, Result};
 
+/// File of a run directory with one row per evaluation point, under [`HEADER`].
 pub const CURVE_CSV: &str = "curve.csv";
+/// File of a run directory with the curves drawn (answer loss and held-out gap against training
+/// tokens seen), redrawn from `curve.csv` at each point.
 pub const CURVE_SVG: &str = "curve.svg";
 /// The header line of `curve.csv`.
 pub const HEADER: &str = "step,epoch,tokens_seen,answer_tokens_seen,elapsed_s,train_loss,\
@@ -34,9 +37,18 @@ pub struct CurvePoint {
     pub elapsed_s: f64,
     /// Mean batch loss since the previous point.
     pub train_loss: f64,
+    /// Answer-token loss on the validation examples (weighted by answer tokens); `None` without
+    /// validation records.
     pub val_loss: Option<f64>,
+    /// Mean relative gap `(value - lower_bound) / lower_bound` of the constrained greedy answers to
+    /// the held-out records, a fraction (0.05: 5%); `None` without held-out records or when no gap
+    /// was defined.
     pub val_gap_mean: Option<f64>,
+    /// Share (0 to 1) of held-out records whose unconstrained greedy answer parses strictly as a
+    /// valid order; `None` without held-out records.
     pub val_valid_share: Option<f64>,
+    /// Share (0 to 1) of held-out records whose constrained greedy answer is at most as costly as
+    /// the record's label (1e-9 relative tolerance); `None` without held-out records.
     pub val_optimal_share: Option<f64>,
 }
 

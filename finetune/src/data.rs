@@ -14,6 +14,8 @@ use crate::tokenizer::TextTokenizer;
 /// One tokenized record: prompt then answer (with its end token).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Example {
+    /// Token ids: the prompt (in the tokenizer's chat format, with its start token if any), then
+    /// the answer and its end token.
     pub tokens: Vec<u32>,
     /// Tokens of the prompt; the loss covers the rest.
     pub prompt_len: usize,

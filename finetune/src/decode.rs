@@ -23,7 +23,11 @@ pub struct DecodeOptions {
     pub top_k: Option<usize>,
     /// Samples for best-of-N (`0` or `1`: none).
     pub best_of: usize,
+    /// Seed of the random stream the best-of samples are drawn from (the greedy answer draws
+    /// nothing).
     pub seed: u64,
+    /// Most tokens generated for one answer, the end token not counted (a rollout sets its own
+    /// per-step limit); decoding also stops when the sequence fills the context.
     pub max_new_tokens: usize,
     /// Reuse keys and values of earlier tokens (off only to measure what the cache saves).
     pub use_cache: bool,
@@ -60,10 +64,17 @@ impl DecodeOptions {
 
 /// How to choose each token: greedy, or sampled.
 pub enum Chooser<'a> {
+    /// Always the most likely allowed token (ties go to the lowest id).
     Greedy,
+    /// A token drawn from the softmax of the allowed tokens' logits divided by `temperature`.
     Sample {
+        /// Divisor of the logits: below 1 sharpens the distribution, above 1 flattens it (floored
+        /// at 1e-4).
         temperature: f32,
+        /// Draw only among the `k` most likely allowed tokens (at least 1); `None`: among all of
+        /// them.
         top_k: Option<usize>,
+        /// The random stream drawn from, shared by successive samples so that they differ.
         rng: &'a mut ChaCha8Rng,
     },
 }
@@ -82,8 +93,12 @@ pub struct Vocab<'a> {
 
 /// A prompt already run through the model: its cache and the logits of its last token.
 pub struct Primed {
+    /// Keys and values of every prompt token; each [`generate`] call continues from a clone.
     pub cache: KvCache,
+    /// Next-token logits after the last prompt token, one per token id (vocabulary size).
     pub logits: Vec<f32>,
+    /// The prompt's token ids: they count toward the context, and decoding without the cache runs
+    /// them through the model again at every token.
     pub prompt: Vec<u32>,
 }
 

@@ -14,12 +14,16 @@ use crate::nn::{
 /// The size of a GPT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GptConfig {
+    /// Token ids the model embeds and scores (rows of the token embedding and of the output head);
+    /// at least the tokenizer's vocabulary.
     pub vocab_size: usize,
     /// Longest sequence (prompt and answer), in tokens.
     pub context: usize,
+    /// Transformer blocks (attention and MLP) in the stack.
     pub layers: usize,
     /// Embedding width; a multiple of `heads`.
     pub width: usize,
+    /// Attention heads per block, each of `width / heads` dimensions.
     pub heads: usize,
 }
 
@@ -150,6 +154,7 @@ impl Gpt {
         })
     }
 
+    /// The shape the model was built with.
     pub fn config(&self) -> &GptConfig {
         &self.config
     }

@@ -33,6 +33,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod adamw;
 pub mod bench;
 pub mod constrain;

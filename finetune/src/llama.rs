@@ -19,15 +19,29 @@ use crate::nn::{
 /// The shape of a Llama model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlamaConfig {
+    /// Token ids: rows of the token embedding and of the output head.
     pub vocab_size: usize,
+    /// Width of the residual stream (`hidden_size`, GGUF `embedding_length`).
     pub hidden: usize,
+    /// Width inside the gated MLP: the output of the `gate` and `up` projections, the input of
+    /// `down`.
     pub intermediate: usize,
+    /// Decoder blocks.
     pub layers: usize,
+    /// Query heads per block, each of `hidden / heads` dimensions.
     pub heads: usize,
+    /// Key and value heads (grouped-query attention): each serves `heads / kv_heads` query heads;
+    /// equal to `heads` without grouping.
     pub kv_heads: usize,
+    /// Base of the rotary position frequencies (10000 when the model does not say).
     pub rope_theta: f64,
+    /// Epsilon added to the mean square in the RMS norms (1e-5 when the model does not say).
     pub rms_eps: f64,
+    /// Longest sequence, in tokens: the model's maximum position count, capped at 8192 (the rotary
+    /// tables are this long).
     pub context: usize,
+    /// Whether the output head reuses the token embedding matrix instead of a separate
+    /// `lm_head.weight`.
     pub tie_embeddings: bool,
 }
 
@@ -37,7 +51,9 @@ pub const PROJECTIONS: [&str; 7] = ["q", "k", "v", "o", "gate", "up", "down"];
 /// LoRA adapters: `W x + (alpha / rank) B A x` on the target projections.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoraConfig {
+    /// Inner dimension of each adapter (`A` is [rank, in], `B` is [out, rank]); at least 1.
     pub rank: usize,
+    /// Scale of the adapters: `B A x` is multiplied by `alpha / rank`.
     pub alpha: f64,
     /// Short names from [`PROJECTIONS`].
     pub targets: Vec<String>,
@@ -54,6 +70,8 @@ impl Default for LoraConfig {
 }
 
 impl LoraConfig {
+    /// Checks that the rank is at least 1 and every target is one of [`PROJECTIONS`]; the error
+    /// says what to change.
     pub fn check(&self) -> Result<()> {
         if self.rank == 0 {
             return Err(FinetuneError::Config("LoRA rank must be at least 1".into()));
@@ -206,6 +224,7 @@ impl Llama {
         })
     }
 
+    /// The shape the model was built with.
     pub fn config(&self) -> &LlamaConfig {
         &self.config
     }

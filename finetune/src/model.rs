@@ -23,9 +23,14 @@ use crate::nn::KvCache;
 use crate::pretrained::{hub_snapshot, load_gguf, load_hf_dir, Pretrained};
 use crate::tokenizer::TextTokenizer;
 
+/// File of a run directory with its [`ModelSpec`] (JSON).
 pub const CONFIG_FILE: &str = "config.json";
+/// File of a run directory with every weight of a GPT trained from scratch (safetensors).
 pub const MODEL_FILE: &str = "model.safetensors";
+/// File of a run directory with only the LoRA adapters of a pretrained base (safetensors).
 pub const ADAPTERS_FILE: &str = "adapters.safetensors";
+/// File of a run directory with base and adapters folded together in Hugging Face names
+/// (safetensors), written by [`save_merged`].
 pub const MERGED_FILE: &str = "merged.safetensors";
 /// What the model was trained to answer ([`Task`]); absent in runs trained on order records.
 pub const TASK_FILE: &str = "task.json";
@@ -34,6 +39,8 @@ pub const TASK_FILE: &str = "task.json";
 /// rolled out by [`crate::rollout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Task {
+    /// The kind of records the model was trained on: `Orders` (answers a whole queue order) or
+    /// `Steps` (names one job per prompt).
     pub records: RecordKind,
 }
 
@@ -41,7 +48,10 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Base {
+    /// A GGUF file of architecture `llama` (`gguf:PATH`); its weights are dequantized to f32.
     Gguf(PathBuf),
+    /// A Hugging Face model directory, or else a model id `ORG/NAME[@REVISION]` looked up in the
+    /// hf-hub cache (`hf:...`).
     Hf(String),
 }
 
@@ -67,14 +77,24 @@ impl Base {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ModelSpec {
     /// A GPT trained from scratch.
-    Gpt { config: GptConfig },
+    Gpt {
+        /// Shape of the GPT.
+        config: GptConfig,
+    },
     /// A pretrained Llama-architecture base with LoRA adapters.
-    Lora { base: Base, lora: LoraConfig },
+    Lora {
+        /// The pretrained model the adapters sit on, read again from there at every load.
+        base: Base,
+        /// Rank, scale and target projections of the adapters.
+        lora: LoraConfig,
+    },
 }
 
 /// A model ready to run.
 pub enum Model {
+    /// A GPT trained from scratch.
     Gpt(Gpt),
+    /// A pretrained Llama-architecture model with its LoRA adapters.
     Llama(Llama),
 }
 
@@ -100,6 +120,7 @@ impl Model {
         self.logits(&self.hidden(ids, cache)?)
     }
 
+    /// Transformer blocks, one entry each in the key/value cache.
     pub fn layers(&self) -> usize {
         match self {
             Model::Gpt(m) => m.config().layers,
@@ -123,10 +144,16 @@ impl Model {
 
 /// A model, its trainable variables, its tokenizer and what it answers.
 pub struct Loaded {
+    /// What the model is, as written to `config.json`.
     pub spec: ModelSpec,
+    /// The model itself, ready to run.
     pub model: Model,
+    /// The trainable variables, which the optimizer updates: every weight of a GPT (saved to
+    /// `model.safetensors`), only the adapters of a LoRA model (`adapters.safetensors`).
     pub vars: VarMap,
+    /// The model's tokenizer: trained on the data for a GPT, the base model's own for LoRA.
     pub tokenizer: TextTokenizer,
+    /// What the model answers (from `task.json`; whole orders when the file is absent).
     pub task: Task,
 }
 

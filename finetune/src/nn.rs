@@ -31,7 +31,7 @@ pub fn matmul_t(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     Ok(out.reshape(shape)?)
 }
 
-/// A linear layer `x W^T + b` (variables `weight` [out, in] and `bias` [out], as
+/// A linear layer `x W^T + b` (variables `weight` of shape (out, in) and `bias` of shape (out), as
 /// `candle_nn::linear`): the product by [`matmul_t`], the bias by the fused [`add_bias`].
 pub struct Dense {
     weight: Tensor,
@@ -39,6 +39,7 @@ pub struct Dense {
 }
 
 impl Dense {
+    /// Makes the variables `weight` of shape (out_dim, in_dim) and `bias` of shape (out_dim) under `vb`.
     pub fn new(in_dim: usize, out_dim: usize, vb: candle_nn::VarBuilder) -> Result<Dense> {
         let full = candle_nn::linear(in_dim, out_dim, vb)?;
         let bias = full.bias().cloned().ok_or_else(|| {
@@ -50,6 +51,7 @@ impl Dense {
         })
     }
 
+    /// `x W^T + b` for `x` [.., in_dim]: [.., out_dim].
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         add_bias(&matmul_t(x, &self.weight)?, &self.bias)
     }
@@ -76,6 +78,7 @@ impl KvCache {
         self.len
     }
 
+    /// Whether no token is cached yet.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -42,11 +42,14 @@ pub struct AnswerTables {
     pub pieces: Vec<String>,
     /// Tokens that may appear in an answer.
     pub candidates: Vec<u32>,
+    /// Tokens that end unconstrained decoding: the end token and the tokenizer's stop tokens.
     pub stop: Vec<u32>,
+    /// The token that ends an answer (`<|im_end|>` for ChatML models).
     pub end: u32,
 }
 
 impl AnswerTables {
+    /// Computes the tables of `tokenizer` (decodes every token id once).
     pub fn new(tokenizer: &TextTokenizer) -> AnswerTables {
         let pieces = tokenizer.pieces();
         let candidates = answer_tokens(&pieces);
@@ -96,6 +99,7 @@ impl Predictor {
         }
     }
 
+    /// The model, tokenizer and task the predictor decodes with.
     pub fn loaded(&self) -> &Loaded {
         &self.loaded
     }

@@ -17,8 +17,13 @@ use crate::tokenizer::{TextTokenizer, TokenizerMeta};
 
 /// A loaded base model: shape, weights and tokenizer.
 pub struct Pretrained {
+    /// Shape read from the GGUF metadata or `config.json`.
     pub config: LlamaConfig,
+    /// Base weights in f32 by Hugging Face name (GGUF tensors renamed, their query and key rows put
+    /// back in Hugging Face order).
     pub weights: Weights,
+    /// The model's own tokenizer: rebuilt from the GGUF metadata, or `tokenizer.json` with
+    /// `tokenizer_config.json`.
     pub tokenizer: TextTokenizer,
 }
 

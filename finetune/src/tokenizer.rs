@@ -28,6 +28,7 @@ use crate::error::{FinetuneError, Result};
 pub const END_TEXT: &str = "<|endoftext|>";
 /// File names in a run directory.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
+/// File of a run directory with the [`TokenizerMeta`] (JSON), beside `tokenizer.json`.
 pub const TOKENIZER_META_FILE: &str = "tokenizer_meta.json";
 
 /// Pre-tokenizer of BPEs trained here: each digit alone, then the byte-level split.
@@ -124,10 +125,12 @@ impl TextTokenizer {
         crate::io::write_json(&dir.join(TOKENIZER_META_FILE), &self.meta)
     }
 
+    /// End, stop and start tokens and the chat template.
     pub fn meta(&self) -> &TokenizerMeta {
         &self.meta
     }
 
+    /// The wrapped `tokenizers` tokenizer.
     pub fn inner(&self) -> &Tokenizer {
         &self.inner
     }
@@ -160,6 +163,7 @@ impl TextTokenizer {
             .collect()
     }
 
+    /// How prompts are laid out: ChatML when the chat template uses `<|im_start|>`, else plain.
     pub fn chat_format(&self) -> ChatFormat {
         match &self.meta.chat_template {
             Some(t) if t.contains("<|im_start|>") => ChatFormat::ChatMl,

@@ -33,7 +33,9 @@ use crate::model::{self, sorted_vars, Loaded};
 use crate::nn::cross_entropy;
 use crate::predict::AnswerTables;
 
+/// File of a checkpoint with the [`TrainState`] (JSON).
 pub const STATE_FILE: &str = "train_state.json";
+/// File of a checkpoint with the AdamW moments (`m.NAME` and `v.NAME` per variable, safetensors).
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 
 /// How to train.
@@ -49,9 +51,12 @@ pub struct TrainOptions {
     pub batch: usize,
     /// Steps of linear warmup.
     pub warmup: usize,
+    /// Decoupled weight decay: each step multiplies every matrix by `1 - lr * weight_decay`;
+    /// vectors (biases, norm weights) are not decayed.
     pub weight_decay: f64,
     /// Largest global gradient norm (0: no clipping).
     pub clip: f64,
+    /// Seed of the batch order: the batches of epoch `e` depend only on (`seed`, `e`).
     pub seed: u64,
     /// Optimizer steps of the run; replaces `epochs` when set.
     #[serde(default)]
@@ -97,7 +102,9 @@ impl Default for TrainOptions {
 /// What one epoch did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochLog {
+    /// Epochs finished with this one (1 for the first).
     pub epoch: usize,
+    /// Batches of the epoch, one optimizer step each.
     pub steps: usize,
     /// Mean answer-token loss of the epoch's batches.
     pub train_loss: f64,
@@ -120,16 +127,21 @@ pub struct Counters {
     pub elapsed_s: f64,
     /// Sum of batch losses and steps since the last evaluation point.
     pub point_loss: f64,
+    /// Steps since the last evaluation point; the point's `train_loss` is `point_loss` divided by
+    /// this.
     pub point_steps: usize,
     /// Sum of batch losses, tokens and step seconds of the current epoch.
     pub epoch_loss: f64,
+    /// Training tokens (prompt and answer) of the current epoch's steps.
     pub epoch_tokens: u64,
+    /// Seconds spent in the current epoch's training steps (evaluation not counted).
     pub epoch_seconds: f64,
 }
 
 /// Where training stands; saved with every checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainState {
+    /// The options of the run (on resume, `epochs` may be replaced).
     pub options: TrainOptions,
     /// Epochs finished.
     pub epoch: usize,
@@ -140,7 +152,9 @@ pub struct TrainState {
     pub step: usize,
     /// Steps of the whole schedule.
     pub total_steps: usize,
+    /// One log per finished epoch, in order.
     pub history: Vec<EpochLog>,
+    /// Running totals of the run and of its current point and epoch.
     #[serde(default)]
     pub counters: Counters,
 }
@@ -186,9 +200,11 @@ impl Clock {
 
 /// A model being trained.
 pub struct Trainer {
+    /// The model being trained, with its variables and tokenizer.
     pub loaded: Loaded,
     params: Vec<(String, Var)>,
     opt: AdamW,
+    /// Options, position and counters, saved as `train_state.json` with each checkpoint.
     pub state: TrainState,
     /// The evaluation points of this session, in order.
     pub points: Vec<CurvePoint>,

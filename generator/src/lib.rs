@@ -35,6 +35,8 @@
 //! assert!(config.check().unwrap_err().to_string().contains("queue_min"));
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod family;
 pub mod psplib;
 pub mod trace;
@@ -132,6 +134,8 @@ pub const MAX_SERVERS: usize = 100_000;
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// Which family of snapshots to draw (`uniform`, `hpc` or `dl`); it fixes the resources,
+    /// the server shapes and the job model.
     pub family: Family,
     /// Fewest queued jobs per instance (>= 1).
     pub queue_min: usize,
@@ -211,34 +215,61 @@ impl Config {
 /// Why generation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenError {
+    /// `queue_min` is 0, so an instance could have an empty queue.
     #[error("`queue_min` (--queue MIN) is 0: every instance needs at least one queued job; set it to 1 or more")]
     QueueMinZero,
+    /// `queue_min` is larger than `queue_max`, so the range of queue lengths is empty.
     #[error("`queue_min` ({min}) is larger than `queue_max` ({max}) (--queue MIN..MAX); lower `queue_min` or raise `queue_max`")]
-    QueueRange { min: usize, max: usize },
+    QueueRange {
+        /// The configured `queue_min`.
+        min: usize,
+        /// The configured `queue_max`.
+        max: usize,
+    },
+    /// `queue_max` is above [`MAX_QUEUE`].
     #[error("`queue_max` (--queue ..MAX) ({max}) is above the limit of {MAX_QUEUE} queued jobs; lower it")]
-    QueueTooLong { max: usize },
+    QueueTooLong {
+        /// The configured `queue_max`.
+        max: usize,
+    },
+    /// `dep_prob` (the value carried) is not in [0, 1], or is NaN.
     #[error("`dep_prob` (--deps) is {0}; it must be a probability in [0, 1]")]
     DepProb(f64),
+    /// `servers` is `Some(0)`: an instance needs at least one server.
     #[error("`servers` (--servers) is 0: an instance needs at least one server; set it to 1 or more, or leave it out for the family default")]
     ZeroServers,
+    /// `servers` (the value carried) is above [`MAX_SERVERS`].
     #[error("`servers` (--servers) ({0}) is above the limit of {MAX_SERVERS}; lower it")]
     TooManyServers(usize),
+    /// A [`Load::Fraction`] (the value carried) is not in [0, 1), or is NaN.
     #[error(
         "`load` fraction (--load) is {0}; it must lie in [0, 1) (0 = idle cluster, 0.7 = 70% busy)"
     )]
     LoadFraction(f64),
+    /// [`Load::Jobs`] asks for more running jobs than the smallest cluster the options allow
+    /// has units of the first resource (each running job needs at least one unit).
     #[error("`load` (--running) asks for {jobs} running jobs, but a {family} cluster with these `servers` may have only {capacity} units of `{resource}` and each job needs one; lower the job count or add servers")]
     TooManyRunning {
+        /// The number of running jobs asked for.
         jobs: usize,
+        /// The configured family.
         family: Family,
+        /// Name of the family's first resource (`cores` or `gpus`).
         resource: &'static str,
+        /// Units of that resource guaranteed by the options: per-server minimum times the
+        /// server count (2 servers for `uniform` when `servers` is absent).
         capacity: i64,
     },
+    /// A family name (the string carried) parsed with `Family`'s `FromStr` is not `uniform`,
+    /// `hpc` or `dl`.
     #[error("unknown family \"{0}\"; expected one of: uniform, hpc, dl")]
     UnknownFamily(String),
+    /// A generated instance failed [`schedlm_model::validate()`]; this is a bug in this crate.
     #[error("internal error: generated instance {index} is invalid: {source}")]
     Invalid {
+        /// Index of the failing instance under the configuration.
         index: u64,
+        /// The validation error, which names the job and the field.
         #[source]
         source: InstanceError,
     },

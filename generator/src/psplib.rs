@@ -39,7 +39,7 @@
 //! the base-data lines are not needed for the makespan and are ignored.
 //!
 //! Every error names the 1-based line of the file and what was expected there. The produced
-//! instance is checked with [`schedlm_model::validate`]; a request larger than the
+//! instance is checked with [`schedlm_model::validate()`]; a request larger than the
 //! availability, for example, is reported as [`PsplibError::Invalid`] naming the job.
 //!
 //! ```
@@ -109,29 +109,46 @@ pub enum PsplibError {
     /// A job other than the first and the last (the dummies) has duration 0.
     #[error("line {line}: job {job} has duration 0, but only the dummy source (job 1) and sink (job {last}) may; SPEC walltimes must be at least 1, and a real job is never dropped")]
     ZeroDuration {
+        /// 1-based line of the job's row in the REQUESTS/DURATIONS section.
         line: usize,
+        /// PSPLIB job number (1-based, as in the file's `jobnr.` column).
         job: usize,
+        /// Number of the last job, the sink (the header's job count, dummies included).
         last: usize,
     },
     /// A dummy job (duration 0) requests a resource.
     #[error("line {line}: dummy job {job} has duration 0 but requests {resource} = {amount}; expected no requests")]
     DummyRequest {
+        /// 1-based line of the dummy's row in the REQUESTS/DURATIONS section.
         line: usize,
+        /// PSPLIB job number of the dummy: 1 (the source) or the last job (the sink).
         job: usize,
+        /// Label of the first resource the dummy requests, as `R1` or `N2`.
         resource: String,
+        /// The amount of that resource requested per period (> 0).
         amount: i64,
     },
     /// The jobs together consume more of a non-renewable resource than is available.
     #[error("line {line}: the jobs consume {total} of non-renewable resource {resource} in all, but only {available} is available; the project has no feasible schedule")]
     NonrenewableExceeded {
+        /// 1-based line of the availability values in the RESOURCEAVAILABILITIES section.
         line: usize,
+        /// Label of the non-renewable resource, as `N1`.
         resource: String,
+        /// Sum of the requests of all jobs for that resource.
         total: i64,
+        /// The file's availability of that resource.
         available: i64,
     },
     /// A feature of the format that the import does not handle.
     #[error("line {line}: {what} is not supported")]
-    Unsupported { line: usize, what: String },
+    Unsupported {
+        /// 1-based line where the feature shows: a header count or a precedence row.
+        line: usize,
+        /// The feature, in words (several projects, doubly constrained resources, or a job
+        /// with more than one mode).
+        what: String,
+    },
     /// The converted instance fails SPEC validation (for example a request above the
     /// availability, or a precedence cycle).
     #[error("the imported instance is invalid: {0}")]

@@ -44,7 +44,9 @@ impl Variant {
 /// Where and when one job runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
+    /// Start time S_j in seconds (>= `now`).
     pub start: Time,
+    /// 0-based index of the server, in instance order.
     pub server: usize,
 }
 
@@ -53,7 +55,11 @@ pub struct Placement {
 pub struct Schedule {
     /// The order the jobs were placed in (after the dependency repair).
     pub order: Vec<usize>,
+    /// Start S_j of each queued job in seconds, by queue index; `Time::MIN` for a job not
+    /// placed yet (a partial schedule from [`Dispatcher::schedule`]).
     pub start: Vec<Time>,
+    /// 0-based server index (instance order) of each queued job, by queue index;
+    /// `usize::MAX` for a job not placed yet.
     pub server: Vec<usize>,
 }
 

@@ -1,7 +1,7 @@
 //! The instance JSON of SPEC section 1, as plain serde types.
 //!
 //! These types mirror the file format one to one. They are deliberately loose (signed integers,
-//! optional fields) so that a bad value reaches [`crate::validate`] and gets an error that names
+//! optional fields) so that a bad value reaches [`crate::validate()`] and gets an error that names
 //! the job and the field, instead of a bare serde message. Unknown fields are ignored.
 
 use serde::{Deserialize, Serialize};
@@ -28,24 +28,39 @@ pub struct Instance {
 /// A server and its capacity per resource.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Server {
+    /// Server id, unique across servers, running and queued jobs; running jobs name it in
+    /// `server`.
     pub id: String,
+    /// Capacity per resource, one non-negative amount per entry of `resources`, in that order.
     pub capacity: Vec<i64>,
 }
 
 /// A job that holds `demand` on `server` from before `now` until `end`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunningJob {
+    /// Job id, unique across servers, running and queued jobs; queued jobs may name it in
+    /// `deps`.
     pub id: String,
+    /// Id of the server the job runs on (one of `servers`).
     pub server: String,
+    /// Amount held per resource, in `resources` order; the running jobs of a server must
+    /// fit its capacity together.
     pub demand: Vec<i64>,
+    /// When the job frees its server, in seconds (> `now`); in a trace, start + requested
+    /// walltime.
     pub end: Time,
 }
 
 /// A job waiting in the queue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueuedJob {
+    /// Job id, unique across servers, running and queued jobs; an order lists the queue by
+    /// these ids.
     pub id: String,
+    /// Submission time in seconds (<= `now`); the wait w_j = S_j - submit counts from it.
     pub submit: Time,
+    /// Amount needed per resource, in `resources` order; it must fit at least one server's
+    /// capacity.
     pub demand: Vec<i64>,
     /// Requested processing time p_j, the length the scheduler plans with (>= 1).
     pub walltime: Time,
@@ -59,8 +74,12 @@ pub struct QueuedJob {
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub weight: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Submitting user (free text, SPEC section 1); ignored by the dispatcher and objectives.
     pub user: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Free JSON data about the job (SPEC section 1), e.g. `{"model": "resnet50"}`; ignored by
+    /// the dispatcher. Replay snapshots keep the requested walltime here as
+    /// `{"requested_walltime": w}` when the walltime field holds an estimate.
     pub meta: Option<serde_json::Value>,
 }
 

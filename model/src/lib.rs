@@ -25,6 +25,8 @@
 //! assert_eq!(Objective::Makespan.value(&problem, &schedule.start), 160.0);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod dispatch;
 pub mod instance;
 pub mod lines;

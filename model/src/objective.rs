@@ -107,9 +107,13 @@ pub fn job_bsld(wait: Time, run: Time) -> f64 {
 /// All four objectives of one schedule.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Objectives {
+    /// Mean bounded slowdown of the queued jobs (`bsld`, dimensionless, >= 1).
     pub bsld: f64,
+    /// Mean wait S_j - submit_j of the queued jobs, in seconds (`wait`).
     pub wait: f64,
+    /// Weighted mean flow time sum w_j (C_j - submit_j) / sum w_j, in seconds (`flow`).
     pub flow: f64,
+    /// Latest completion C_j minus `now`, in seconds (`makespan`).
     pub makespan: f64,
 }
 

@@ -6,12 +6,19 @@ use crate::problem::Problem;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OrderError {
     #[error("the order names \"{0}\", which is not a queued job")]
+    /// An id in the order (see [`order_from_ids`]) is not the id of a queued job; the field
+    /// is that id.
     UnknownJob(String),
     #[error("the order lists \"{0}\" twice")]
+    /// The order lists a queued job more than once; the field is the job's id.
     Duplicate(String),
     #[error("the order misses queued job \"{0}\"")]
+    /// The order leaves out a queued job; the field is the id of the first one missed, in
+    /// queue order.
     Missing(String),
     #[error("job index {0} is out of range")]
+    /// A queue index in the order is not below the number of queued jobs; the field is that
+    /// 0-based index.
     OutOfRange(usize),
 }
 

@@ -32,8 +32,11 @@ pub struct Problem {
 /// A running job in flat form: it holds `demand` on `server` over [now, end).
 #[derive(Debug, Clone)]
 pub struct Running {
+    /// 0-based index of its server, in instance order.
     pub server: usize,
+    /// When it frees its server, in seconds (> `now`).
     pub end: Time,
+    /// Amount held per resource, R entries.
     pub demand: Vec<i64>,
 }
 

@@ -16,35 +16,57 @@ pub const MAX_MAGNITUDE: i64 = 1 << 40;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InstanceError {
     #[error("`resources` is empty: an instance needs at least one resource")]
+    /// `resources` is empty: there is nothing to measure capacity and demand in.
     NoResources,
     #[error("`resources` lists \"{0}\" twice")]
+    /// A name appears twice in `resources`; the field is that name.
     DuplicateResource(String),
     #[error("`servers` is empty: an instance needs at least one server")]
+    /// `servers` is empty: no job could ever run.
     NoServers,
     #[error("`queue` is empty: an instance needs at least one queued job to order")]
+    /// `queue` is empty: there is no order to decide.
     EmptyQueue,
     #[error("id \"{id}\" is used twice (as {first} and as {second}); ids must be unique across servers, running and queue")]
+    /// Two of the servers, running jobs and queued jobs share an id (SPEC section 1 wants
+    /// ids unique across all three).
     DuplicateId {
+        /// The repeated id.
         id: String,
+        /// What carries the id first (servers, then running, then queue): `"a server"`,
+        /// `"a running job"` or `"a queued job"`.
         first: &'static str,
+        /// What carries it the second time, in the same words as `first`.
         second: &'static str,
     },
     #[error(
         "{kind} \"{id}\": `{field}` has {found} entries, expected {expected} (one per resource)"
     )]
+    /// A capacity or demand vector does not have one entry per resource.
     WrongLength {
+        /// What holds it: `"server"`, `"running job"` or `"job"` (a queued job).
         kind: &'static str,
+        /// Id of that server or job.
         id: String,
+        /// The vector: `"capacity"` (a server) or `"demand"` (a job).
         field: &'static str,
+        /// The number of resources R.
         expected: usize,
+        /// The vector's actual length.
         found: usize,
     },
     #[error("{kind} \"{id}\": `{field}[{index}]` is {value}; resource amounts must be non-negative integers")]
+    /// An entry of a capacity or demand vector is below 0.
     NegativeAmount {
+        /// What holds it: `"server"`, `"running job"` or `"job"` (a queued job).
         kind: &'static str,
+        /// Id of that server or job.
         id: String,
+        /// The vector: `"capacity"` (a server) or `"demand"` (a job).
         field: &'static str,
+        /// 0-based position of the entry, i.e. the resource's index in `resources`.
         index: usize,
+        /// The negative amount.
         value: i64,
     },
     #[error(
@@ -52,41 +74,114 @@ pub enum InstanceError {
         owner(.kind, .id),
         lowest(.field)
     )]
+    /// A value exceeds [`MAX_MAGNITUDE`] (2^40): `now`, `end` or `submit` outside
+    /// [-2^40, 2^40], or `walltime`, `runtime`, `capacity` or `demand` above 2^40. (Too-low
+    /// walltimes, runtimes and amounts have their own variants.)
     OutOfRange {
+        /// What holds the field: `"instance"` (for `now`), `"server"`, `"running job"` or
+        /// `"job"` (a queued job).
         kind: &'static str,
+        /// Id of that server or job; empty for the instance.
         id: String,
+        /// The field: `"now"`, `"end"`, `"submit"`, `"walltime"`, `"runtime"`,
+        /// `"capacity"` or `"demand"`.
         field: &'static str,
+        /// The rejected value (seconds for a time, else a resource amount).
         value: i64,
     },
     #[error("job \"{job}\": `walltime` is {walltime}; it must be at least 1 second")]
-    WalltimeTooShort { job: String, walltime: Time },
-    #[error("job \"{job}\": `runtime` is {runtime}; it must be non-negative")]
-    NegativeRuntime { job: String, runtime: Time },
-    #[error("job \"{job}\": `submit` is {submit}, after `now` ({now}); queued jobs must have been submitted by now")]
-    SubmitAfterNow {
+    /// A queued job's `walltime` is below 1 second.
+    WalltimeTooShort {
+        /// Id of the queued job.
         job: String,
+        /// The rejected walltime, in seconds.
+        walltime: Time,
+    },
+    #[error("job \"{job}\": `runtime` is {runtime}; it must be non-negative")]
+    /// A queued job's optional `runtime` (its true length) is negative.
+    NegativeRuntime {
+        /// Id of the queued job.
+        job: String,
+        /// The rejected runtime, in seconds.
+        runtime: Time,
+    },
+    #[error("job \"{job}\": `submit` is {submit}, after `now` ({now}); queued jobs must have been submitted by now")]
+    /// A queued job was submitted after the snapshot (SPEC section 1 wants `submit` <= `now`).
+    SubmitAfterNow {
+        /// Id of the queued job.
+        job: String,
+        /// The job's submit time, in seconds.
         submit: Time,
+        /// The instance's snapshot time `now`, in seconds.
         now: Time,
     },
     #[error("running job \"{job}\": `end` is {end}, not after `now` ({now}); a running job must end after the snapshot")]
-    EndNotAfterNow { job: String, end: Time, now: Time },
+    /// A running job's `end` is at or before `now` (SPEC section 1 wants `end` > `now`).
+    EndNotAfterNow {
+        /// Id of the running job.
+        job: String,
+        /// The job's end time, in seconds.
+        end: Time,
+        /// The instance's snapshot time `now`, in seconds.
+        now: Time,
+    },
     #[error("job \"{job}\": `weight` is {weight}; it must be a finite number greater than 0")]
-    BadWeight { job: String, weight: f64 },
+    /// A queued job's `weight` is not a finite number above 0 (zero, negative, NaN or infinite).
+    BadWeight {
+        /// Id of the queued job.
+        job: String,
+        /// The rejected weight.
+        weight: f64,
+    },
     #[error("running job \"{job}\": `server` \"{server}\" is not a server of this instance")]
-    UnknownServer { job: String, server: String },
+    /// A running job's `server` is not the id of a server of the instance.
+    UnknownServer {
+        /// Id of the running job.
+        job: String,
+        /// The id it gives as its server.
+        server: String,
+    },
     #[error("job \"{job}\": `deps` names \"{dep}\", which is not a running or queued job")]
-    UnknownDependency { job: String, dep: String },
+    /// A queued job's `deps` names an id that is neither a running nor a queued job (an unknown
+    /// id or a server's).
+    UnknownDependency {
+        /// Id of the queued job whose `deps` holds the id.
+        job: String,
+        /// The id that names no job.
+        dep: String,
+    },
     #[error("job \"{job}\": `deps` form a cycle: {}", cycle.join(" -> "))]
-    DependencyCycle { job: String, cycle: Vec<String> },
+    /// The queued jobs' `deps` form a cycle, so no order can respect them. Reported only when
+    /// the instance has no other problem.
+    DependencyCycle {
+        /// Id of a queued job on the cycle, the first entry of `cycle`.
+        job: String,
+        /// Ids along the cycle, each job depending on the next, ending with the first id
+        /// again (so `a -> b -> a` means a depends on b and b on a).
+        cycle: Vec<String>,
+    },
     #[error(
         "job \"{job}\": `demand` {demand:?} fits on no server (each server lacks some resource)"
     )]
-    FitsNoServer { job: String, demand: Vec<i64> },
+    /// A queued job's `demand` exceeds, in some resource, the capacity of every server, so it could
+    /// never start.
+    FitsNoServer {
+        /// Id of the queued job.
+        job: String,
+        /// The job's demand, one amount per resource.
+        demand: Vec<i64>,
+    },
     #[error("server \"{server}\": running jobs use {used} of resource `{resource}` but `capacity` is {capacity}")]
+    /// The running jobs on a server together use more of a resource than the server's
+    /// capacity.
     ServerOverloaded {
+        /// Id of the overloaded server.
         server: String,
+        /// Name of the exceeded resource, from `resources`.
         resource: String,
+        /// Sum of that resource over the running jobs on the server.
         used: i64,
+        /// The server's capacity of that resource.
         capacity: i64,
     },
 }

@@ -79,6 +79,8 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status as written in reports and JSON: `optimal`, `time_limit` or `node_limit`
+    /// (the same spelling as serde's).
     pub fn name(self) -> &'static str {
         match self {
             Status::Optimal => "optimal",
@@ -97,12 +99,17 @@ pub struct BnbOutcome {
     pub value: f64,
     /// A proven lower bound on the optimum (equals `value` when optimal).
     pub lower_bound: f64,
+    /// Whether the search finished or which limit stopped it.
     pub status: Status,
+    /// Search-tree nodes visited (the root, every partial order explored and every complete
+    /// order); this is what [`BnbOptions::node_limit`] caps.
     pub nodes: u64,
+    /// Wall-clock time of the whole run, the starting incumbent included.
     pub elapsed: Duration,
 }
 
 impl BnbOutcome {
+    /// Whether the search was exhausted, so `order` is proven optimal (SPEC section 4).
     pub fn proven_optimal(&self) -> bool {
         self.status == Status::Optimal
     }

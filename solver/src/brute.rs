@@ -1,4 +1,4 @@
-//! Brute force: every permutation of the queue through [`dispatch`]. Exponential; for checking
+//! Brute force: every permutation of the queue through [`dispatch()`](schedlm_model::dispatch()). Exponential; for checking
 //! the other methods on small queues (up to about 9 jobs).
 
 use schedlm_model::{dispatch, Objective, Problem, Variant};

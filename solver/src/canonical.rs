@@ -47,6 +47,8 @@ pub const NODE_LIMIT: u64 = 2_000_000;
 /// The ranking rule of an instance and its ranking.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranking {
+    /// The ranking rule: the classic rule (SPEC section 6) with the lowest objective value,
+    /// ties broken by [`PREFERENCE`]; SJF for an empty queue.
     pub rule: Rule,
     /// Queue indices in the rule's order (before dependency repair).
     pub order: Vec<usize>,
@@ -236,11 +238,14 @@ pub fn canonical_order(
 /// See [`canonical_order`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Canonical {
+    /// The instance's ranking rule and ranking, which the label follows where it can.
     pub ranking: Ranking,
     /// The label: the canonical order, or the solver's placement order if the search stopped.
     pub order: Vec<usize>,
     /// Whether `order` is the canonical order.
     pub canonical: bool,
+    /// Search nodes (tentative placements) [`lex_first`] visited, at most the node limit
+    /// plus one.
     pub nodes: u64,
 }
 

@@ -16,6 +16,8 @@ pub struct Cost<'p> {
 }
 
 impl<'p> Cost<'p> {
+    /// The costs of `objective` on `problem`, with the divisor from totals to values
+    /// ([`Objective::scale`]: the job count, the weight sum, or 1 for the makespan).
     pub fn new(problem: &'p Problem, objective: Objective) -> Cost<'p> {
         Cost {
             problem,
@@ -24,6 +26,7 @@ impl<'p> Cost<'p> {
         }
     }
 
+    /// The objective whose costs these are.
     pub fn objective(&self) -> Objective {
         self.objective
     }

@@ -19,6 +19,8 @@
 //! assert_eq!(schedule.start, vec![110, 100]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod rules;
 
 pub mod bnb;

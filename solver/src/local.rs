@@ -103,6 +103,7 @@ pub struct LsOutcome {
     pub evaluations: u64,
     /// Times the best order improved on the previous best (from the starting order on).
     pub improvements: u64,
+    /// Wall-clock time of the whole run, the starting order included.
     pub elapsed: Duration,
 }
 

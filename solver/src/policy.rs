@@ -45,12 +45,15 @@ use crate::rules::{score_of, JobView, Rule, RuleContext};
 /// A priority rule of SPEC section 6 as a replay policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RulePolicy {
+    /// The priority rule that scores the waiting jobs (`random` shuffles instead).
     pub rule: Rule,
     /// F1's origin (the trace's first submit) and the seed and stream of `random`.
     pub ctx: RuleContext,
 }
 
 impl RulePolicy {
+    /// The rule with an explicit context; use [`RulePolicy::for_trace`] to get F1's origin
+    /// from the trace.
     pub fn new(rule: Rule, ctx: RuleContext) -> RulePolicy {
         RulePolicy { rule, ctx }
     }

@@ -34,6 +34,7 @@ pub enum Solver {
 }
 
 impl Solver {
+    /// The name used on the command line and in JSON: `auto`, `bnb`, `milp` or `ls`.
     pub fn name(self) -> &'static str {
         match self {
             Solver::Auto => "auto",
@@ -47,8 +48,12 @@ impl Solver {
 /// What to solve and within which limits.
 #[derive(Debug, Clone)]
 pub struct SolveOptions {
+    /// Which solver to run (default `auto`).
     pub solver: Solver,
+    /// The objective to minimise (SPEC section 4; default `bsld`).
     pub objective: Objective,
+    /// The dispatcher that turns an order into a schedule: `serial` (SPEC section 3, the
+    /// default) or `strict` (no overtaking).
     pub variant: Variant,
     /// Wall-clock budget of the whole call.
     pub time_limit: Duration,
@@ -79,6 +84,8 @@ pub enum SolveStatus {
     Optimal,
     /// A limit stopped the proof; `lower_bound` and the gap say how far it may be.
     TimeLimit,
+    /// Branch and bound stopped at its node limit before a proof (and no time limit stopped
+    /// a later step).
     NodeLimit,
     /// The MILP finished but its bound is below the best order (several servers or times off
     /// the grid make it a relaxation).
@@ -88,6 +95,8 @@ pub enum SolveStatus {
 }
 
 impl SolveStatus {
+    /// The status as written in reports and JSON (the same spelling as serde's):
+    /// `optimal`, `time_limit`, `node_limit`, `bounded` or `heuristic`.
     pub fn name(self) -> &'static str {
         match self {
             SolveStatus::Optimal => "optimal",
@@ -119,10 +128,14 @@ pub struct Solution {
     pub value: f64,
     /// A proven lower bound on the optimum over orders.
     pub lower_bound: f64,
+    /// Whether `value` is proven optimal: branch and bound finished, or the bound matches
+    /// the value within a relative 1e-9 (then `lower_bound == value`).
     pub proven_optimal: bool,
+    /// How the solve ended; `Optimal` exactly when `proven_optimal`.
     pub status: SolveStatus,
     /// Branch-and-bound nodes explored.
     pub nodes: u64,
+    /// Wall-clock time of the whole call, baselines included.
     pub elapsed: Duration,
     /// Each classic rule's objective value.
     pub baselines: Vec<(Rule, f64)>,
@@ -289,11 +302,15 @@ fn run_ls(
 /// Why a solve could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SolveError {
+    /// The `milp` solver failed (in `auto` a MILP failure is ignored instead).
     #[cfg(feature = "milp")]
     #[error(transparent)]
     Milp(#[from] crate::milp::MilpError),
+    /// The `milp` solver was asked for, but the crate was built without its `milp` feature.
     #[error("the `milp` solver is not built in: rebuild schedlm-solver with the `milp` feature")]
     MilpUnavailable,
+    /// [`SolveOptions::check`] refused the `milp` solver with the `strict` dispatcher, which
+    /// the MILP does not model.
     #[error("the `milp` solver models only the serial dispatcher, not the strict one: use `bnb` or `auto` for strict")]
     MilpStrict,
 }

@@ -139,8 +139,11 @@ pub fn score(rule: Rule, problem: &Problem, ctx: &RuleContext, j: usize) -> f64 
 /// What a rule reads of a job: submit time, requested walltime and cores (first resource).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobView {
+    /// Submit time in seconds (s in the formulas).
     pub submit: Time,
+    /// Requested walltime in seconds, >= 1 (r in the formulas).
     pub walltime: Time,
+    /// Demand of the first resource, taken as the cores (n in the formulas); 0 or more.
     pub cores: i64,
 }
 

@@ -25,8 +25,8 @@ pub struct SolveArgs {
     pub solver: Solver,
 
     /// Objective to minimise (SPEC section 4). `bsld`: mean bounded slowdown (tau = 10 s);
-    /// `wait`: mean wait [s]; `flow`: weighted mean flow time [s]; `makespan`: latest completion
-    /// minus now [s].
+    /// `wait`: mean wait (s); `flow`: weighted mean flow time (s); `makespan`: latest completion
+    /// minus now (s).
     #[arg(long, value_enum, default_value = "bsld")]
     pub objective: Objective,
 

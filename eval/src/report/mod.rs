@@ -27,26 +27,39 @@ use crate::stats::{summarize_with, Stats};
 /// Settings of a snapshot run, recorded in the summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
+    /// Time budget of `optimal` per instance, in seconds (`--time-limit`).
     pub optimal_time_limit_s: f64,
+    /// Node limit of `optimal`'s branch and bound (`--node-limit`); `null` when none.
     pub optimal_node_limit: Option<u64>,
+    /// Seed of `random` and of local search (`--seed`).
     pub seed: u64,
+    /// Candidate orders local search (`ls`) evaluates per instance (`--ls-evaluations`).
     pub ls_evaluations: u64,
 }
 
 /// `summary.json` of a snapshot evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotSummary {
+    /// The data file evaluated, as given (`--data`).
     pub data: String,
+    /// The records' objective (`bsld`, `wait`, `flow`, `makespan`): every value and gap is of it.
     pub objective: String,
+    /// The records' dispatcher variant (`serial` or `strict`).
     pub variant: String,
+    /// Number of records evaluated (each policy has one row per record).
     pub records: usize,
     /// Records whose reference is a proven optimum (the others: a lower bound).
     pub proven: usize,
+    /// The limits and seed of the run.
     pub settings: Settings,
+    /// Remarks on the inputs and answers: missing or unknown predictions, records whose
+    /// baselines disagree with the evaluator's dispatch of the rules, failed and cut-off answers.
     pub notes: Vec<String>,
     /// A few answers of each text policy beside the label.
     #[serde(default)]
     pub examples: Vec<AnswerExample>,
+    /// Every summary number ([`Stats`]: ranking, per-policy numbers, pairs, groups, the rules),
+    /// at the top level of `summary.json`.
     #[serde(flatten)]
     pub stats: Stats,
 }

@@ -22,14 +22,19 @@ use crate::replay::Window;
 /// One line of `windows.csv`: one policy on one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowRow {
+    /// The policy's report name (the spec as written).
     pub policy: String,
+    /// Index of the window in the summary's `windows`, from 0.
     pub window: usize,
     /// Index of the window's first job in the cleaned trace.
     pub start: usize,
     /// SWF job number of the window's first job.
     pub first_job: i64,
+    /// Number of jobs replayed in the window.
     pub jobs: usize,
+    /// Mean bounded slowdown of the window's jobs, each max((wait + run) / max(run, 10), 1).
     pub mean_bsld: f64,
+    /// Largest bounded slowdown of a job of the window.
     pub max_bsld: f64,
     /// Seconds.
     pub mean_wait: f64,
@@ -54,7 +59,9 @@ pub struct WindowRow {
 /// One policy over all windows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OnlinePolicyStats {
+    /// The policy's report name (the spec as written).
     pub policy: String,
+    /// Number of jobs replayed, over all windows.
     pub jobs: usize,
     /// Mean bsld over every job of every window.
     pub mean_bsld: f64,
@@ -64,29 +71,42 @@ pub struct OnlinePolicyStats {
     pub mean_wait: f64,
     /// Mean over windows of each window's utilization.
     pub mean_utilization: f64,
+    /// Jobs killed at their walltime, over all windows.
     pub killed: usize,
+    /// Times the policy was asked for an order, over all windows (0 for static rules, which
+    /// keep a sorted queue).
     pub decisions: usize,
+    /// Decisions that fell back to FCFS (invalid answer, solver error), over all windows.
     pub fallbacks: usize,
+    /// Wall-clock seconds of all the policy's replays.
     pub seconds: f64,
 }
 
 /// `summary.json` of an online evaluation (and of `schedlm replay`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OnlineSummary {
+    /// The trace file, as given (`--trace`).
     pub trace: String,
+    /// Jobs in the trace after cleaning (the windows are cut from these).
     pub jobs_in_trace: usize,
     /// `pool` or `nodes:N:K`.
     pub cluster: String,
     /// The planning estimate; `null` when jobs are planned with their walltimes.
     pub estimate: Option<String>,
+    /// The start rule (`strict`, `easy`, `conservative`; `--start-rule`).
     pub start_rule: String,
+    /// Seed of the random windows, of `random` and of local search (`--seed`).
     pub seed: u64,
     /// F1's t_origin: the trace's first submit.
     pub f1_origin: i64,
+    /// The windows replayed, in order: `start` (index in the cleaned trace), `count`,
+    /// `first_job` (SWF job number).
     pub windows: Vec<Window>,
     /// Policies by mean bsld, best first.
     pub ranking: Vec<String>,
+    /// Each policy's numbers over every window, in command-line order.
     pub policies: Vec<OnlinePolicyStats>,
+    /// The rows of `windows.csv`: one per policy and window, policy-major.
     pub per_window: Vec<WindowRow>,
     /// What the trace's cleaning kept and skipped (docs/traces.md).
     pub cleaning: CleaningReport,

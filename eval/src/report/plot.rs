@@ -7,7 +7,9 @@ use crate::error::EvalError;
 /// One named line of a chart.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Line {
+    /// The legend entry (a policy name, or the reference's label); a long name keeps its end.
     pub name: String,
+    /// The (x, y) points in the chart's units, in drawing order.
     pub points: Vec<(f64, f64)>,
     /// A reference rather than a policy: drawn dashed, in black, without taking a color.
     pub reference: bool,
@@ -17,9 +19,14 @@ pub struct Line {
 
 /// What a chart shows.
 pub struct Chart<'a> {
+    /// The caption above the plot.
     pub title: &'a str,
+    /// The description of the x axis (with its unit).
     pub x_label: &'a str,
+    /// The description of the y axis (with its unit).
     pub y_label: &'a str,
+    /// The lines, drawn and listed in the legend in order; lines that are not references take
+    /// the colors (Tableau 10) in turn.
     pub lines: &'a [Line],
     /// Draw the lines as steps (for CDFs).
     pub steps: bool,

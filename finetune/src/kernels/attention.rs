@@ -1,6 +1,6 @@
 //! Causal self-attention, fused and tiled: the [batch, heads, t, t] scores are never
 //! materialised. Work is split by (sequence, head); each task walks its queries in blocks of
-//! [`BLOCK`] rows, computes the block's scores against the keys it may see (a `BLOCK x t`
+//! `BLOCK` rows, computes the block's scores against the keys it may see (a `BLOCK x t`
 //! tile in a buffer of its own), takes the causal softmax row by row, keeps each row's
 //! log-sum-exp, and multiplies by the values. The backward pass recomputes each tile's
 //! probabilities from the kept log-sum-exps (FlashAttention's recomputation) and accumulates

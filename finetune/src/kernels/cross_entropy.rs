@@ -100,7 +100,7 @@ impl CustomOp2 for CrossEntropy {
     }
 }
 
-/// Mean negative log-likelihood of `targets` [n] (u32) under `logits` [n, vocab].
+/// Mean negative log-likelihood of `targets` (shape n, u32) under `logits` (shape n x vocab).
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     if fused(logits) && targets.dtype() == DType::U32 && targets.device().is_cpu() {
         return Ok(logits

@@ -1,7 +1,7 @@
 //! Fused CPU kernels with their own gradients, as candle custom operations: causal
 //! self-attention that never materialises the [batch, heads, t, t] scores ([`attention`]),
-//! tanh-approximated GELU ([`gelu`]), layer norm ([`layer_norm`]), the mean cross-entropy
-//! of logits against targets ([`cross_entropy`]) and a broadcast bias ([`add_bias`]).
+//! tanh-approximated GELU ([`gelu()`]), layer norm ([`layer_norm()`]), the mean cross-entropy
+//! of logits against targets ([`cross_entropy()`]) and a broadcast bias ([`add_bias`]).
 //!
 //! Each public function takes the fused path for contiguous-or-not f32 tensors on the CPU and
 //! falls back to the same formula written with basic tensor operations elsewhere (CUDA, other

@@ -253,12 +253,20 @@ pub fn model(name: &str) -> Option<&'static ModelSpec> {
 /// A training job, as its `meta` describes it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DlJob {
+    /// The catalogue entry of the trained model (`meta.model`, `meta.params_m`,
+    /// `meta.seq_len`).
     pub model: &'static ModelSpec,
+    /// GPUs used, a power of two in 1..=8 and at least the model's `min_gpus` (`meta.gpus`);
+    /// also the job's first demand.
     pub gpus: i64,
     /// Global batch size (gpus x per-GPU batch).
     pub batch_size: i64,
+    /// Training-set size in samples, a multiple of 100 (`meta.samples`).
     pub samples: i64,
+    /// Size of the training data in GB, samples x the model's KB per sample / 10^6, rounded
+    /// to 0.1 and at least 0.1; it is staged at 2 s per GB (`meta.dataset_gb`).
     pub dataset_gb: f64,
+    /// Passes over the training set, in the model's epoch range (`meta.epochs`).
     pub epochs: i64,
 }
 

@@ -80,19 +80,30 @@ pub struct Lublin {
     /// Two-stage uniform for log2(size): [u_low, u_med] with probability u_prob, else
     /// [u_med, u_hi].
     pub u_low: f64,
+    /// Middle bound of log2(size), shared by both stages (`UMed` in `lublin99.c`; 3 in
+    /// [`BATCH`]).
     pub u_med: f64,
+    /// Upper bound of log2(size) (`UHi`; 5 in [`BATCH`], log2 of the 32 cores of a node).
     pub u_hi: f64,
+    /// Probability that log2(size) is drawn from the lower stage [u_low, u_med].
     pub u_prob: f64,
     /// Hyper-gamma for log(runtime): Gamma(a1, b1) with probability p = pa * size + pb,
     /// else Gamma(a2, b2) (shape, scale).
     pub a1: f64,
+    /// Scale of the first gamma of log(runtime), the short jobs.
     pub b1: f64,
+    /// Shape of the second gamma of log(runtime), the long jobs.
     pub a2: f64,
+    /// Scale of the second gamma of log(runtime), the long jobs.
     pub b2: f64,
+    /// Slope per core of the probability p of the first gamma; p is clamped to [0, 1]. It is
+    /// negative in [`BATCH`], so larger jobs more often draw from the long second gamma.
     pub pa: f64,
+    /// Intercept of the probability of the first gamma, p = pa * size + pb.
     pub pb: f64,
     /// Gamma (shape, scale) of log(inter-arrival time), shape already multiplied by ARAR.
     pub a_arr: f64,
+    /// Scale of the gamma of log(inter-arrival time in seconds).
     pub b_arr: f64,
 }
 

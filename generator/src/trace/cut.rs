@@ -24,7 +24,7 @@
 //!   [`CutReport::truncated`]); the jobs cut away are simply not in the instance.
 //!
 //! Ids are the trace's ([`job_id`]: `j<number>`). Every instance passes
-//! [`schedlm_model::validate`] (checked; a failure is an error, never a dropped instance).
+//! [`schedlm_model::validate()`] (checked; a failure is an error, never a dropped instance).
 //!
 //! With [`CutConfig::estimate`], each queued job's `walltime` becomes the run-time estimate
 //! ([`Predictor::predict`], in [1, walltime]) made at its submission, and its requested
@@ -90,6 +90,7 @@ pub struct CutConfig {
     pub queue_min: usize,
     /// Longer queues are cut to their oldest `queue_max` jobs.
     pub queue_max: usize,
+    /// Which events of the replay to cut (every n-th, or a seeded sample).
     pub select: Select,
     /// Most instances to return; `None` = no cap.
     pub count: Option<usize>,
@@ -97,7 +98,10 @@ pub struct CutConfig {
     pub seed: u64,
     /// Replace queued walltimes by this estimator's predictions.
     pub estimate: Option<Estimator>,
+    /// Start rule of the replay (SPEC section 5: `strict`, `easy` or `conservative`); it
+    /// decides which jobs are running and waiting at each event.
     pub start_rule: StartRule,
+    /// How the trace's machine becomes SPEC servers: one pool or identical nodes.
     pub shape: ClusterShape,
 }
 
@@ -171,26 +175,39 @@ impl std::fmt::Display for CutReport {
 /// Instances and the report of a cut.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cut {
+    /// The snapshots, in time order of their events; each has passed
+    /// [`schedlm_model::validate()`].
     pub instances: Vec<Instance>,
+    /// Counts of the replay's events and of what happened to the selected ones.
     pub report: CutReport,
 }
 
 /// Why a cut failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CutError {
+    /// A bad [`CutConfig`]: `queue_min` is 0 or above `queue_max`, or the selection is
+    /// `Select::Every(0)`; the message names the option and the command-line flag.
     #[error("{0}")]
     Config(String),
+    /// The trace has no job (all were skipped by the cleaning, or the file had none).
     #[error("the trace has no job left after cleaning")]
     Empty,
+    /// The trace's machine cannot be laid out as [`CutConfig::shape`] asks: unknown machine
+    /// size, a bad node shape, or a job larger than a server.
     #[error(transparent)]
     Cluster(#[from] SwfError),
+    /// The replay could not be set up or run.
     #[error("replay: {0}")]
     Sim(#[from] SimError),
+    /// The run-time estimator of [`CutConfig::estimate`] failed.
     #[error("estimate: {0}")]
     Estimate(#[from] EstimateError),
+    /// A cut snapshot failed [`schedlm_model::validate()`]; this is a bug in this crate.
     #[error("internal error: the snapshot at {now} is invalid: {source}")]
     Invalid {
+        /// The snapshot's `now`, the replay instant of the event (seconds, trace clock).
         now: Time,
+        /// The validation error, which names the job and the field.
         #[source]
         source: InstanceError,
     },

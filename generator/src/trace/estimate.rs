@@ -109,14 +109,30 @@ impl FromStr for Estimator {
 /// Why an evaluation could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EstimateError {
+    /// An estimator name (the string carried) parsed with `Estimator`'s `FromStr` is not
+    /// `user`, `last2` or `model`.
     #[error("unknown estimator \"{0}\"; expected one of: user, last2, model")]
     UnknownEstimator(String),
+    /// A [`Split::Fraction`] (the value carried) is not in [0, 1), or is NaN.
     #[error("split fraction {0} must lie in [0, 1)")]
     Fraction(f64),
+    /// The split point is at or past the last job, so no job is left to score (also raised
+    /// with both fields 0 when the test trace of [`evaluate_transfer`] is empty).
     #[error("the split leaves no test job ({jobs} jobs, split at job {at}); lower the split")]
-    NoTestJobs { jobs: usize, at: usize },
+    NoTestJobs {
+        /// Number of jobs in the trace.
+        jobs: usize,
+        /// 0-based index of the first job that would be scored.
+        at: usize,
+    },
+    /// [`predict_online`] got a completion-time list whose length differs from the job list.
     #[error("{completions} completion times given for {jobs} jobs")]
-    Completions { jobs: usize, completions: usize },
+    Completions {
+        /// Number of jobs given.
+        jobs: usize,
+        /// Number of completion times given (one per job is required).
+        completions: usize,
+    },
 }
 
 /// Number of features of [`Estimator::Model`].
@@ -186,6 +202,7 @@ impl Predictor {
         }
     }
 
+    /// The estimator this predictor applies.
     pub fn estimator(&self) -> Estimator {
         self.estimator
     }
@@ -406,6 +423,7 @@ impl Split {
 /// How well an estimator did on the scored jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Score {
+    /// The estimator that made the scored predictions.
     pub estimator: Estimator,
     /// Scored jobs.
     pub jobs: usize,

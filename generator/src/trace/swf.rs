@@ -43,7 +43,7 @@
 //!    (`cancelled_skipped`). A cancelled job with a positive run time did occupy the machine
 //!    and is kept (counted in `cancelled_kept`).
 //! 4. Run time missing: skipped (`runtime_missing_skipped`).
-//! 5. Run time 0: [skipped] (`runtime_zero_skipped`), or set to 1 s with
+//! 5. Run time 0: skipped (`runtime_zero_skipped`), or set to 1 s with
 //!    [`ZeroRuntime::One`] (`runtime_zero_to_one`).
 //! 6. Requested processors (field 8) missing or 0: [taken from the allocated processors,
 //!    field 5] (`procs_from_allocated`; CTC-SP2 and lublin_256 have no field 8). If that is
@@ -51,7 +51,7 @@
 //! 7. Requested time (field 9) missing or 0: [taken from the run time] (`walltime_from_runtime`;
 //!    lublin_256 has no field 9, so there walltime = run time exactly). With
 //!    `walltime_from_runtime: false`, skipped (`walltime_missing_skipped`).
-//! 8. Requested processors above the machine size: [skipped] (`procs_over_machine`): such a
+//! 8. Requested processors above the machine size: skipped (`procs_over_machine`): such a
 //!    job cannot have run as requested and would fit no server; [`OverMachine::Cap`] caps it
 //!    at the machine size instead (counted under the same name).
 //!
@@ -400,9 +400,11 @@ impl fmt::Display for CleaningReport {
 /// A cleaned trace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trace {
+    /// What the file's `;` comment lines say (machine size, start time, all comments).
     pub header: SwfHeader,
     /// Kept jobs, sorted by (submit, number).
     pub jobs: Vec<TraceJob>,
+    /// What the reading and cleaning did, one counter per policy, and the machine size.
     pub report: CleaningReport,
 }
 
@@ -412,8 +414,11 @@ pub enum SwfError {
     /// The file could not be opened or read (or its gzip stream is broken).
     #[error("{name}: cannot read (after line {line}): {source}")]
     Io {
+        /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
+        /// Lines read completely before the failure (0 when the file could not be opened).
         line: usize,
+        /// The I/O or gzip error.
         #[source]
         source: io::Error,
     },
@@ -422,27 +427,42 @@ pub enum SwfError {
         "{name}:{line}: expected {FIELDS} whitespace-separated fields, found {found}: \"{text}\""
     )]
     FieldCount {
+        /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
+        /// 1-based line number of the job line.
         line: usize,
+        /// Number of whitespace-separated fields on the line.
         found: usize,
+        /// The line's text (bytes that are not UTF-8 replaced).
         text: String,
     },
     /// A field that is not a number (or not an integer where one is required).
     #[error("{name}:{line}: field {field} ({field_name}) must be {expected}, found \"{value}\"")]
     Number {
+        /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
+        /// 1-based line number of the job line.
         line: usize,
+        /// 1-based SWF field number (1 job number ... 18 think time).
         field: usize,
+        /// The field's name, from [`FIELD_NAMES`].
         field_name: &'static str,
+        /// What the field must hold, in words: a number, an integer, or an integer below 10^18
+        /// in magnitude.
         expected: &'static str,
+        /// The field's text as found (bytes that are not UTF-8 replaced).
         value: String,
     },
     /// A header line of a known key whose value does not start with an integer.
     #[error("{name}:{line}: header {key} must start with an integer, found \"{value}\"")]
     Header {
+        /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
+        /// 1-based line number of the comment line.
         line: usize,
+        /// The header key, spelled `MaxProcs`, `MaxNodes` or `UnixStartTime`.
         key: &'static str,
+        /// The value after the `:`, trimmed.
         value: String,
     },
     /// [`ClusterShape::Pool`] on a trace whose machine size is unknown.
@@ -454,9 +474,14 @@ pub enum SwfError {
     /// A job larger than every server of the shape (a job runs on one server).
     #[error("job {job} (line {line}) requests {procs} processors but a server of this shape has {cores} cores; a job runs on one server, so use a larger node or the pool shape")]
     JobTooLarge {
+        /// SPEC id of the job, `j<job number>` (see [`job_id`]).
         job: String,
+        /// 1-based line of the job in the SWF file.
         line: usize,
+        /// The job's requested processors after cleaning.
         procs: i64,
+        /// Cores of one server of the shape: the node size, or the machine size for
+        /// [`ClusterShape::Pool`].
         cores: i64,
     },
 }
@@ -880,7 +905,12 @@ pub enum ClusterShape {
     Pool,
     /// `nodes` servers `n0`, `n1`, ... of `cores` cores each. A job runs on one server, so
     /// every job must request at most `cores` processors.
-    Nodes { nodes: usize, cores: i64 },
+    Nodes {
+        /// Number of identical servers (>= 1).
+        nodes: usize,
+        /// Cores of each server (>= 1), the one resource `"cores"`.
+        cores: i64,
+    },
 }
 
 /// The resources (`["cores"]`) and servers of a trace's machine.

@@ -7,6 +7,8 @@ use crate::instance::Time;
 /// One job of a trace to replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimJob {
+    /// Job id, unique among the jobs and different from every server id (a trace replay
+    /// uses `j<SWF job number>`).
     pub id: String,
     /// Arrival time.
     pub submit: Time,
@@ -16,11 +18,13 @@ pub struct SimJob {
     pub walltime: Time,
     /// True length (>= 0), hidden from the start rules; the job runs min(runtime, walltime).
     pub runtime: Time,
+    /// Submitting user, if known; copied into snapshots and free for policies to use (a trace
+    /// replay uses `u<SWF user id>`, none for a negative id).
     pub user: Option<String>,
     /// Planning length (>= 1): when set, the scheduler plans with it instead of `walltime`
     /// (reservations, backfill tests, the policy's view of the job, snapshots), while the
     /// job is still killed at `walltime`. `None` = plan with the walltime. See
-    /// [the module docs](self#planning-with-estimates).
+    /// the module docs of [`crate::sim`] ("Planning with estimates").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<Time>,
 }
@@ -65,43 +69,103 @@ impl SimJob {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
     #[error("`resources` is empty: a replay needs at least one resource")]
+    /// The list of resources is empty.
     NoResources,
     #[error("`servers` is empty: a replay needs at least one server")]
+    /// The list of servers is empty.
     NoServers,
     #[error("server \"{server}\": `capacity` has {found} entries, expected {expected} (one per resource)")]
+    /// A server's `capacity` does not have one entry per resource.
     ServerShape {
+        /// Id of the server.
         server: String,
+        /// The number of resources.
         expected: usize,
+        /// The capacity vector's actual length.
         found: usize,
     },
     #[error(
         "server \"{server}\": `capacity` {capacity:?} has a negative amount or one above 2^40"
     )]
-    BadCapacity { server: String, capacity: Vec<i64> },
+    /// A server's `capacity` has an amount below 0 or above [`crate::MAX_MAGNITUDE`] (2^40).
+    BadCapacity {
+        /// Id of the server.
+        server: String,
+        /// The server's whole capacity vector.
+        capacity: Vec<i64>,
+    },
     #[error("id \"{0}\" is used twice; job ids must be unique and differ from server ids")]
+    /// Two servers, two jobs, or a server and a job share an id; the field is that id.
     DuplicateId(String),
     #[error("job \"{job}\": `demand` has {found} entries, expected {expected} (one per resource)")]
+    /// A job's `demand` does not have one entry per resource.
     DemandShape {
+        /// Id of the job.
         job: String,
+        /// The number of resources.
         expected: usize,
+        /// The demand vector's actual length.
         found: usize,
     },
     #[error("job \"{job}\": `demand` {demand:?} has a negative amount or one above 2^40")]
-    BadDemand { job: String, demand: Vec<i64> },
+    /// A job's `demand` has an amount below 0 or above [`crate::MAX_MAGNITUDE`] (2^40).
+    BadDemand {
+        /// Id of the job.
+        job: String,
+        /// The job's whole demand vector.
+        demand: Vec<i64>,
+    },
     #[error("job \"{job}\": `demand` {demand:?} fits on no server")]
-    FitsNoServer { job: String, demand: Vec<i64> },
+    /// A job's `demand` exceeds, in some resource, the capacity of every server, so it could never
+    /// start.
+    FitsNoServer {
+        /// Id of the job.
+        job: String,
+        /// The job's demand, one amount per resource.
+        demand: Vec<i64>,
+    },
     #[error("job \"{job}\": `walltime` is {walltime}; it must be between 1 and 2^40")]
-    BadWalltime { job: String, walltime: Time },
+    /// A job's `walltime` is outside [1, 2^40] seconds.
+    BadWalltime {
+        /// Id of the job.
+        job: String,
+        /// The rejected walltime, in seconds.
+        walltime: Time,
+    },
     #[error("job \"{job}\": `runtime` is {runtime}; it must be between 0 and 2^40")]
-    BadRuntime { job: String, runtime: Time },
+    /// A job's `runtime` is outside [0, 2^40] seconds.
+    BadRuntime {
+        /// Id of the job.
+        job: String,
+        /// The rejected runtime, in seconds.
+        runtime: Time,
+    },
     #[error("job \"{job}\": `estimate` is {estimate}; it must be between 1 and 2^40")]
-    BadEstimate { job: String, estimate: Time },
+    /// A job's `estimate` is set but outside [1, 2^40] seconds.
+    BadEstimate {
+        /// Id of the job.
+        job: String,
+        /// The rejected estimate, in seconds.
+        estimate: Time,
+    },
     #[error("job \"{job}\": `submit` is {submit}, outside [-2^40, 2^40]")]
-    BadSubmit { job: String, submit: Time },
+    /// A job's `submit` is outside [-2^40, 2^40] seconds.
+    BadSubmit {
+        /// Id of the job.
+        job: String,
+        /// The rejected submit time, in seconds.
+        submit: Time,
+    },
     #[error("the policy's order at time {now} is not a permutation of the {waiting} waiting jobs: {why}")]
+    /// During the replay, [`super::Policy::order`] returned something that is not a
+    /// permutation of `0..waiting`; the replay stops.
     BadOrder {
+        /// Replay time of the step at which the policy answered, in seconds.
         now: Time,
+        /// Number of waiting jobs, i.e. the length the order should have had.
         waiting: usize,
+        /// What is wrong: the wrong number of entries, or a position out of range or
+        /// repeated.
         why: String,
     },
 }

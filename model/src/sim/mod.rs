@@ -43,7 +43,7 @@
 //!
 //! A [`Policy`] sees the whole state ([`SimState`]: time, servers, free capacity, running
 //! jobs with their walltime ends, the waiting queue with true run times) and can turn it into a
-//! SPEC-section-1 [`Instance`] with [`SimState::snapshot`], so a solver (rolling horizon: solve
+//! SPEC-section-1 [`Instance`](crate::Instance) with [`SimState::snapshot`], so a solver (rolling horizon: solve
 //! the snapshot, return its order; with the conservative start rule exactly the jobs the
 //! optimal schedule starts now are started) or a language model can drive the replay. A policy
 //! whose order is a fixed score per job (FCFS, SJF, F1, ...) returns it from
@@ -214,14 +214,19 @@ impl Simulation {
         self.view.as_deref().unwrap_or(&self.jobs)
     }
 
+    /// Names of the resources, in the order of every capacity and demand vector.
     pub fn resources(&self) -> &[String] {
         &self.resources
     }
 
+    /// The servers as given, in server order (a job that fits now takes the first
+    /// server with room).
     pub fn servers(&self) -> &[Server] {
         &self.servers
     }
 
+    /// The jobs as given to [`Simulation::new`], in input order, with their requested
+    /// walltimes (see [`Simulation::planning_jobs`] for the scheduler's view).
     pub fn jobs(&self) -> &[SimJob] {
         &self.jobs
     }

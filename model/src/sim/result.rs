@@ -10,9 +10,13 @@ use super::SimJob;
 /// Per-job outcome of a replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
+    /// The job's id, from [`SimJob::id`].
     pub id: String,
+    /// Arrival time, in seconds, from [`SimJob::submit`].
     pub submit: Time,
+    /// When the job started, in seconds.
     pub start: Time,
+    /// When the job freed its server, in seconds: start + run.
     pub end: Time,
     /// start - submit.
     pub wait: Time,
@@ -29,6 +33,7 @@ pub struct JobRecord {
 /// Queue length and footprint after each step.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Series {
+    /// Names of the resources, in the order of the entries of `used`.
     pub resources: Vec<String>,
     /// Time of each step (increasing).
     pub time: Vec<Time>,
@@ -61,10 +66,15 @@ impl Series {
 /// Aggregates of a replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Number of jobs replayed.
     pub jobs: usize,
+    /// Mean of the jobs' bounded slowdowns [`JobRecord::bsld`] (from the true run time).
     pub mean_bsld: f64,
+    /// Largest bounded slowdown of a job.
     pub max_bsld: f64,
+    /// Mean wait, start - submit, in seconds.
     pub mean_wait: f64,
+    /// Longest wait of a job, in seconds.
     pub max_wait: Time,
     /// Used resource-seconds of the first resource / (its capacity * makespan).
     pub utilization: f64,
@@ -72,7 +82,9 @@ pub struct Summary {
     pub utilization_per_resource: Vec<f64>,
     /// Last end - first submit.
     pub makespan: Time,
+    /// Earliest submit time, in seconds (0 when there are no jobs).
     pub first_submit: Time,
+    /// Latest end of a job, in seconds (0 when there are no jobs).
     pub last_end: Time,
     /// Jobs killed at their walltime.
     pub killed: usize,
@@ -85,7 +97,9 @@ pub struct Summary {
 pub struct SimResult {
     /// One record per input job, in input order.
     pub jobs: Vec<JobRecord>,
+    /// Queue length, running jobs and footprint after every step.
     pub series: Series,
+    /// Aggregates over all jobs.
     pub summary: Summary,
 }
 

@@ -42,7 +42,9 @@ impl Ord for Keyed {
 pub struct RunningView {
     /// Index into [`SimState::jobs`].
     pub job: usize,
+    /// 0-based index of the server it runs on, into [`SimState::servers`].
     pub server: usize,
+    /// When the job started, in seconds.
     pub start: Time,
     /// start + walltime: when the job is killed at the latest (its end in a SPEC trace
     /// snapshot).
@@ -52,7 +54,7 @@ pub struct RunningView {
     pub planned_end: Time,
 }
 
-/// The state of a replay between events, as a [`Policy`] sees it.
+/// The state of a replay between events, as a [`Policy`](super::Policy) sees it.
 pub struct SimState<'a> {
     pub(super) sim: &'a Simulation,
     pub(super) r: usize,
@@ -136,10 +138,12 @@ impl<'a> SimState<'a> {
         &self.sim.jobs
     }
 
+    /// Names of the resources, in the order of every capacity and demand vector.
     pub fn resources(&self) -> &'a [String] {
         &self.sim.resources
     }
 
+    /// The servers as given to [`Simulation::new`], in server order.
     pub fn servers(&self) -> &'a [Server] {
         &self.sim.servers
     }

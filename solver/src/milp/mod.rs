@@ -162,25 +162,41 @@ pub struct MilpOutcome {
 /// Why [`solve`] could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MilpError {
+    /// [`MilpOptions::variant`] (the value carried) is not [`Variant::Serial`]; the `strict`
+    /// start-order coupling is not modelled.
     #[error("the MILP models only the serial dispatcher, not `{}`", .0.name())]
     UnsupportedVariant(Variant),
+    /// [`MilpOptions::step`] (the value carried, in seconds) is below 1.
     #[error("grid step {0} is not a positive number of seconds")]
     BadStep(i64),
+    /// [`MilpOptions::incumbent`] is not a permutation of the queue indices.
     #[error("the incumbent is not an order of the queue: {0}")]
     BadIncumbent(#[from] OrderError),
+    /// The model exceeds the size limits: with the explicit [`MilpOptions::step`], or with an
+    /// automatic step already so coarse that every job has a single slot.
     #[error(
         "the MILP is too large: {columns} columns and {nonzeros} nonzeros with step {step} s \
          (limit {max_columns} columns, {max_nonzeros} nonzeros)"
     )]
     TooLarge {
+        /// Binary `x` columns the model would have at this step.
         columns: usize,
+        /// Estimated nonzeros of the constraint matrix at this step.
         nonzeros: usize,
+        /// The grid step delta tried last, in seconds.
         step: i64,
+        /// The column limit, [`MilpOptions::max_columns`].
         max_columns: usize,
+        /// The nonzero limit, 8 times `max_columns`.
         max_nonzeros: usize,
     },
+    /// HiGHS returned an error while loading, configuring or solving the model (the message
+    /// says which step), or reported the model infeasible although the incumbent's floored
+    /// schedule is feasible.
     #[error("HiGHS failed: {0}")]
     Solver(String),
+    /// Another thread's MILP held the process-wide HiGHS lock until this call's time limit
+    /// ran out, so the model was never solved.
     #[error("another thread held HiGHS until the time limit (HiGHS runs one model at a time)")]
     Busy,
 }
