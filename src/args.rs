@@ -1,5 +1,6 @@
 //! Argument groups and value parsers shared by several commands, each defined once with the
-//! long help that `schedlm <command> --help` prints: the shape of generated snapshots
+//! long help that `schedlm <command> --help` prints: the dispatcher ([`DispatcherArgs`]), the
+//! shape of generated snapshots
 //! ([`ShapeArgs`], `generate` and `dataset build`), how a trace is replayed
 //! ([`TraceReplayArgs`], `replay` and `eval --trace`), queue ranges and durations. A command's
 //! own arguments stand beside it in `cmd/`.
@@ -12,6 +13,28 @@ use schedlm_eval::replay::{
 };
 use schedlm_generator::{Config, Family, Load};
 use schedlm_model::sim::StartRule;
+use schedlm_model::Variant;
+
+/// Which dispatcher turns an order into a schedule (SPEC section 3), shared by `schedule`,
+/// `solve` and `dataset build`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DispatcherArgs {
+    /// Use the `strict` dispatcher (no overtaking: a job never starts before the job placed
+    /// just before it) instead of the serial one (backfilling allowed).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl DispatcherArgs {
+    /// The dispatcher variant asked for.
+    pub fn variant(self) -> Variant {
+        if self.strict {
+            Variant::Strict
+        } else {
+            Variant::Serial
+        }
+    }
+}
 
 /// How a trace is replayed, shared by `replay` and `eval --trace`.
 #[derive(Debug, Clone, Args)]

@@ -12,10 +12,10 @@ use schedlm_dataset::{
     merge::merge, stats::stats, AnswerOrder, RecordFormat, RecordKind, SplitSpec, Template,
 };
 use schedlm_generator::Family;
-use schedlm_model::{Objective, Variant};
+use schedlm_model::Objective;
 use schedlm_solver::portfolio::{SolveOptions, Solver};
 
-use crate::args::{parse_duration, ShapeArgs};
+use crate::args::{parse_duration, DispatcherArgs, ShapeArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum DatasetCommand {
@@ -85,9 +85,9 @@ pub struct BuildCmd {
     #[arg(long, value_enum, default_value = "bsld")]
     pub objective: Objective,
 
-    /// Label with the strict dispatcher instead of the serial one.
-    #[arg(long)]
-    pub strict: bool,
+    /// The dispatcher of the labels.
+    #[command(flatten)]
+    pub dispatcher: DispatcherArgs,
 
     /// Wall-clock budget per instance, e.g. 2s or 500ms. Labels stopped by it keep their gap
     /// (`proven_optimal: false`, `lower_bound`); they are the one thing that may differ
@@ -197,11 +197,7 @@ pub fn run(command: &DatasetCommand) -> Result<()> {
 
 /// The build arguments that decide the output.
 pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
-    let variant = if a.strict {
-        Variant::Strict
-    } else {
-        Variant::Serial
-    };
+    let variant = a.dispatcher.variant();
     SolveOptions {
         solver: a.solver,
         variant,

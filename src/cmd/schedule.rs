@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
+use crate::args::DispatcherArgs;
 use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
@@ -20,10 +21,8 @@ pub struct ScheduleArgs {
     #[arg(long, value_enum, default_value = "fcfs")]
     pub policy: Rule,
 
-    /// Use the `strict` dispatcher (no overtaking: a job never starts before the job placed
-    /// just before it) instead of the serial one (backfilling allowed).
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub dispatcher: DispatcherArgs,
 
     /// Seed of the `random` policy; instance k of the file uses stream k of this seed.
     #[arg(long, default_value_t = 1)]
@@ -57,11 +56,7 @@ pub struct ScheduleRecord {
 }
 
 pub fn run(args: &ScheduleArgs) -> Result<()> {
-    let variant = if args.strict {
-        Variant::Strict
-    } else {
-        Variant::Serial
-    };
+    let variant = args.dispatcher.variant();
     let lines = read_lines(&args.file)?;
     let results: Vec<Result<ScheduleRecord, String>> = lines
         .par_iter()

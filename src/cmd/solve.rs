@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::args::parse_duration;
+use crate::args::{parse_duration, DispatcherArgs};
 use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
@@ -30,9 +30,8 @@ pub struct SolveArgs {
     #[arg(long, value_enum, default_value = "bsld")]
     pub objective: Objective,
 
-    /// Use the `strict` dispatcher (no overtaking) instead of the serial one.
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub dispatcher: DispatcherArgs,
 
     /// Wall-clock budget per instance, e.g. 10s, 500ms, 2m. A run stopped by it reports its
     /// best order, a lower bound and the gap, and is never called optimal.
@@ -119,11 +118,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     let options = SolveOptions {
         solver: args.solver,
         objective: args.objective,
-        variant: if args.strict {
-            Variant::Strict
-        } else {
-            Variant::Serial
-        },
+        variant: args.dispatcher.variant(),
         time_limit: args.time_limit,
         node_limit: args.node_limit,
         seed: args.seed,
