@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use schedlm_model::{Dispatcher, Objective, Placement, Problem, Time, Variant};
 
 use crate::cost::Cost;
+use crate::deadline::Deadline;
 use crate::rules::best_rule;
 
 /// Limits and starting point of a branch and bound run.
@@ -137,7 +138,11 @@ pub fn solve(
     } else {
         search
             .cost
-            .value(search.open_bound.min(search.best_total))
+            .value(
+                search
+                    .cost
+                    .round_up(search.open_bound.min(search.best_total)),
+            )
             .min(value)
     };
     BnbOutcome {
@@ -171,7 +176,7 @@ struct Search<'p> {
     best_order: Vec<usize>,
     nodes: u64,
     node_limit: u64,
-    deadline: Option<Instant>,
+    deadline: Deadline,
     stopped: Option<Status>,
     open_bound: f64,
     // Energy-bound scratch.
@@ -214,16 +219,19 @@ impl<'p> Search<'p> {
             d: Dispatcher::new(problem, variant),
             n,
             servers,
-            est: vec![NO_FIT; (n + 1) * n * servers],
-            emin: vec![NO_FIT; (n + 1) * n],
+            // Zeros, not NO_FIT: a level's rows are always written (copied from the level above,
+            // then updated) before they are read, and zeroed memory is only touched as deep as
+            // the search goes (a 5,000-job queue would otherwise fill 1 GB before its first node).
+            est: vec![0; (n + 1) * n * servers],
+            emin: vec![0; (n + 1) * n],
             topo: problem.topological_order(),
             class_prev: class_predecessors(problem, objective),
-            children: (0..=n).map(|_| Vec::with_capacity(n)).collect(),
+            children: (0..=n).map(|_| Vec::new()).collect(),
             best_total: f64::INFINITY,
             best_order: Vec::new(),
             nodes: 0,
             node_limit: options.node_limit.unwrap_or(u64::MAX),
-            deadline: options.time_limit.map(|t| started + t),
+            deadline: Deadline::new(started, options.time_limit, problem.jobs(), 256),
             stopped: None,
             open_bound: f64::INFINITY,
             pooled_times: Vec::new(),
@@ -326,9 +334,7 @@ impl<'p> Search<'p> {
     fn check_limits(&mut self) -> bool {
         if self.nodes >= self.node_limit {
             self.stopped = Some(Status::NodeLimit);
-        } else if self.nodes.is_multiple_of(256)
-            && self.deadline.is_some_and(|d| Instant::now() >= d)
-        {
+        } else if self.deadline.passed(self.nodes) {
             self.stopped = Some(Status::TimeLimit);
         }
         self.stopped.is_some()
@@ -451,6 +457,14 @@ impl<'p> Search<'p> {
 
     fn dfs(&mut self, level: usize, g: f64) {
         self.nodes += 1;
+        // Below the root, a child also looks at the clock before its bounds: on a long queue a
+        // node has hundreds of children, each costing an update of every job's earliest start,
+        // and children pruned by their bound would otherwise never look. The parent records
+        // its own bound as open when it sees the stop.
+        if level > 0 && self.deadline.passed(self.nodes) {
+            self.stopped = Some(Status::TimeLimit);
+            return;
+        }
         if level == self.n {
             if g < self.best_total - self.eps() {
                 self.best_total = g;
@@ -458,14 +472,16 @@ impl<'p> Search<'p> {
             }
             return;
         }
-        let mut bound = self.cost.add(g, self.start_bound(level));
+        let mut bound = self
+            .cost
+            .round_up(self.cost.add(g, self.start_bound(level)));
         if bound >= self.best_total - self.eps() {
             return;
         }
         if self.energy_worthwhile() {
             self.energy_calls += 1;
             let energy = self.energy_bound(level);
-            bound = bound.max(self.cost.add(g, energy));
+            bound = bound.max(self.cost.round_up(self.cost.add(g, energy)));
             if bound >= self.best_total - self.eps() {
                 self.energy_prunes += 1;
                 return;

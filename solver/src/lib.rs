@@ -27,6 +27,7 @@ pub mod bnb;
 pub mod brute;
 pub mod canonical;
 pub mod cost;
+mod deadline;
 pub mod local;
 #[cfg(feature = "milp")]
 pub mod milp;

@@ -65,6 +65,7 @@ use rand_chacha::ChaCha8Rng;
 use schedlm_model::{check_permutation, repair, Dispatcher, Objective, Problem, Time, Variant};
 
 use crate::cost::Cost;
+use crate::deadline::Deadline;
 use crate::rules::best_rule;
 
 /// Budget, seed and starting point of a local search run.
@@ -301,7 +302,7 @@ struct Search<'p> {
     rng: ChaCha8Rng,
     n: usize,
     max_evaluations: u64,
-    deadline: Option<Instant>,
+    deadline: Deadline,
     /// Jobs that depend on each job.
     dependents: Vec<Vec<usize>>,
     /// Current order, its positions and total.
@@ -349,7 +350,7 @@ impl<'p> Search<'p> {
             rng: ChaCha8Rng::seed_from_u64(options.seed),
             n,
             max_evaluations: options.max_evaluations,
-            deadline: options.time_limit.map(|t| started + t),
+            deadline: Deadline::new(started, options.time_limit, n, 32),
             dependents,
             pos: vec![0; n],
             cur: start,
@@ -388,8 +389,7 @@ impl<'p> Search<'p> {
     fn stop(&self) -> bool {
         self.eval.evaluations >= self.max_evaluations
             || self.best_total <= self.floor_total + Self::eps(self.floor_total)
-            || (self.eval.evaluations.is_multiple_of(32)
-                && self.deadline.is_some_and(|d| Instant::now() >= d))
+            || self.deadline.passed(self.eval.evaluations)
     }
 
     fn record(&mut self) {

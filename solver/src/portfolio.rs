@@ -181,15 +181,17 @@ pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, Solv
     let mut best = match options.solver {
         Solver::Auto => auto(problem, options, rule_order, deadline),
         Solver::Ls => {
-            let ls = run_ls(problem, options, rule_order, options.time_limit);
+            // The bound first: local search then has what is left of the limit.
             let bound = root_bound(problem, obj, variant);
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ls = run_ls(problem, options, rule_order, left);
             Candidate::new(ls.0, ls.1, bound, SolveStatus::Heuristic, 0)
         }
         Solver::Bnb => run_bnb(
             problem,
             options,
             rule_order,
-            options.time_limit,
+            deadline.saturating_duration_since(Instant::now()),
             options.node_limit,
         ),
         Solver::Milp => run_milp(problem, options, Some(rule_order), options.time_limit)?,
@@ -225,6 +227,9 @@ const MILP_SETUP: Duration = Duration::from_millis(300);
 /// Least time worth giving the MILP inside `auto`.
 const MILP_MIN_TIME: Duration = Duration::from_millis(500);
 
+/// Queues longer than this get `auto`'s long-queue plan ([`auto_long`]).
+pub const LONG_QUEUE: usize = 200;
+
 /// The `auto` portfolio: quick branch and bound; if unproven, local search, then branch and
 /// bound from its order with most of the budget, then the MILP bound with the rest.
 fn auto(
@@ -233,6 +238,9 @@ fn auto(
     rule_order: Vec<usize>,
     deadline: Instant,
 ) -> Candidate {
+    if problem.jobs() > LONG_QUEUE {
+        return auto_long(problem, options, rule_order, deadline);
+    }
     let left = || deadline.saturating_duration_since(Instant::now());
     let quick_nodes = options
         .node_limit
@@ -245,7 +253,7 @@ fn auto(
         problem,
         options,
         best.order.clone(),
-        options.time_limit / 10,
+        (options.time_limit / 10).min(left()),
     );
     best = best.merge(Candidate::new(
         order,
@@ -275,6 +283,34 @@ fn auto(
             }
         }
     }
+    best
+}
+
+/// `auto` on a queue longer than [`LONG_QUEUE`]: branch and bound cannot prove such a queue in
+/// any useful time, and one node of it touches every job. Its root gives the certified lower
+/// bound (and proves the best rule's order when the bound meets it); local search, from that
+/// order, spends the rest of the budget on the order. Status `time_limit` unless proven.
+fn auto_long(
+    problem: &Problem,
+    options: &SolveOptions,
+    rule_order: Vec<usize>,
+    deadline: Instant,
+) -> Candidate {
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let root = run_bnb(problem, options, rule_order, left(), Some(1));
+    if root.status == SolveStatus::Optimal {
+        return root;
+    }
+    let start = root.order.clone();
+    let (order, value) = run_ls(problem, options, start, left());
+    let mut best = root.merge(Candidate::new(
+        order,
+        value,
+        f64::NEG_INFINITY,
+        SolveStatus::Heuristic,
+        0,
+    ));
+    best.status = SolveStatus::TimeLimit;
     best
 }
 
@@ -431,6 +467,10 @@ fn run_milp(
             time_limit: time,
             incumbent,
             variant: options.variant,
+            // `--solver milp` queues for HiGHS (one model per process) rather than drop an
+            // instance; inside `auto` the MILP is an optional bound and never waits past the
+            // instance's deadline.
+            queue: options.solver == Solver::Milp,
             ..MilpOptions::default()
         },
     )?;

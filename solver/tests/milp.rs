@@ -378,3 +378,41 @@ fn warm_start_gives_a_solution_at_once() {
     assert!(milp <= sjf_value + 1e-6, "{out:?}");
     assert!(out.lower_bound <= milp + 1e-6, "{out:?}");
 }
+
+/// `--solver milp` from several threads: HiGHS runs one model per process, and every instance
+/// waits its turn instead of failing (the time limit counts from its turn). Before the queue,
+/// about a third of these failed with "another thread held HiGHS until the time limit".
+#[test]
+fn milp_from_several_threads_queues_instead_of_dropping() {
+    use rayon::prelude::*;
+    use schedlm_solver::portfolio::{self, SolveOptions, Solver};
+    let mut config = schedlm_generator::Config::new(schedlm_generator::Family::Uniform, 3);
+    (config.queue_min, config.queue_max) = (12, 12);
+    let problems: Vec<Problem> = schedlm_generator::generate(&config, 6)
+        .unwrap()
+        .iter()
+        .map(|i| Problem::new(i).unwrap())
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let results: Vec<_> = pool.install(|| {
+        problems
+            .par_iter()
+            .map(|p| {
+                portfolio::solve(
+                    p,
+                    &SolveOptions {
+                        solver: Solver::Milp,
+                        time_limit: std::time::Duration::from_millis(300),
+                        ..SolveOptions::default()
+                    },
+                )
+            })
+            .collect()
+    });
+    for (k, r) in results.iter().enumerate() {
+        assert!(r.is_ok(), "instance {k}: {:?}", r.as_ref().err());
+    }
+}

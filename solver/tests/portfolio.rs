@@ -190,3 +190,47 @@ fn auto_proves_what_bnb_proves_and_never_claims_more() {
         }
     }
 }
+
+/// A deadline that has already passed stops every solver within a few units of work, whatever
+/// the queue length (node-count-free: the check is the clock's, not a node budget), and the
+/// answer is a complete order, never called optimal unless its bound proves it.
+#[test]
+fn a_passed_deadline_returns_the_incumbent_on_a_long_queue() {
+    let instance = generated(Family::Uniform, 4, 1000, 0);
+    let problem = Problem::new(&instance).unwrap();
+    let (rule_order, rule_value) =
+        schedlm_solver::rules::best_rule(&problem, Objective::Bsld, Variant::Serial);
+    for solver in [Solver::Bnb, Solver::Ls, Solver::Auto] {
+        let s = portfolio::solve(
+            &problem,
+            &SolveOptions {
+                solver,
+                time_limit: Duration::ZERO,
+                ..SolveOptions::default()
+            },
+        )
+        .unwrap();
+        let mut sorted = s.order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>(), "{solver:?}");
+        assert!(
+            s.value <= rule_value + 1e-9,
+            "{solver:?} lost the incumbent"
+        );
+        assert!(!s.proven_optimal || s.lower_bound >= s.value - 1e-9);
+        assert!(
+            s.nodes <= 8,
+            "{solver:?} expanded {} nodes after its deadline",
+            s.nodes
+        );
+        if solver == Solver::Bnb {
+            assert_eq!(s.status, SolveStatus::TimeLimit);
+            assert_eq!(
+                s.value,
+                problem
+                    .evaluate(&rule_order, Objective::Bsld, Variant::Serial)
+                    .1
+            );
+        }
+    }
+}

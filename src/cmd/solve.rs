@@ -48,6 +48,9 @@ pub struct SolveArgs {
     pub seed: u64,
 
     /// Worker threads (instances are solved in parallel, one per task) [default: all cores].
+    /// HiGHS runs one model per process: with `--solver milp` instances queue for it (each
+    /// one's time limit counts from its turn, `time_ms` includes the wait), so more threads
+    /// add nothing; inside `auto` the MILP bound is skipped when HiGHS is busy.
     #[arg(long, short = 'j')]
     pub threads: Option<usize>,
 

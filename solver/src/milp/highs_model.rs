@@ -50,6 +50,11 @@ pub(super) unsafe extern "C" fn interrupt(
     }
 }
 
+/// Takes the HiGHS lock, waiting as long as it takes (the caller's clock starts after).
+pub(super) fn lock_queued() -> std::sync::MutexGuard<'static, ()> {
+    HIGHS_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Takes the HiGHS lock, waiting at most until `deadline`.
 pub(super) fn lock_until(
     deadline: Instant,
@@ -326,6 +331,8 @@ impl Model {
         Some(values)
     }
 
+    /// Solves the model by `deadline`. The caller holds the HiGHS lock ([`lock_until`],
+    /// [`lock_queued`]).
     pub(super) fn run(self, warm: Option<&[f64]>, deadline: Instant) -> Result<Run, MilpError> {
         let solver =
             |what: &str, e: &dyn std::fmt::Debug| MilpError::Solver(format!("{what}: {e:?}"));
@@ -340,7 +347,6 @@ impl Model {
         } else {
             "choose"
         };
-        let _guard = lock_until(deadline)?;
         // good_lp's `solve` would drop the HiGHS model before the dual bound can be read and
         // cannot take the interrupt callback: take the `highs::Model` out and drive it here.
         let mut model = self

@@ -102,7 +102,7 @@ use schedlm_model::{Objective, OrderError, Problem, Variant};
 use crate::cost::Cost;
 use bounds::{earliest_starts, evaluate, latest_starts, trivial_total};
 use grid::{auto_grid, on_grid, Grid};
-use highs_model::{Model, NONZEROS_PER_COLUMN};
+use highs_model::{lock_queued, lock_until, Model, NONZEROS_PER_COLUMN};
 
 /// Options of [`solve`].
 #[derive(Debug, Clone)]
@@ -119,6 +119,10 @@ pub struct MilpOptions {
     pub incumbent: Option<Vec<usize>>,
     /// The dispatcher; only [`Variant::Serial`] is modelled.
     pub variant: Variant,
+    /// Wait for HiGHS (one model per process) as long as it takes, the time limit counting
+    /// from when it is free: solves from several threads then queue instead of failing with
+    /// [`MilpError::Busy`]. Off: the wait counts against the time limit.
+    pub queue: bool,
 }
 
 impl Default for MilpOptions {
@@ -129,6 +133,7 @@ impl Default for MilpOptions {
             max_columns: 20_000,
             incumbent: None,
             variant: Variant::Serial,
+            queue: false,
         }
     }
 }
@@ -207,6 +212,7 @@ pub fn solve(
     objective: Objective,
     opts: &MilpOptions,
 ) -> Result<MilpOutcome, MilpError> {
+    let queued = opts.queue.then(lock_queued);
     let clock = Instant::now();
     if opts.variant != Variant::Serial {
         return Err(MilpError::UnsupportedVariant(opts.variant));
@@ -272,7 +278,14 @@ pub fn solve(
     let model = Model::build(problem, objective, &costs, &est, &grid);
     let warm = model.warm_start(problem, &best.start, &best.server);
 
-    let run = model.run(warm.as_deref(), clock + opts.time_limit)?;
+    let deadline = clock + opts.time_limit;
+    let run = match queued {
+        Some(_held) => model.run(warm.as_deref(), deadline)?,
+        None => {
+            let _held = lock_until(deadline)?;
+            model.run(warm.as_deref(), deadline)?
+        }
+    };
 
     // The MILP's schedule, sorted by start, through the dispatcher.
     let mut chosen = best;
