@@ -227,7 +227,8 @@ const MILP_SETUP: Duration = Duration::from_millis(300);
 /// Least time worth giving the MILP inside `auto`.
 const MILP_MIN_TIME: Duration = Duration::from_millis(500);
 
-/// Queues longer than this get `auto`'s long-queue plan ([`auto_long`]).
+/// Queues longer than this get `auto`'s long-queue plan: the root bound of branch and bound, then
+/// local search for the rest of the limit.
 pub const LONG_QUEUE: usize = 200;
 
 /// The `auto` portfolio: quick branch and bound; if unproven, local search, then branch and
