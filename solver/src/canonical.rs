@@ -22,11 +22,13 @@
 //! at its earliest start on the partial schedule already exceeds V. Pruning never removes an
 //! order that reaches V, so the first complete order the search meets is the canonical one. It
 //! uses no dominance rule (those would cut orders that tie). The search stops at a node limit,
-//! not a time limit, so its answer never depends on the machine.
+//! not a time limit, so its answer never depends on the machine; queues longer than
+//! [`LONG_QUEUE`] are not searched (the solver's order stays the label, marked not canonical).
 
 use schedlm_model::{Dispatcher, Objective, Problem, Variant};
 
 use crate::cost::Cost;
+use crate::portfolio::LONG_QUEUE;
 use crate::rules::{order, Rule, RuleContext};
 
 /// Which rule's ranking is used when several classic rules reach the same best value: the rules
@@ -215,6 +217,14 @@ pub fn canonical_order(
 ) -> Canonical {
     let ranking = ranking(problem, objective, variant);
     let (placed, value) = problem.evaluate(solver_order, objective, variant);
+    // One node of the search touches every job, and a long queue needs at least one node per
+    // job: beyond `auto`'s long-queue threshold the solver's order stays the label (as when
+    // the node limit stops the search), which keeps a build's time bounded by its time limit.
+    let node_limit = if problem.jobs() > LONG_QUEUE {
+        0
+    } else {
+        node_limit
+    };
     let found = lex_first(
         problem,
         objective,
@@ -289,5 +299,27 @@ mod tests {
         let c = canonical_order(&p, Objective::Bsld, Variant::Serial, &[1, 0], NODE_LIMIT);
         assert!(c.canonical);
         assert_eq!(c.order, vec![1, 0]);
+    }
+
+    #[test]
+    fn long_queues_keep_the_solver_order() {
+        let n = LONG_QUEUE + 1;
+        let queue: Vec<String> = (0..n)
+            .map(|k| {
+                format!(
+                    r#"{{"id": "j{k}", "submit": 0, "demand": [1], "walltime": {}}}"#,
+                    600 - k
+                )
+            })
+            .collect();
+        let p = problem(&format!(
+            r#"{{"now": 0, "resources": ["cores"], "servers": [{{"id": "n", "capacity": [1]}}],
+                "queue": [{}]}}"#,
+            queue.join(",")
+        ));
+        let fcfs: Vec<usize> = (0..n).collect();
+        let c = canonical_order(&p, Objective::Bsld, Variant::Serial, &fcfs, NODE_LIMIT);
+        assert!(!c.canonical);
+        assert_eq!(c.order, fcfs);
     }
 }
