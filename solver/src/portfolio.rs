@@ -290,7 +290,8 @@ fn auto(
 /// `auto` on a queue longer than [`LONG_QUEUE`]: branch and bound cannot prove such a queue in
 /// any useful time, and one node of it touches every job. Its root gives the certified lower
 /// bound (and proves the best rule's order when the bound meets it); local search, from that
-/// order, spends the rest of the budget on the order. Status `time_limit` unless proven.
+/// order, spends the rest of the budget on the order. Status `time_limit` (or `heuristic` when
+/// local search ends first) unless proven.
 fn auto_long(
     problem: &Problem,
     options: &SolveOptions,
@@ -311,7 +312,13 @@ fn auto_long(
         SolveStatus::Heuristic,
         0,
     ));
-    best.status = SolveStatus::TimeLimit;
+    // The root's status says "node limit", which the user never set: the plan stopped the
+    // search, at the deadline or when local search ran out of evaluations.
+    best.status = if Instant::now() >= deadline {
+        SolveStatus::TimeLimit
+    } else {
+        SolveStatus::Heuristic
+    };
     best
 }
 
