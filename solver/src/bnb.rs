@@ -195,9 +195,9 @@ struct Search<'p> {
     /// Energy-bound evaluations and how many of them pruned (see `energy_worthwhile`).
     energy_calls: u64,
     energy_prunes: u64,
-    /// Makespan on one server: `conflict[i * n + j]` when jobs i and j can never overlap;
+    /// Makespan on one server: bit i of `conflict[j]` when jobs i and j can never overlap;
     /// empty otherwise (no clique bound).
-    conflict: Vec<bool>,
+    conflict: Vec<u128>,
     /// Queue indices, longest walltime first (the greedy clique's order).
     by_length: Vec<usize>,
     /// Clique scratch: (earliest start, walltime) of its members.
@@ -464,9 +464,7 @@ impl<'p> Search<'p> {
             if self.d.is_placed(j) {
                 continue;
             }
-            let row = &self.conflict[j * n..(j + 1) * n];
-            let all = (0..n).all(|i| members & (1 << i) == 0 || row[i]);
-            if all {
+            if self.conflict[j] & members == members {
                 members |= 1 << j;
                 self.clique
                     .push((self.emin[level * n + j], self.problem.walltime(j)));
@@ -655,20 +653,22 @@ fn mix(x: u64, seed: u64) -> u64 {
 /// The pairs of queued jobs that can never run at the same time, for the clique bound: only
 /// for the makespan on one server and queues of at most 128 jobs (the clique is a bit set);
 /// empty otherwise.
-fn conflicts(problem: &Problem, objective: Objective) -> Vec<bool> {
+fn conflicts(problem: &Problem, objective: Objective) -> Vec<u128> {
     let n = problem.jobs();
     if objective != Objective::Makespan || problem.servers() != 1 || n > 128 {
         return Vec::new();
     }
     let cap = problem.capacity(0);
-    let mut out = vec![false; n * n];
-    for i in 0..n {
-        for j in 0..n {
-            out[i * n + j] = i != j
-                && (0..cap.len()).any(|q| problem.demand(i)[q] + problem.demand(j)[q] > cap[q]);
-        }
-    }
-    out
+    let clash = |i: usize, j: usize| {
+        i != j && (0..cap.len()).any(|q| problem.demand(i)[q] + problem.demand(j)[q] > cap[q])
+    };
+    (0..n)
+        .map(|j| {
+            (0..n)
+                .filter(|&i| clash(i, j))
+                .fold(0, |row, i| row | 1 << i)
+        })
+        .collect()
 }
 
 /// For each job, the job just before it in its class of interchangeable jobs (by submit, then

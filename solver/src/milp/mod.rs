@@ -212,8 +212,6 @@ pub fn solve(
     objective: Objective,
     opts: &MilpOptions,
 ) -> Result<MilpOutcome, MilpError> {
-    let queued = opts.queue.then(lock_queued);
-    let clock = Instant::now();
     if opts.variant != Variant::Serial {
         return Err(MilpError::UnsupportedVariant(opts.variant));
     }
@@ -222,6 +220,9 @@ pub fn solve(
             return Err(MilpError::BadStep(step));
         }
     }
+    // Queued: wait for HiGHS first, and start the clock when it is ours.
+    let queued = opts.queue.then(lock_queued);
+    let clock = Instant::now();
     let n = problem.jobs();
 
     // Incumbents: FCFS and the given order; the better one sets the horizon and warm start.
@@ -279,13 +280,12 @@ pub fn solve(
     let warm = model.warm_start(problem, &best.start, &best.server);
 
     let deadline = clock + opts.time_limit;
-    let run = match queued {
-        Some(_held) => model.run(warm.as_deref(), deadline)?,
-        None => {
-            let _held = lock_until(deadline)?;
-            model.run(warm.as_deref(), deadline)?
-        }
+    let held = match queued {
+        Some(guard) => guard,
+        None => lock_until(deadline)?,
     };
+    let run = model.run(warm.as_deref(), deadline)?;
+    drop(held);
 
     // The MILP's schedule, sorted by start, through the dispatcher.
     let mut chosen = best;
