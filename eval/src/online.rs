@@ -141,19 +141,19 @@ enum Kind {
 }
 
 /// A policy with counters, as the simulator consults it.
-struct Consulted {
-    kind: Kind,
+struct Consulted<'k> {
+    kind: &'k mut Kind,
     decisions: usize,
     fallbacks: usize,
 }
 
-impl Policy for Consulted {
+impl Policy for Consulted<'_> {
     fn order(&mut self, state: &SimState<'_>, waiting: &[usize]) -> Vec<usize> {
         if waiting.is_empty() {
             return Vec::new();
         }
         self.decisions += 1;
-        let decided = match &mut self.kind {
+        let decided = match &mut *self.kind {
             Kind::Rule(rule) => Some(rule.order(state, waiting)),
             Kind::Optimal(options) => Problem::new(&state.snapshot())
                 .ok()
@@ -271,7 +271,7 @@ fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind,
 }
 
 /// Replays every window with every policy: the trace is read once, each window is replayed
-/// alone from an empty cluster, policy-major. Every policy is checked before anything runs.
+/// alone from an empty cluster, policy-major. Every policy is made once, before anything runs.
 pub fn evaluate_online(
     path: &Path,
     policies: &[EvalPolicy],
@@ -279,13 +279,16 @@ pub fn evaluate_online(
 ) -> Result<OnlineEvaluation, EvalError> {
     let trace = ReplayTrace::read(path, &options.trace)?;
     let windows = select_windows(&trace.trace, &options.windows, options.seed)?;
-    for spec in policies {
-        kind(spec, trace.origin, options)?;
-    }
+    // Every policy is made (models loaded, clients built) once, before anything runs, and
+    // serves all its windows.
+    let mut kinds = policies
+        .iter()
+        .map(|spec| kind(spec, trace.origin, options))
+        .collect::<Result<Vec<Kind>, EvalError>>()?;
     let mut replays = Vec::with_capacity(policies.len() * windows.len());
-    for spec in policies {
+    for (spec, kind) in policies.iter().zip(&mut kinds) {
         for (k, w) in windows.iter().enumerate() {
-            replays.push(replay_window(&trace, w, k, spec, options)?);
+            replays.push(replay_window(&trace, w, k, spec, kind, options)?);
         }
     }
     Ok(OnlineEvaluation {
@@ -310,17 +313,18 @@ fn replay_window(
     window: &Window,
     k: usize,
     spec: &EvalPolicy,
+    kind: &mut Kind,
     options: &OnlineOptions,
 ) -> Result<Replay, EvalError> {
     let sim = trace.simulation(window)?;
+    if let Kind::Rule(rule) = kind {
+        rule.ctx.stream = k as u64;
+    }
     let mut policy = Consulted {
-        kind: kind(spec, trace.origin, options)?,
+        kind,
         decisions: 0,
         fallbacks: 0,
     };
-    if let Kind::Rule(rule) = &mut policy.kind {
-        rule.ctx.stream = k as u64;
-    }
     let t = Instant::now();
     let result = sim
         .run(&mut policy, options.start_rule)

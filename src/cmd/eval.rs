@@ -23,8 +23,7 @@ use schedlm_eval::text_policy::{Ask, ModelLoader, Reply, TextModel};
 use schedlm_eval::EvalError;
 use schedlm_finetune::{DecodeOptions, Predictor};
 
-use crate::args::parse_duration;
-use crate::args::TraceReplayArgs;
+use crate::args::{parse_duration, TraceReplayArgs};
 
 /// Evaluate policies and write a report (report.md, report.html with SVG plots,
 /// summary.json and a per-instance CSV). See docs/eval.md.
