@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
 use schedlm_generator::trace::swf::CleaningReport;
@@ -190,34 +189,41 @@ pub fn online_summary(eval: &OnlineEvaluation) -> OnlineSummary {
     }
 }
 
-/// A buffered CSV file written row by row (a full-trace replay has hundreds of thousands of
-/// rows: no per-row allocation).
+/// A CSV file written field by field through the csv crate (which quotes what needs quoting:
+/// policy names are the user's words, such as `openai:URL#MODEL`). A full-trace replay has
+/// hundreds of thousands of rows: fields are formatted into one reused buffer.
 struct CsvFile {
     path: PathBuf,
-    out: BufWriter<File>,
-    line: String,
+    out: csv::Writer<File>,
+    field: String,
 }
 
 impl CsvFile {
-    fn create(path: PathBuf, header: &str) -> Result<CsvFile, EvalError> {
+    fn create(path: PathBuf) -> Result<CsvFile, EvalError> {
         let file = File::create(&path).map_err(|e| EvalError::io(&path, e))?;
-        let mut csv = CsvFile {
+        Ok(CsvFile {
             path,
-            out: BufWriter::with_capacity(1 << 20, file),
-            line: String::with_capacity(256),
-        };
-        csv.line.push_str(header);
-        csv.end_line()?;
-        Ok(csv)
+            out: csv::WriterBuilder::new()
+                .buffer_capacity(1 << 20)
+                .from_writer(file),
+            field: String::with_capacity(64),
+        })
     }
 
-    fn end_line(&mut self) -> Result<(), EvalError> {
-        self.line.push('\n');
+    fn field(&mut self, value: impl std::fmt::Display) -> Result<(), EvalError> {
+        self.field.clear();
+        let _ = write!(self.field, "{value}");
+        self.out.write_field(&self.field).map_err(|e| self.error(e))
+    }
+
+    fn end_record(&mut self) -> Result<(), EvalError> {
         self.out
-            .write_all(self.line.as_bytes())
-            .map_err(|e| EvalError::io(&self.path, e))?;
-        self.line.clear();
-        Ok(())
+            .write_record(None::<&[u8]>)
+            .map_err(|e| self.error(e))
+    }
+
+    fn error(&self, e: csv::Error) -> EvalError {
+        EvalError::Report(format!("{}: {e}", self.path.display()))
     }
 
     fn finish(mut self) -> Result<PathBuf, EvalError> {
@@ -226,35 +232,29 @@ impl CsvFile {
     }
 }
 
-/// Policy names are the user's words (`openai:URL#MODEL`): quoted when CSV needs it.
-fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
-    } else {
-        s.into()
-    }
-}
-
 /// `jobs.csv`: one row per replayed job, policy-major, then window, then trace order.
-fn write_jobs(
-    dir: &Path,
-    eval: &OnlineEvaluation,
-    servers: &[String],
-) -> Result<PathBuf, EvalError> {
-    let mut csv = CsvFile::create(
-        dir.join("jobs.csv"),
-        "policy,window,id,submit,start,end,wait,run,bsld,killed,server",
-    )?;
+fn write_jobs(dir: &Path, eval: &OnlineEvaluation) -> Result<PathBuf, EvalError> {
+    let mut csv = CsvFile::create(dir.join("jobs.csv"))?;
+    let header = [
+        "policy", "window", "id", "submit", "start", "end", "wait", "run", "bsld", "killed",
+        "server",
+    ];
+    for name in header {
+        csv.field(name)?;
+    }
+    csv.end_record()?;
     for r in &eval.replays {
-        let policy = csv_field(&r.policy);
         for j in &r.result.jobs {
-            let server = servers.get(j.server).map_or("", String::as_str);
-            let _ = write!(
-                csv.line,
-                "{policy},{},{},{},{},{},{},{},{:.6},{},{server}",
-                r.window, j.id, j.submit, j.start, j.end, j.wait, j.run, j.bsld, j.killed
-            );
-            csv.end_line()?;
+            csv.field(&r.policy)?;
+            csv.field(r.window)?;
+            csv.field(&j.id)?;
+            for t in [j.submit, j.start, j.end, j.wait, j.run] {
+                csv.field(t)?;
+            }
+            csv.field(format_args!("{:.6}", j.bsld))?;
+            csv.field(j.killed)?;
+            csv.field(eval.servers.get(j.server).map_or("", String::as_str))?;
+            csv.end_record()?;
         }
     }
     csv.finish()
@@ -263,26 +263,28 @@ fn write_jobs(
 /// `series.csv`: the state after every event: waiting and running jobs, used fraction of
 /// each resource (`used_cores`, ...).
 fn write_series(dir: &Path, eval: &OnlineEvaluation) -> Result<PathBuf, EvalError> {
-    let mut header = String::from("policy,window,time,queue,running");
+    let mut csv = CsvFile::create(dir.join("series.csv"))?;
+    for name in ["policy", "window", "time", "queue", "running"] {
+        csv.field(name)?;
+    }
     if let Some(r) = eval.replays.first() {
         for name in &r.result.series.resources {
-            let _ = write!(header, ",used_{name}");
+            csv.field(format_args!("used_{name}"))?;
         }
     }
-    let mut csv = CsvFile::create(dir.join("series.csv"), &header)?;
+    csv.end_record()?;
     for r in &eval.replays {
-        let policy = csv_field(&r.policy);
         let s = &r.result.series;
         for i in 0..s.len() {
-            let _ = write!(
-                csv.line,
-                "{policy},{},{},{},{}",
-                r.window, s.time[i], s.queue[i], s.running[i]
-            );
+            csv.field(&r.policy)?;
+            csv.field(r.window)?;
+            csv.field(s.time[i])?;
+            csv.field(s.queue[i])?;
+            csv.field(s.running[i])?;
             for u in s.used_at(i) {
-                let _ = write!(csv.line, ",{u:.6}");
+                csv.field(format_args!("{u:.6}"))?;
             }
-            csv.end_line()?;
+            csv.end_record()?;
         }
     }
     csv.finish()
@@ -298,11 +300,7 @@ pub fn write_online_report(
     std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
     let windows = dir.join("windows.csv");
     write_rows(&windows, &summary.per_window)?;
-    let mut written = vec![
-        windows,
-        write_jobs(dir, eval, &eval.servers)?,
-        write_series(dir, eval)?,
-    ];
+    let mut written = vec![windows, write_jobs(dir, eval)?, write_series(dir, eval)?];
     let json = serde_json::to_string_pretty(summary)
         .map_err(|e| EvalError::Report(format!("summary.json: {e}")))?;
     let files = [
