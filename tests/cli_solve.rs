@@ -172,3 +172,57 @@ fn psplib_imports_and_solves_to_the_published_optimum() {
         .iter()
         .all(|r| r["proven_optimal"] == Value::Bool(true)));
 }
+
+/// A file of one instance gets every `-j` thread: branch and bound splits its subtrees over
+/// them and still returns the order, value, bound and status of one thread (only `nodes` and
+/// `time_ms` may differ). 14 uniform jobs on 4 servers take tens of thousands of nodes.
+#[test]
+fn one_instance_on_several_threads_gives_the_one_thread_answer() {
+    let dir = tempdir();
+    let file = generate_file(
+        dir.path(),
+        "one.jsonl",
+        &[
+            "--family",
+            "uniform",
+            "--servers",
+            "4",
+            "--queue",
+            "14",
+            "-n",
+            "1",
+            "--seed",
+            "5",
+        ],
+    );
+    let f = path_str(&file);
+    let answer = |threads: &str| {
+        let out = run(&[
+            "solve",
+            "--solver",
+            "bnb",
+            "--time-limit",
+            "10m",
+            "-j",
+            threads,
+            &f,
+        ])
+        .ok();
+        let record = common::parse_jsonl(&out.stdout_text()).remove(0);
+        assert_eq!(record["status"], "optimal", "{record}");
+        let nodes = record["nodes"].as_u64().unwrap();
+        let keep: Vec<Value> = ["order", "value", "lower_bound", "status"]
+            .iter()
+            .map(|k| record[*k].clone())
+            .collect();
+        (keep, nodes)
+    };
+    let (one, nodes) = answer("1");
+    assert!(
+        nodes > 1_000,
+        "{nodes} nodes: the search must go deep enough to split"
+    );
+    for threads in ["2", "3"] {
+        assert_eq!(answer(threads).0, one, "-j {threads}");
+    }
+}

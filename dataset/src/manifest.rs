@@ -142,6 +142,8 @@ impl BuildArgs {
             time_limit: Duration::from_millis(self.time_limit_ms),
             node_limit: self.node_limit,
             seed: self.solver_seed,
+            // Records are solved in parallel, one per thread.
+            threads: 1,
         }
     }
 

@@ -241,6 +241,7 @@ fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind,
             time_limit: options.time_limit,
             node_limit: options.node_limit,
             seed: options.seed,
+            threads: 1,
         }),
         EvalPolicy::LocalSearch => Kind::LocalSearch(LsOptions {
             max_evaluations: options.ls_evaluations,

@@ -406,6 +406,7 @@ fn order_of(
                 time_limit: options.time_limit,
                 node_limit: options.node_limit,
                 seed: options.seed,
+                threads: 1,
             };
             solve(&r.problem, &solve_options)
                 .map_err(|e| EvalError::Input(format!("line {}: optimal: {e}", r.line)))?

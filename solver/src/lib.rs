@@ -31,5 +31,6 @@ mod deadline;
 pub mod local;
 #[cfg(feature = "milp")]
 pub mod milp;
+mod packing;
 pub mod policy;
 pub mod portfolio;

@@ -78,6 +78,51 @@ fn bnb_equals_brute_force_on_2000_instances() {
     );
 }
 
+/// Several threads return the order one thread returns (the first optimal order in depth-first
+/// order), on every family, objective, dispatcher and dependency setting, with 2 and 3
+/// threads; and the same value as brute force. Queues of 3-11 jobs, so that many searches go
+/// below the two levels expanded before the split.
+#[test]
+fn threads_return_the_single_thread_order() {
+    let mut failures = Vec::new();
+    let mut searched = 0;
+    for (k, &(family, objective, variant, deps, servers, index)) in cases().iter().enumerate() {
+        if k % 4 != 0 {
+            continue;
+        }
+        let mut config = Config::new(family, 7);
+        (config.queue_min, config.queue_max) = (3, 11);
+        config.dep_prob = deps;
+        config.servers = servers;
+        let p = Problem::new(&generate_one(&config, index).unwrap()).unwrap();
+        let one = bnb::solve(&p, objective, variant, &BnbOptions::default());
+        searched += u64::from(one.nodes > 3);
+        for threads in [2, 3] {
+            let options = BnbOptions {
+                threads,
+                ..BnbOptions::default()
+            };
+            let many = bnb::solve(&p, objective, variant, &options);
+            if many.order != one.order || many.value != one.value || many.status != one.status {
+                failures.push(format!(
+                    "{family:?} {objective:?} {variant:?} deps={deps} servers={servers:?} \
+                     index={index} n={} threads={threads}: {:?} {} vs one thread {:?} {}",
+                    p.jobs(),
+                    many.order,
+                    many.value,
+                    one.order,
+                    one.value
+                ));
+            }
+        }
+    }
+    assert!(
+        searched >= 100,
+        "only {searched} searches went below the root"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn node_limit_stops_without_claiming_optimality() {
     let mut config = Config::new(Family::Uniform, 5);
@@ -103,4 +148,71 @@ fn node_limit_stops_without_claiming_optimality() {
         full.value
     );
     assert!(full.value <= out.value + 1e-9);
+}
+
+/// A snapshot cut from the HPC2N trace (240 cores, 32 free at `now`): 18 jobs of 64 cores and 32
+/// of 32 cores queued behind 15 running jobs. The rules all give a makespan of 16,090 s.
+fn hpc2n_wide_jobs() -> Problem {
+    let ends = [
+        (8, 20_209),
+        (4, 68_418),
+        (16, 51_190),
+        (16, 28_668),
+        (8, 1_826),
+        (8, 11_661),
+        (8, 13_835),
+        (32, 42_697),
+        (4, 31_977),
+        (32, 790),
+        (4, 17_574),
+        (32, 39_618),
+        (24, 50_974),
+        (4, 104_974),
+        (8, 21_528),
+    ];
+    let running: Vec<serde_json::Value> = ends
+        .iter()
+        .enumerate()
+        .map(|(i, &(cores, end))| {
+            serde_json::json!({"id": format!("r{i}"), "server": "pool", "demand": [cores], "end": end})
+        })
+        .collect();
+    let queue: Vec<serde_json::Value> = (0..50)
+        .map(|i| {
+            let (cores, walltime) = if i < 18 { (64, 600) } else { (32, 300) };
+            serde_json::json!({"id": format!("q{i}"), "submit": -1000 + i, "demand": [cores], "walltime": walltime})
+        })
+        .collect();
+    let instance = serde_json::json!({
+        "now": 0,
+        "resources": ["cores"],
+        "servers": [{"id": "pool", "capacity": [240]}],
+        "running": running,
+        "queue": queue,
+    });
+    Problem::new(&serde_json::from_value(instance).unwrap()).unwrap()
+}
+
+/// The bound an unfinished search reports never drops below its root's: a node's bound
+/// inherits its parent's. Before, a node where the sampled energy bound was skipped reported
+/// only its earliest-start bound, and a search stopped by its limit claimed 5,890 s on this
+/// snapshot while its root had proven 15,995 s.
+#[test]
+fn an_unfinished_search_keeps_the_root_bound() {
+    let problem = hpc2n_wide_jobs();
+    let run = |node_limit| {
+        let options = BnbOptions {
+            node_limit: Some(node_limit),
+            ..BnbOptions::default()
+        };
+        bnb::solve(&problem, Objective::Makespan, Variant::Serial, &options)
+    };
+    let root = run(1);
+    // The energy bound counts only what sums of 32 and 64 cores can fill: with 72 cores free,
+    // 64 (the raw free capacity gives a bound of about 11,000 s).
+    assert_eq!(root.lower_bound, 15_995.0, "{root:?}");
+    assert_eq!(root.value, 16_090.0, "{root:?}");
+    let deeper = run(50_000);
+    assert_eq!(deeper.status, Status::NodeLimit);
+    assert!(deeper.lower_bound >= root.lower_bound, "{deeper:?}");
 }

@@ -129,9 +129,12 @@ fn random_instance(seed: u64, shape: &Shape) -> Instance {
     }
 }
 
+/// Tests run in parallel threads of one process, and HiGHS takes one model at a time: every
+/// test queues for it (`queue`), so that a short limit is not spent waiting for another test.
 fn opts() -> MilpOptions {
     MilpOptions {
         time_limit: Duration::from_secs(20),
+        queue: true,
         ..MilpOptions::default()
     }
 }
@@ -337,7 +340,7 @@ fn time_limit_is_honoured_loosely() {
     let problem = big_problem();
     let options = MilpOptions {
         time_limit: Duration::from_millis(1500),
-        ..MilpOptions::default()
+        ..opts()
     };
     let clock = std::time::Instant::now();
     let out = solve(&problem, Objective::Bsld, &options).unwrap();
@@ -368,7 +371,7 @@ fn warm_start_gives_a_solution_at_once() {
         &MilpOptions {
             time_limit: Duration::from_millis(200),
             incumbent: Some(sjf),
-            ..MilpOptions::default()
+            ..opts()
         },
     )
     .unwrap();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use schedlm_generator::{generate_one, Config, Family};
+use schedlm_generator::{generate_one, Config, Family, Load};
 use schedlm_model::{Instance, Objective, Problem, Variant};
 use schedlm_solver::bnb::{self, BnbOptions};
 use serde::Serialize;
@@ -70,6 +70,12 @@ pub struct SolveBenchArgs {
     #[arg(long, default_value_t = 8)]
     pub servers: usize,
 
+    /// Fraction of the first resource (hpc: cores, uniform: cores, dl: GPUs) kept busy by
+    /// running jobs at `now`, in [0, 1) [default: the family's]. High loads make contention:
+    /// queued jobs wait for each other and the classic rules fall further from the optimum.
+    #[arg(long)]
+    pub load: Option<f64>,
+
     /// Queue lengths (jobs per instance), comma separated.
     #[arg(long, value_delimiter = ',', default_value = "8,10,12,14,16")]
     pub sizes: Vec<usize>,
@@ -121,6 +127,20 @@ pub struct SolveBenchArgs {
     /// `results.json` (settings and every per-instance measurement), for `benches/cpsat.py`.
     #[arg(long, short = 'o')]
     pub out: Option<PathBuf>,
+
+    /// Also solve every size with OR-Tools CP-SAT (one worker, same limit and clock) through
+    /// this Python interpreter, which must import `ortools` (e.g. a virtual environment's
+    /// `bin/python`), and compare it with branch and bound in the same tables: proven counts,
+    /// p90 time to proof, and whether branch and bound proves at least as many with a lower
+    /// p90. Needs --out (the script reads the instances and results.json there; it writes
+    /// `cpsat-<N>.json`) and the objective bsld (the script's model). A failing script stops
+    /// the run with its message.
+    #[arg(long, value_name = "PYTHON")]
+    pub cpsat: Option<PathBuf>,
+
+    /// The CP-SAT script run by --cpsat.
+    #[arg(long, default_value = "benches/cpsat.py", requires = "cpsat")]
+    pub cpsat_script: PathBuf,
 }
 
 /// The clock of the tables.
@@ -230,6 +250,8 @@ struct SizeSummary {
     bnb_max_ms: f64,
     bnb_median_nodes: f64,
     bnb_p90_nodes: f64,
+    /// Instances proven at the root (one node): the best classic rule meets the root bound.
+    bnb_root: usize,
     milp_instances: usize,
     milp_proven: usize,
     milp_bound_matches: usize,
@@ -237,6 +259,28 @@ struct SizeSummary {
     milp_p90_ms: Option<f64>,
     /// MILP median / B&B median over the same instances.
     ratio_median: Option<f64>,
+    /// CP-SAT on the same instances (with --cpsat).
+    cpsat: Option<CpsatSummary>,
+}
+
+/// What `benches/cpsat.py --json` reports for one size (its `summary` entry).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+struct CpsatSummary {
+    /// Instances CP-SAT proved optimal (its schedule relaxation).
+    proven: usize,
+    median_ms: f64,
+    p90_ms: f64,
+    median_censored: bool,
+    p90_censored: bool,
+    /// Instances B&B left open.
+    #[serde(default)]
+    bnb_open: usize,
+    /// Of those, instances whose exact CP-SAT optimum equals B&B's incumbent (proving it).
+    #[serde(default)]
+    closed: usize,
+    /// Instances where CP-SAT's proven optimum is above B&B's proven one: a model error.
+    #[serde(default)]
+    above_opt: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -246,6 +290,8 @@ struct Settings<'a> {
     clock: &'a str,
     family: &'a str,
     servers: usize,
+    /// Running load at `now` (--load), or the family's default.
+    load: Option<f64>,
     sizes: &'a [usize],
     count: usize,
     seed: u64,
@@ -287,6 +333,18 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
     if let Some(dir) = &args.out {
         fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    if args.cpsat.is_some() {
+        if args.out.is_none() {
+            bail!("--cpsat needs --out DIR: the CP-SAT script reads the instances from there");
+        }
+        if args.objective != Objective::Bsld {
+            bail!(
+                "--cpsat compares on the objective bsld only (the model of {}), not {}",
+                args.cpsat_script.display(),
+                args.objective.name()
+            );
+        }
+    }
 
     let mut results: Vec<InstanceResult> = Vec::new();
     let mut summaries: Vec<SizeSummary> = Vec::new();
@@ -298,6 +356,8 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
         config.queue_min = size;
         config.queue_max = size;
         config.servers = Some(args.servers);
+        config.load = args.load.map(Load::Fraction);
+        config.check().context("bad --load")?;
         let instances: Vec<Instance> = (0..args.count as u64)
             .map(|k| generate_one(&config, k))
             .collect::<std::result::Result<_, _>>()
@@ -359,6 +419,13 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
         results.extend(size_results);
         if let Some(dir) = &args.out {
             write_report(dir, args, run_milp, milp_limit, &summaries, &results)?;
+            if let Some(python) = &args.cpsat {
+                let cpsat = run_cpsat(python, args, dir, size)?;
+                if let Some(last) = summaries.last_mut() {
+                    last.cpsat = Some(cpsat);
+                }
+                write_report(dir, args, run_milp, milp_limit, &summaries, &results)?;
+            }
         }
     }
 
@@ -374,6 +441,64 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs the CP-SAT script on the instances of `size` under `dir` (results.json there holds B&B's
+/// runs) and reads its summary. Its per-instance lines go to standard error, as progress.
+fn run_cpsat(
+    python: &Path,
+    args: &SolveBenchArgs,
+    dir: &Path,
+    size: usize,
+) -> Result<CpsatSummary> {
+    let json = dir.join(format!("cpsat-{size}.json"));
+    let output = std::process::Command::new(python)
+        .arg(&args.cpsat_script)
+        .arg("--time-limit")
+        .arg(args.time_limit.as_secs_f64().to_string())
+        .arg("--clock")
+        .arg(match args.clock {
+            Clock::Cpu => "cpu",
+            Clock::Wall => "wall",
+        })
+        .arg("--results")
+        .arg(dir.join("results.json"))
+        .arg("--json")
+        .arg(&json)
+        .arg(dir.join(file_name(args.family, size)))
+        .output()
+        .with_context(|| format!("cannot run {} (--cpsat)", python.display()))?;
+    eprint!("{}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        bail!(
+            "{} {} failed ({}): {}",
+            python.display(),
+            args.cpsat_script.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    #[derive(serde::Deserialize)]
+    struct Written {
+        summary: Vec<CpsatSummary>,
+    }
+    let text = fs::read_to_string(&json)
+        .with_context(|| format!("cannot read the CP-SAT summary {}", json.display()))?;
+    let written: Written = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a CP-SAT summary", json.display()))?;
+    let summary = written
+        .summary
+        .into_iter()
+        .next()
+        .with_context(|| format!("{} has no summary row", json.display()))?;
+    if summary.above_opt > 0 {
+        eprintln!(
+            "WARNING: {size} jobs: CP-SAT's proven optimum is above the B&B optimum on {} \
+             instance(s); the relaxation must be <= the order optimum (check the model)",
+            summary.above_opt
+        );
+    }
+    Ok(summary)
 }
 
 /// Name of the instance file of one size under --out.
@@ -519,6 +644,10 @@ fn summarise(size: usize, results: &[InstanceResult]) -> SizeSummary {
         bnb_max_ms: censored_quantile(&bnb_t, 1.0).0,
         bnb_median_nodes: quantile(&nodes, 0.5),
         bnb_p90_nodes: quantile(&nodes, 0.9),
+        bnb_root: results
+            .iter()
+            .filter(|r| r.bnb.proven && r.bnb.nodes == 1)
+            .count(),
         milp_instances: milp.len(),
         milp_proven: milp.iter().filter(|(_, m)| m.proven).count(),
         milp_bound_matches: milp
@@ -528,6 +657,7 @@ fn summarise(size: usize, results: &[InstanceResult]) -> SizeSummary {
         milp_median_ms: milp_median,
         milp_p90_ms: milp_p90,
         ratio_median: ratio,
+        cpsat: None,
     }
 }
 
@@ -575,12 +705,14 @@ fn tables(
         });
     let _ = writeln!(
         t,
-        "{} family, {} servers, {} instances per size, seed {}, objective {}, serial \
+        "{} family, {} servers, load {}, {} instances per size, seed {}, objective {}, serial \
          dispatcher, one thread; wall-clock limit {} per solver per instance. Times are {} \
          times in ms (median and p90 interpolated, `>=` where the quantile reaches a run \
          stopped by its limit); over all runs, CPU / wall = {:.2}.\n",
         args.family.name(),
         args.servers,
+        args.load
+            .map_or_else(|| "the family's".to_string(), |l| l.to_string()),
         args.count,
         args.seed,
         args.objective.name(),
@@ -594,9 +726,9 @@ fn tables(
     );
     let _ = writeln!(
         t,
-        "| jobs | B&B proven | B&B median ms | B&B p90 ms | B&B max ms | median nodes | p90 nodes |"
+        "| jobs | B&B proven | B&B median ms | B&B p90 ms | B&B max ms | median nodes | p90 nodes | proven at the root |"
     );
-    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|");
     for s in summaries {
         let of_size: Vec<&InstanceResult> = results.iter().filter(|r| r.size == s.size).collect();
         let bnb_t: Vec<(f64, bool)> = of_size
@@ -605,7 +737,7 @@ fn tables(
             .collect();
         let _ = writeln!(
             t,
-            "| {} | {}/{} | {} | {} | {} | {} | {} |",
+            "| {} | {}/{} | {} | {} | {} | {} | {} | {}/{} |",
             s.size,
             s.bnb_proven,
             s.instances,
@@ -614,6 +746,8 @@ fn tables(
             ms(censored_quantile(&bnb_t, 1.0)),
             count(s.bnb_median_nodes),
             count(s.bnb_p90_nodes),
+            s.bnb_root,
+            s.instances,
         );
     }
     if run_milp {
@@ -658,7 +792,58 @@ fn tables(
             );
         }
     }
+    if summaries.iter().any(|s| s.cpsat.is_some()) {
+        cpsat_table(&mut t, summaries, results);
+    }
     t
+}
+
+/// The B&B / CP-SAT comparison of issue #15: at each size, does branch and bound prove at least
+/// as many instances as CP-SAT, with a lower p90 time to proof?
+fn cpsat_table(t: &mut String, summaries: &[SizeSummary], results: &[InstanceResult]) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        t,
+        "\nCP-SAT (OR-Tools, one worker, same limit and clock; the solve call, model building \
+         excluded) on the same instances. It solves the schedule relaxation, a lower bound on \
+         the order optimum. `closes B&B`: of the instances B&B left open, those where CP-SAT's \
+         exact optimum equals B&B's incumbent (which proves it).\n"
+    );
+    let _ = writeln!(
+        t,
+        "| jobs | B&B proven | CP-SAT proven | B&B p90 ms | CP-SAT p90 ms | B&B proves as many | B&B p90 lower | closes B&B |"
+    );
+    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---|---|---:|");
+    for s in summaries {
+        let Some(c) = &s.cpsat else { continue };
+        let bnb_t: Vec<(f64, bool)> = results
+            .iter()
+            .filter(|r| r.size == s.size)
+            .map(|r| (r.bnb.time_ms, !r.bnb.proven))
+            .collect();
+        let (p90, p90_censored) = censored_quantile(&bnb_t, 0.9);
+        // A censored p90 is a floor: lower only when B&B's is known and below CP-SAT's.
+        let lower = !p90_censored && (c.p90_censored || p90 < c.p90_ms);
+        let _ = writeln!(
+            t,
+            "| {} | {}/{} | {}/{} | {} | {} | {} | {} | {}/{} |",
+            s.size,
+            s.bnb_proven,
+            s.instances,
+            c.proven,
+            s.instances,
+            ms((p90, p90_censored)),
+            ms((c.p90_ms, c.p90_censored)),
+            if s.bnb_proven >= c.proven {
+                "yes"
+            } else {
+                "no"
+            },
+            if lower { "yes" } else { "no" },
+            c.closed,
+            c.bnb_open,
+        );
+    }
 }
 
 fn write_report(
@@ -678,6 +863,7 @@ fn write_report(
             },
             family: args.family.name(),
             servers: args.servers,
+            load: args.load,
             sizes: &args.sizes,
             count: args.count,
             seed: args.seed,

@@ -48,7 +48,9 @@ pub struct SolveArgs {
     pub seed: u64,
 
     /// Worker threads (instances are solved in parallel, one per task) [default: all cores].
-    /// HiGHS runs one model per process: with `--solver milp` instances queue for it (each
+    /// A file of one instance gives all of them to that instance: branch and bound (`bnb`,
+    /// `auto`) then searches subtrees in parallel and returns the order one thread would
+    /// (node limits keep it on one thread, to stay deterministic). HiGHS runs one model per process: with `--solver milp` instances queue for it (each
     /// one's time limit counts from its turn, `time_ms` includes the wait), so more threads
     /// add nothing; inside `auto` the MILP bound is skipped when HiGHS is busy.
     #[arg(long, short = 'j')]
@@ -118,13 +120,14 @@ impl SolveRecord {
 }
 
 pub fn run(args: &SolveArgs) -> Result<()> {
-    let options = SolveOptions {
+    let mut options = SolveOptions {
         solver: args.solver,
         objective: args.objective,
         variant: args.dispatcher.variant(),
         time_limit: args.time_limit,
         node_limit: args.node_limit,
         seed: args.seed,
+        threads: 1,
     };
     options.check().context("--solver milp --strict")?;
     let lines = read_lines(&args.file)?;
@@ -132,6 +135,9 @@ pub fn run(args: &SolveArgs) -> Result<()> {
         .num_threads(args.threads.unwrap_or(0))
         .build()
         .context("cannot start worker threads")?;
+    if lines.len() == 1 {
+        options.threads = pool.current_num_threads();
+    }
     let bar = ProgressBar::new(lines.len() as u64).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} instances, {per_sec}, ETA {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),

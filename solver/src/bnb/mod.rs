@@ -10,8 +10,9 @@
 //!   schedule. The earliest starts per (job, server) are cached per level and updated
 //!   incrementally: after a placement only the server that changed, and jobs whose lower
 //!   bound rose, are rescanned.
-//! - **pooled energy**: per resource, pool the free capacity of all servers; the m-th job to
-//!   finish cannot finish before the pooled free energy covers the m smallest energies
+//! - **pooled energy**: per resource, pool the free capacity of all servers, rounded down to
+//!   the largest sum of queued demands that fits in it (rigid jobs cannot fill the rest; see
+//!   `packing.rs`); the m-th job to finish cannot finish before that energy covers the m smallest energies
 //!   (demand x walltime) of the unplaced jobs, nor before the m-th smallest earliest
 //!   completion. Costs are bounded below by a line in C (bsld: (C - s) / max(p, 10)), and
 //!   pairing the largest slopes with the smallest completion bounds gives a bound on their sum.
@@ -41,13 +42,18 @@
 //! a relative 1e-9 count as equal.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schedlm_model::{Dispatcher, Objective, Placement, Problem, Time, Variant};
 
 use crate::cost::Cost;
 use crate::deadline::Deadline;
+use crate::packing::UsableCapacity;
 use crate::rules::best_rule;
+
+mod parallel;
 
 /// Limits and starting point of a branch and bound run.
 #[derive(Debug, Clone)]
@@ -58,8 +64,12 @@ pub struct BnbOptions {
     pub node_limit: Option<u64>,
     /// A first order to beat (queue indices); the best classic rule when absent.
     pub incumbent: Option<Vec<usize>>,
-    /// Most states kept in the identical-state table (about 48 bytes each).
+    /// Most states kept in the identical-state table (about 48 bytes each; per thread).
     pub table_limit: usize,
+    /// Threads of one search. Above 1 (and without a node limit, which must stay
+    /// deterministic), the subtrees below the first two placements are searched in parallel
+    /// (`solver/src/bnb/parallel.rs`); the order returned is the one a single thread returns.
+    pub threads: usize,
 }
 
 impl Default for BnbOptions {
@@ -69,6 +79,7 @@ impl Default for BnbOptions {
             node_limit: None,
             incumbent: None,
             table_limit: 1 << 20,
+            threads: 1,
         }
     }
 }
@@ -134,21 +145,27 @@ pub fn solve(
         Some(o) => problem.evaluate(o, objective, variant),
         None => best_rule(problem, objective, variant),
     };
-    let mut search = Search::new(problem, objective, variant, options, started);
-    search.set_incumbent(&incumbent);
-    search.run();
-    let (order, value) = problem.evaluate(&search.best_order, objective, variant);
-    let status = search.stopped.unwrap_or(Status::Optimal);
+    let found = if options.threads > 1 && options.node_limit.is_none() && problem.jobs() > 2 {
+        parallel::search(problem, objective, variant, options, started, &incumbent)
+    } else {
+        let mut search = Search::new(problem, objective, variant, options, started);
+        search.set_incumbent(&incumbent);
+        search.run();
+        Found {
+            best_order: search.best_order,
+            best_total: search.best_total,
+            stopped: search.stopped,
+            open_bound: search.open_bound,
+            nodes: search.nodes,
+        }
+    };
+    let cost = Cost::new(problem, objective);
+    let (order, value) = problem.evaluate(&found.best_order, objective, variant);
+    let status = found.stopped.unwrap_or(Status::Optimal);
     let lower_bound = if status == Status::Optimal {
         value
     } else {
-        search
-            .cost
-            .value(
-                search
-                    .cost
-                    .round_up(search.open_bound.min(search.best_total)),
-            )
+        cost.value(cost.round_up(found.open_bound.min(found.best_total)))
             .min(value)
     };
     BnbOutcome {
@@ -156,9 +173,22 @@ pub fn solve(
         value,
         lower_bound,
         status,
-        nodes: search.nodes,
+        nodes: found.nodes,
         elapsed: started.elapsed(),
     }
+}
+
+/// Key of the identical-state table: the placed set and two hashes of the placements.
+type StateKey = (u128, u64, u64);
+
+/// What a search (one thread or several) leaves: its best order and total, how it stopped,
+/// the lowest bound of the parts left unexplored, and its nodes.
+struct Found {
+    best_order: Vec<usize>,
+    best_total: f64,
+    stopped: Option<Status>,
+    open_bound: f64,
+    nodes: u64,
 }
 
 const NO_FIT: Time = Time::MAX;
@@ -189,6 +219,8 @@ struct Search<'p> {
     pooled_times: Vec<Time>,
     pooled_usage: Vec<i64>,
     total_capacity: Vec<i64>,
+    /// The part of a free capacity that queued jobs can fill (sums of their demands).
+    usable: UsableCapacity,
     energies: Vec<f64>,
     completion: Vec<f64>,
     slopes: Vec<f64>,
@@ -202,8 +234,14 @@ struct Search<'p> {
     by_length: Vec<usize>,
     /// Clique scratch: (earliest start, walltime) of its members.
     clique: Vec<(Time, Time)>,
+    /// The best total of every worker of a parallel search (f64 bits).
+    shared: Option<Arc<AtomicU64>>,
+    /// The identical-state table of a parallel search (then `table` stays empty), and the
+    /// work item being searched.
+    shared_table: Option<Arc<parallel::SharedTable>>,
+    item: usize,
     // Identical-state table.
-    table: HashMap<(u128, u64, u64), f64>,
+    table: HashMap<StateKey, f64>,
     table_limit: usize,
     use_table: bool,
     mask: u128,
@@ -250,6 +288,7 @@ impl<'p> Search<'p> {
             pooled_times: Vec::new(),
             pooled_usage: Vec::new(),
             total_capacity,
+            usable: UsableCapacity::new(problem),
             energies: Vec::with_capacity(n),
             energy_calls: 0,
             energy_prunes: 0,
@@ -262,6 +301,9 @@ impl<'p> Search<'p> {
                 jobs
             },
             clique: Vec::with_capacity(n),
+            shared: None,
+            shared_table: None,
+            item: 0,
             table: HashMap::new(),
             table_limit: options.table_limit,
             use_table: n <= 128 && options.table_limit > 0,
@@ -300,7 +342,7 @@ impl<'p> Search<'p> {
         } else {
             0.0
         };
-        self.dfs(0, start);
+        self.dfs(0, start, f64::NEG_INFINITY);
     }
 
     /// Fills est/emin of `level` from `level - 1` after `placed` (job, placement), or from
@@ -414,10 +456,15 @@ impl<'p> Search<'p> {
                 }
                 // Advance to the segment where the cumulative free energy reaches `need`.
                 loop {
-                    let free = (self.total_capacity[q] - self.pooled_usage[seg * r + q]) as f64;
+                    let free = self
+                        .usable
+                        .usable(q, self.total_capacity[q] - self.pooled_usage[seg * r + q])
+                        as f64;
                     if seg + 1 == times.len() {
-                        let t = times[seg] as f64 + (need - done) / free;
-                        self.completion[k] = self.completion[k].max(t);
+                        if free > 0.0 {
+                            let t = times[seg] as f64 + (need - done) / free;
+                            self.completion[k] = self.completion[k].max(t);
+                        }
                         break;
                     }
                     let len = (times[seg + 1] - times[seg]) as f64;
@@ -493,7 +540,7 @@ impl<'p> Search<'p> {
             || self.nodes.is_multiple_of(16)
     }
 
-    fn table_key(&self, level: usize) -> (u128, u64, u64) {
+    fn table_key(&self, level: usize) -> StateKey {
         let last = match (self.variant, level) {
             (Variant::Strict, l) if l > 0 => {
                 self.d.placed_order().last().map_or(0, |j| self.d.start(j))
@@ -503,7 +550,12 @@ impl<'p> Search<'p> {
         (self.mask, self.h1 ^ mix(last as u64, 0x9e37), self.h2)
     }
 
-    fn dfs(&mut self, level: usize, g: f64) {
+    /// Explores the node at `level` whose placed jobs cost `g`; `inherited` is its parent's
+    /// bound, which holds for every order below the parent and so below this node too: the
+    /// node's bound never drops below it (a sampled bound skipped here cannot weaken the
+    /// bound reported for an unfinished search, and a child may be pruned by it after the
+    /// incumbent improved).
+    fn dfs(&mut self, level: usize, g: f64, inherited: f64) {
         self.nodes += 1;
         // Below the root, a child also looks at the clock before its bounds: on a long queue a
         // node has hundreds of children, each costing an update of every job's earliest start,
@@ -517,47 +569,24 @@ impl<'p> Search<'p> {
             if g < self.best_total - self.eps() {
                 self.best_total = g;
                 self.best_order = self.d.placed_order().collect();
+                if let Some(shared) = &self.shared {
+                    let bits = g.to_bits();
+                    let _ = shared.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                        (g < f64::from_bits(old)).then_some(bits)
+                    });
+                }
             }
             return;
         }
-        let mut bound = self
-            .cost
-            .round_up(self.cost.add(g, self.start_bound(level)));
-        if bound >= self.best_total - self.eps() {
+        let Some(bound) = self.node_bound(level, g, inherited) else {
             return;
-        }
-        if self.energy_worthwhile() {
-            self.energy_calls += 1;
-            let energy = self.energy_bound(level);
-            bound = bound.max(self.cost.round_up(self.cost.add(g, energy)));
-            if bound >= self.best_total - self.eps() {
-                self.energy_prunes += 1;
-                return;
-            }
-        }
-        if !self.conflict.is_empty() {
-            let clique = self.clique_bound(level);
-            bound = bound.max(self.cost.round_up(self.cost.add(g, clique)));
-            if bound >= self.best_total - self.eps() {
-                return;
-            }
-        }
+        };
         if self.check_limits() {
             self.open_bound = self.open_bound.min(bound);
             return;
         }
-        if self.use_table && level >= 2 && level + 1 < self.n {
-            let key = self.table_key(level);
-            let eps = self.eps();
-            let full = self.table.len() >= self.table_limit;
-            match self.table.get_mut(&key) {
-                Some(seen) if *seen <= g + eps => return,
-                Some(seen) => *seen = g,
-                None if !full => {
-                    self.table.insert(key, g);
-                }
-                None => {}
-            }
+        if self.use_table && level >= 2 && level + 1 < self.n && self.seen_before(level, g) {
+            return;
         }
         let mut kids = std::mem::take(&mut self.children[level]);
         kids.clear();
@@ -568,7 +597,7 @@ impl<'p> Search<'p> {
             self.toggle(job, at);
             self.update_estimates(level + 1, Some((job, at)));
             let child_g = self.cost.add(g, self.cost.job(job, start));
-            self.dfs(level + 1, child_g);
+            self.dfs(level + 1, child_g, bound);
             self.toggle(job, at);
             self.d.undo();
             if self.stopped.is_some() {
@@ -577,6 +606,72 @@ impl<'p> Search<'p> {
             }
         }
         self.children[level] = kids;
+    }
+
+    /// The bound of the node at `level` whose placed jobs cost `g` (never below `inherited`,
+    /// its parent's), or `None` when it prunes the node: earliest starts, then pooled energy
+    /// (when worthwhile), then the clique bound, each only while the node survives.
+    fn node_bound(&mut self, level: usize, g: f64, inherited: f64) -> Option<f64> {
+        let mut bound = inherited.max(
+            self.cost
+                .round_up(self.cost.add(g, self.start_bound(level))),
+        );
+        if self.prunes(bound) {
+            return None;
+        }
+        if self.energy_worthwhile() {
+            self.energy_calls += 1;
+            let energy = self.energy_bound(level);
+            bound = bound.max(self.cost.round_up(self.cost.add(g, energy)));
+            if self.prunes(bound) {
+                self.energy_prunes += 1;
+                return None;
+            }
+        }
+        if !self.conflict.is_empty() {
+            let clique = self.clique_bound(level);
+            bound = bound.max(self.cost.round_up(self.cost.add(g, clique)));
+            if self.prunes(bound) {
+                return None;
+            }
+        }
+        Some(bound)
+    }
+
+    /// Whether a node with this bound cannot hold an order better than this search's best (a
+    /// tie prunes), or, in a parallel search, worse than the best any worker has found (a tie
+    /// does not prune: each subtree still finds its own first optimal order, which keeps the
+    /// parallel result equal to the sequential one).
+    fn prunes(&self, bound: f64) -> bool {
+        if bound >= self.best_total - self.eps() {
+            return true;
+        }
+        self.shared.as_ref().is_some_and(|shared| {
+            let best = f64::from_bits(shared.load(Ordering::Relaxed));
+            bound > best + 1e-9 * best.abs().max(1.0)
+        })
+    }
+
+    /// Whether the identical-state table already holds this node's state reached at a cost no
+    /// higher (then its futures are covered); records the state otherwise. In a parallel
+    /// search the table is shared, and only states of this item or of earlier items prune
+    /// (see `parallel`).
+    fn seen_before(&mut self, level: usize, g: f64) -> bool {
+        let key = self.table_key(level);
+        let eps = self.eps();
+        if let Some(shared) = &self.shared_table {
+            return shared.seen_before(key, g, eps, self.item);
+        }
+        let full = self.table.len() >= self.table_limit;
+        match self.table.get_mut(&key) {
+            Some(seen) if *seen <= g + eps => return true,
+            Some(seen) => *seen = g,
+            None if !full => {
+                self.table.insert(key, g);
+            }
+            None => {}
+        }
+        false
     }
 
     /// Where job `j` would go at `level`: (start, first server reaching it).
