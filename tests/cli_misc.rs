@@ -376,3 +376,157 @@ fn extreme_f1_origin_does_not_crash() {
         }
     }
 }
+
+/// `bench solve --cpsat`: the script's summary reaches the comparison table and results.json,
+/// and every way it can go wrong stops the run with a message. A shell script stands in for
+/// `python benches/cpsat.py` (CI has no OR-Tools); it receives the same arguments.
+#[test]
+fn bench_solve_compares_with_cpsat_and_reports_its_failures() {
+    let dir = tempdir();
+    let out = dir.path().join("bench");
+    let fake = dir.path().join("cpsat.sh");
+    // Writes the summary to the path after --json, as benches/cpsat.py does.
+    std::fs::write(
+        &fake,
+        r#"while [ "$1" != "--json" ]; do shift; done
+echo '{"rows": [], "summary": [{"proven": 1, "median_ms": 20.0, "p90_ms": 30.0, "median_censored": false, "p90_censored": false, "bnb_open": 0, "closed": 0, "above_opt": 0}]}' > "$2"
+echo "instance lines"
+"#,
+    )
+    .unwrap();
+    let base = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "solve",
+            "--sizes",
+            "6",
+            "--count",
+            "2",
+            "--no-milp",
+            "--load",
+            "0.9",
+        ];
+        args.extend_from_slice(extra);
+        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let (out_s, fake_s) = (path_str(&out), path_str(&fake));
+    let ok = run(&base(&[
+        "--out",
+        &out_s,
+        "--cpsat",
+        "sh",
+        "--cpsat-script",
+        &fake_s,
+    ]))
+    .ok();
+    let text = ok.stdout_text();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| 6 | 2/2 | 1/2 |"))
+        .unwrap_or_else(|| panic!("no CP-SAT row:\n{text}"));
+    assert!(row.contains("| yes |"), "{row}");
+    assert!(text.contains("proven at the root"), "{text}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["summary"][0]["cpsat"]["proven"], 1);
+    assert_eq!(results["settings"]["load"], 0.9);
+
+    let no_out = run(&base(&["--cpsat", "sh", "--cpsat-script", &fake_s])).failed();
+    assert!(
+        no_out.stderr.contains("--cpsat needs --out"),
+        "{}",
+        no_out.stderr
+    );
+    let wait = run(&base(&[
+        "--out",
+        &out_s,
+        "--cpsat",
+        "sh",
+        "--cpsat-script",
+        &fake_s,
+        "--objective",
+        "wait",
+    ]))
+    .failed();
+    assert!(wait.stderr.contains("bsld only"), "{}", wait.stderr);
+    std::fs::write(&fake, "echo 'needs OR-Tools' >&2; exit 3\n").unwrap();
+    let broken = run(&base(&[
+        "--out",
+        &out_s,
+        "--cpsat",
+        "sh",
+        "--cpsat-script",
+        &fake_s,
+    ]))
+    .failed();
+    assert!(
+        broken.stderr.contains("needs OR-Tools") && broken.stderr.contains("exit status: 3"),
+        "{}",
+        broken.stderr
+    );
+    let bad_load = run(&[
+        "bench", "solve", "--sizes", "6", "--count", "1", "--load", "1.5",
+    ])
+    .failed();
+    assert!(
+        bad_load.stderr.contains("bad --load"),
+        "{}",
+        bad_load.stderr
+    );
+}
+
+/// `schedlm extract` on a job directory with a Slurm script, a launch command and a log: the
+/// facts carry their sources; a missing directory or log fails with its name.
+#[test]
+fn extract_reads_a_job_directory() {
+    let dir = tempdir();
+    let job = dir.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(
+        job.join("run.slurm"),
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\n#SBATCH --time=12:00:00\nsrun torchrun --nproc_per_node 4 train.py --model_name_or_path gpt2 --per_device_train_batch_size 8\n",
+    )
+    .unwrap();
+    let log = dir.path().join("out.log");
+    std::fs::write(
+        &log,
+        " 40%|####  | 400/1000 [01:40<02:30,  4.00it/s]\nKilled\n",
+    )
+    .unwrap();
+    let (job_s, log_s) = (path_str(&job), path_str(&log));
+    let out = run(&[
+        "extract",
+        &job_s,
+        "--cmd",
+        "python train.py --lr 1e-4",
+        "--log",
+        &log_s,
+    ])
+    .ok();
+    let v: serde_json::Value = serde_json::from_str(out.stdout_text().trim()).unwrap();
+    let facts = &v["facts"];
+    assert_eq!(facts["nodes"]["value"], 2);
+    assert_eq!(facts["gpus_per_node"]["value"], 4);
+    assert_eq!(facts["gpus_per_node"]["source"], "run.slurm:5");
+    assert_eq!(facts["requested_time_s"]["value"], 43_200);
+    assert_eq!(facts["model"]["value"], "gpt2");
+    assert_eq!(facts["learning_rate"]["source"], "command");
+    assert_eq!(facts["global_batch_size"]["value"], 64);
+    assert_eq!(facts["current_step"]["value"], 400);
+    assert_eq!(facts["failure"]["value"], "oom_killed");
+    assert!(
+        facts.get("epochs").is_none(),
+        "no value where the files are silent"
+    );
+
+    let missing = run(&["extract", &path_str(&dir.path().join("nope"))]).failed();
+    assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
+    let no_log = run(&[
+        "extract",
+        &job_s,
+        "--log",
+        &path_str(&dir.path().join("gone.log")),
+    ])
+    .failed();
+    assert!(no_log.stderr.contains("gone.log"), "{}", no_log.stderr);
+}

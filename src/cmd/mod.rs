@@ -6,6 +6,7 @@ pub mod bench_train;
 pub mod dataset;
 pub mod estimate;
 pub mod eval;
+mod extract;
 pub mod finetune;
 pub mod generate;
 mod import;
@@ -71,6 +72,10 @@ pub enum Command {
     /// Evaluate policies (rules, local search, the exact solver, language models) against
     /// the optimum and each other, and write a report with plots.
     Eval(eval::EvalArgs),
+    /// Read facts about one training job (GPUs, nodes, model, batch size, steps, learning
+    /// rate, progress, failure class) from its scripts, launch command and logs, each with the
+    /// file and line it came from (docs/knowledge.md).
+    Extract(extract::ExtractArgs),
 }
 
 /// Runs the subcommand.
@@ -89,6 +94,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Finetune(a) => finetune::run(&a),
         Command::Predict(a) => predict::run(&a),
         Command::Import(import::ImportCommand::Psplib(a)) => import::psplib(&a),
+        Command::Extract(a) => extract::run(&a),
     }
 }
 

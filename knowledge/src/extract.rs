@@ -1,0 +1,336 @@
+//! One job directory (with an optional launch command and logs) to [`JobFacts`].
+//!
+//! Job scripts are the files under the directory (four levels deep, hidden folders and
+//! `__pycache__`, `node_modules`, `wandb` skipped) whose name ends in `.sh`, `.bash`,
+//! `.slurm`, `.sbatch`, `.pbs`, `.job` or `.qsub`, or that start with `#!`: their scheduler
+//! headers and their command lines (continuations joined) are read. Files over 1 MiB and
+//! files that are not UTF-8 text are listed as skipped, with the reason. Sources are read in
+//! path order, so the output does not depend on the file system.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::facts::{JobFacts, Strength};
+use crate::{launch, logs, scheduler};
+
+/// Largest file read as a job script.
+const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+
+/// Deepest folder level searched below the job directory.
+const MAX_DEPTH: usize = 4;
+
+/// Extensions of job scripts.
+const SCRIPT_EXTENSIONS: &[&str] = &["sh", "bash", "slurm", "sbatch", "pbs", "job", "qsub"];
+
+/// Folders never searched.
+const SKIPPED_DIRS: &[&str] = &["__pycache__", "node_modules", "wandb"];
+
+/// What went wrong reading a job's files.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    /// The job directory cannot be listed.
+    #[error("cannot read the job directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A log given with `--log` cannot be read.
+    #[error("cannot read the log {path}: {source}")]
+    Log {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// The facts of one job and what was read to find them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Extraction {
+    /// The job directory as given.
+    pub dir: String,
+    /// Field -> fact.
+    pub facts: JobFacts,
+    /// Files read (relative to the directory; logs as given).
+    pub read: Vec<String>,
+    /// Files under the directory not read, with the reason.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A file left out and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// Path relative to the job directory.
+    pub file: String,
+    /// Why it was not read.
+    pub reason: String,
+}
+
+/// Reads the job scripts under `dir`, then `command` (the launch command, strongest), then
+/// each log, and derives what follows from them (GPUs per node from a total, the global batch).
+pub fn extract(
+    dir: &Path,
+    command: Option<&str>,
+    log_files: &[PathBuf],
+) -> Result<Extraction, ExtractError> {
+    let mut out = Extraction {
+        dir: dir.display().to_string(),
+        facts: JobFacts::default(),
+        read: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let mut files = Vec::new();
+    list_files(dir, 0, &mut files)?;
+    for path in files {
+        let rel = path
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        read_script(&path, &rel, &mut out);
+    }
+    if let Some(command) = command {
+        launch::read_command(
+            &join_continuations(command),
+            "command",
+            Strength::Command,
+            &mut out.facts,
+        );
+    }
+    for log in log_files {
+        let bytes = fs::read(log).map_err(|source| ExtractError::Log {
+            path: log.clone(),
+            source,
+        })?;
+        let name = log.display().to_string();
+        logs::read_log(&name, &String::from_utf8_lossy(&bytes), &mut out.facts);
+        out.read.push(name);
+    }
+    derive(&mut out.facts);
+    Ok(out)
+}
+
+/// Every file under `dir` (sorted, depth-limited, skipped folders left out).
+fn list_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), ExtractError> {
+    let error = |source| ExtractError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .map_err(error)?
+        .collect::<Result<_, _>>()
+        .map_err(error)?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if depth + 1 < MAX_DEPTH
+                && !name.starts_with('.')
+                && !SKIPPED_DIRS.contains(&name.as_str())
+            {
+                list_files(&path, depth + 1, out)?;
+            }
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Reads one file if it is a job script.
+fn read_script(path: &Path, rel: &str, out: &mut Extraction) {
+    let by_name = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e));
+    let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_SCRIPT_BYTES {
+        if by_name {
+            out.skipped.push(Skipped {
+                file: rel.to_string(),
+                reason: format!("{size} bytes, over the 1 MiB limit for job scripts"),
+            });
+        }
+        return;
+    }
+    let Ok(bytes) = fs::read(path) else {
+        out.skipped.push(Skipped {
+            file: rel.to_string(),
+            reason: "cannot be read".into(),
+        });
+        return;
+    };
+    if !by_name && !bytes.starts_with(b"#!") {
+        return;
+    }
+    let Ok(text) = String::from_utf8(bytes) else {
+        out.skipped.push(Skipped {
+            file: rel.to_string(),
+            reason: "not UTF-8 text".into(),
+        });
+        return;
+    };
+    scheduler::read_headers(rel, &text, &mut out.facts);
+    for (line, command) in commands(&text) {
+        launch::read_command(
+            &command,
+            &format!("{rel}:{line}"),
+            Strength::Script,
+            &mut out.facts,
+        );
+    }
+    out.read.push(rel.to_string());
+}
+
+/// The command lines of a shell script with their first line numbers: continuations
+/// (`\` at the end) joined, comments and blank lines left out.
+fn commands(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        let (start, mut joined) = match current.take() {
+            Some(c) => c,
+            None if trimmed.is_empty() || trimmed.starts_with('#') => continue,
+            None => (index + 1, String::new()),
+        };
+        match trimmed.strip_suffix('\\') {
+            Some(head) => {
+                joined.push_str(head);
+                joined.push(' ');
+                current = Some((start, joined));
+            }
+            None => {
+                joined.push_str(trimmed);
+                out.push((start, joined));
+            }
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// A launch command given on one line or several with `\` continuations.
+fn join_continuations(command: &str) -> String {
+    command
+        .lines()
+        .map(|l| l.trim().trim_end_matches('\\').trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Facts that follow from others: GPUs per node from a total and the node count; the global
+/// batch size from the per-device batch, the GPUs and the accumulation steps.
+fn derive(facts: &mut JobFacts) {
+    let number = |facts: &JobFacts, f: &str| facts.value(f).and_then(|v| v.as_u64());
+    let confidence = |facts: &JobFacts, fields: &[&str]| {
+        fields
+            .iter()
+            .filter_map(|f| facts.get(f).map(|x| x.confidence))
+            .fold(1.0, f64::min)
+    };
+    if facts.get("gpus_per_node").is_none() {
+        if let Some(total) = number(facts, "gpus_total") {
+            let nodes = number(facts, "nodes").unwrap_or(1).max(1);
+            if total % nodes == 0 {
+                let c = confidence(facts, &["gpus_total", "nodes"]);
+                facts.set(
+                    "gpus_per_node",
+                    json!(total / nodes),
+                    "derived: gpus_total / nodes".into(),
+                    c,
+                    Strength::Derived,
+                );
+            }
+        }
+    }
+    if facts.get("global_batch_size").is_none() {
+        if let (Some(batch), Some(gpus)) = (
+            number(facts, "batch_size_per_device"),
+            number(facts, "gpus_per_node"),
+        ) {
+            let nodes = number(facts, "nodes").unwrap_or(1);
+            let accumulation = number(facts, "gradient_accumulation").unwrap_or(1);
+            let c = 0.9
+                * confidence(
+                    facts,
+                    &[
+                        "batch_size_per_device",
+                        "gpus_per_node",
+                        "nodes",
+                        "gradient_accumulation",
+                    ],
+                );
+            facts.set(
+                "global_batch_size",
+                json!(batch * gpus * nodes * accumulation),
+                "derived: batch_size_per_device x gpus_per_node x nodes x gradient_accumulation"
+                    .into(),
+                c,
+                Strength::Derived,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_directory_with_a_script_a_command_and_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("train.sbatch"),
+            "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\n#SBATCH --time=04:00:00\n\nmodule load cuda\nsrun torchrun --nnodes 2 --nproc_per_node 4 \\\n    train.py --per_device_train_batch_size 8 \\\n    --gradient_accumulation_steps 2 --lr 3e-4\n",
+        )
+        .unwrap();
+        fs::create_dir(dir.path().join(".git")).unwrap();
+        fs::write(
+            dir.path().join(".git").join("hook.sh"),
+            "#SBATCH --nodes=99\n",
+        )
+        .unwrap();
+        fs::write(dir.path().join("notes.txt"), "python other.py --lr 1\n").unwrap();
+        let log = dir.path().join("slurm-1.out");
+        fs::write(&log, "  20%|##  | 200/1000 [10:00<40:00,  0.33it/s]\nCUDA out of memory. Tried to allocate 1 GiB\n").unwrap();
+        let out = extract(
+            dir.path(),
+            Some("python train.py --lr 1e-4 \\\n --max_steps 1000"),
+            &[log],
+        )
+        .unwrap();
+        let f = &out.facts;
+        assert_eq!(f.value("nodes").unwrap(), 2);
+        assert_eq!(f.get("nodes").unwrap().source, "train.sbatch:7");
+        assert_eq!(f.value("gpus_per_node").unwrap(), 4);
+        assert_eq!(f.value("requested_time_s").unwrap(), 4 * 3600);
+        // The launch command beats the script.
+        assert_eq!(f.value("learning_rate").unwrap(), 1e-4);
+        assert_eq!(
+            f.get("learning_rate").unwrap().also,
+            vec!["0.0003 @ train.sbatch:7"]
+        );
+        assert_eq!(f.value("max_steps").unwrap(), 1000);
+        assert_eq!(f.value("global_batch_size").unwrap(), 8 * 4 * 2 * 2);
+        assert_eq!(f.value("current_step").unwrap(), 200);
+        assert_eq!(f.value("failure").unwrap(), "cuda_oom");
+        assert_eq!(out.read.len(), 2, "{:?}", out.read);
+        assert!(out.skipped.is_empty());
+    }
+
+    #[test]
+    fn missing_directory_and_log_are_errors_that_name_them() {
+        let err = extract(Path::new("/nonexistent/job"), None, &[]).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/job"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let err = extract(dir.path(), None, &[dir.path().join("nope.log")]).unwrap_err();
+        assert!(err.to_string().contains("nope.log"), "{err}");
+    }
+}

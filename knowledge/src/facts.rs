@@ -1,0 +1,142 @@
+//! Facts about one job, each with where it was read and how sure we are.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// How strong a source is: a stronger source's value wins over a weaker one's (docs/knowledge.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strength {
+    /// The launch command given with `--cmd`.
+    Command,
+    /// A command line in the job's script.
+    Script,
+    /// A scheduler header (`#SBATCH`, `#PBS`).
+    Header,
+    /// A log: what the job did, not what it asked for.
+    Log,
+    /// Computed from other facts (global batch size, GPUs per node from a total).
+    Derived,
+}
+
+/// One value, where it came from and how sure the extractor is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fact {
+    /// The value (a number, a string or a boolean).
+    pub value: Value,
+    /// `file:line`, or `command` for the launch command.
+    pub source: String,
+    /// 1.0 for a literal value read by a parser; less for values derived from others or read
+    /// from an ambiguous name (`batch_size` may be per device or global).
+    pub confidence: f64,
+    /// Which kind of source it came from.
+    pub strength: Strength,
+    /// Values of the same field from weaker sources that lost, as `value @ source`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+}
+
+/// Everything known about one job: field name -> fact. Field names are the fixed vocabulary of
+/// docs/knowledge.md (`nodes`, `gpus_per_node`, `model`, `learning_rate`, `failure`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct JobFacts {
+    fields: BTreeMap<String, Fact>,
+}
+
+impl JobFacts {
+    /// Records `value` for `field` unless a stronger source already gave it; an equal source
+    /// read later wins (later lines override earlier ones, as in a shell script). The loser is
+    /// kept in `also`.
+    pub fn set(
+        &mut self,
+        field: &str,
+        value: Value,
+        source: String,
+        confidence: f64,
+        strength: Strength,
+    ) {
+        let new = Fact {
+            value,
+            source,
+            confidence,
+            strength,
+            also: Vec::new(),
+        };
+        match self.fields.get_mut(field) {
+            None => {
+                self.fields.insert(field.to_string(), new);
+            }
+            Some(old) if strength <= old.strength => {
+                let mut also = std::mem::take(&mut old.also);
+                if old.value != new.value {
+                    also.push(format!("{} @ {}", old.value, old.source));
+                }
+                *old = Fact { also, ..new };
+            }
+            Some(old) => {
+                if old.value != new.value {
+                    old.also.push(format!("{} @ {}", new.value, new.source));
+                }
+            }
+        }
+    }
+
+    /// The fact recorded for `field`.
+    pub fn get(&self, field: &str) -> Option<&Fact> {
+        self.fields.get(field)
+    }
+
+    /// The value recorded for `field`.
+    pub fn value(&self, field: &str) -> Option<&Value> {
+        self.fields.get(field).map(|f| &f.value)
+    }
+
+    /// Field names and facts, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Fact)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Whether nothing is known.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stronger_sources_win_and_losers_are_kept() {
+        let mut facts = JobFacts::default();
+        facts.set(
+            "nodes",
+            json!(2),
+            "a.sbatch:2".into(),
+            1.0,
+            Strength::Header,
+        );
+        facts.set(
+            "nodes",
+            json!(4),
+            "a.sbatch:9".into(),
+            1.0,
+            Strength::Script,
+        );
+        facts.set(
+            "nodes",
+            json!(8),
+            "b.sbatch:2".into(),
+            1.0,
+            Strength::Header,
+        );
+        let fact = facts.get("nodes").unwrap();
+        assert_eq!(fact.value, json!(4));
+        assert_eq!(fact.source, "a.sbatch:9");
+        assert_eq!(fact.also, vec!["2 @ a.sbatch:2", "8 @ b.sbatch:2"]);
+    }
+}

@@ -1,0 +1,343 @@
+//! Launch commands: `torchrun`, `python -m torch.distributed.run`, `deepspeed`,
+//! `accelerate launch`, `python script.py` / `python -m module`, behind `srun`, environment
+//! assignments or `exec`.
+//!
+//! The launcher's own flags give `gpus_per_node` and `nodes`; the flags after the training
+//! script are its arguments, mapped to the fields of docs/knowledge.md by their names
+//! ([`ARGUMENTS`]). A flag without a value (`--bf16`) is `true`.
+
+use serde_json::{json, Value};
+
+use crate::facts::{JobFacts, Strength};
+
+/// Training-argument names (without dashes, `-` read as `_`) -> (field, confidence). Names
+/// that do not say whether a batch is per device or global read as per device, with less
+/// confidence.
+pub const ARGUMENTS: &[(&str, &str, f64)] = &[
+    ("model_name_or_path", "model", 1.0),
+    ("pretrained_model_name_or_path", "model", 1.0),
+    ("model_name", "model", 1.0),
+    ("model_id", "model", 1.0),
+    ("base_model", "model", 1.0),
+    ("model", "model", 0.9),
+    ("per_device_train_batch_size", "batch_size_per_device", 1.0),
+    ("per_gpu_train_batch_size", "batch_size_per_device", 1.0),
+    (
+        "train_micro_batch_size_per_gpu",
+        "batch_size_per_device",
+        1.0,
+    ),
+    ("micro_batch_size", "batch_size_per_device", 1.0),
+    ("batch_size", "batch_size_per_device", 0.7),
+    ("train_batch_size", "batch_size_per_device", 0.7),
+    ("global_batch_size", "global_batch_size", 1.0),
+    ("gradient_accumulation_steps", "gradient_accumulation", 1.0),
+    ("accumulate_grad_batches", "gradient_accumulation", 1.0),
+    ("max_seq_length", "sequence_length", 1.0),
+    ("max_seq_len", "sequence_length", 1.0),
+    ("seq_length", "sequence_length", 1.0),
+    ("seq_len", "sequence_length", 1.0),
+    ("block_size", "sequence_length", 1.0),
+    ("model_max_length", "sequence_length", 1.0),
+    ("max_length", "sequence_length", 0.8),
+    ("num_train_epochs", "epochs", 1.0),
+    ("max_epochs", "epochs", 1.0),
+    ("num_epochs", "epochs", 1.0),
+    ("epochs", "epochs", 1.0),
+    ("max_steps", "max_steps", 1.0),
+    ("max_iters", "max_steps", 1.0),
+    ("train_iters", "max_steps", 1.0),
+    ("total_steps", "max_steps", 1.0),
+    ("learning_rate", "learning_rate", 1.0),
+    ("lr", "learning_rate", 1.0),
+    ("dataset_name", "dataset", 1.0),
+    ("dataset", "dataset", 1.0),
+    ("data_path", "dataset", 0.9),
+    ("train_file", "dataset", 0.9),
+    ("output_dir", "output_dir", 1.0),
+    ("precision", "precision", 1.0),
+    ("mixed_precision", "precision", 1.0),
+    ("dtype", "precision", 0.9),
+];
+
+/// Precision flags that stand alone (`--bf16`, `--fp16`, `--tf32` is not a training precision).
+const PRECISION_FLAGS: &[&str] = &["bf16", "fp16"];
+
+/// Reads one launch command (`line` at `source`, e.g. `train.sh:12` or `command`) into
+/// `facts`; returns false when it is not a launch command.
+pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut JobFacts) -> bool {
+    let Some(words) = shlex::split(line) else {
+        return false;
+    };
+    let words = strip_prefixes(&words);
+    let Some((launcher, rest)) = words.split_first() else {
+        return false;
+    };
+    let base = launcher.rsplit('/').next().unwrap_or(launcher);
+    let mut set = |field: &str, value: Value, confidence: f64| {
+        facts.set(field, value, source.to_string(), confidence, strength)
+    };
+    let script_args = match base {
+        "torchrun" => launcher_flags(rest, &mut set, torchrun_flag),
+        "deepspeed" => launcher_flags(rest, &mut set, deepspeed_flag),
+        "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
+            launcher_flags(&rest[1..], &mut set, accelerate_flag)
+        }
+        b if b.starts_with("python") => match rest {
+            [m, module, tail @ ..] if m == "-m" => {
+                if module.starts_with("torch.distributed") {
+                    launcher_flags(tail, &mut set, torchrun_flag)
+                } else {
+                    set("script", json!(module), 1.0);
+                    tail
+                }
+            }
+            [script, tail @ ..] if script.ends_with(".py") => {
+                set("script", json!(script), 1.0);
+                tail
+            }
+            _ => return false,
+        },
+        _ => return false,
+    };
+    read_arguments(script_args, &mut set);
+    true
+}
+
+/// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, `exec`, `env` and
+/// `NAME=value` assignments before the command.
+fn strip_prefixes(words: &[String]) -> &[String] {
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if w == "exec" || w == "env" || (w.contains('=') && !w.starts_with('-')) {
+            i += 1;
+        } else if w == "srun" || w == "mpirun" || w == "mpiexec" {
+            i += 1;
+            // Their options: `--flag`, `--flag=value`, `-n 4`.
+            while i < words.len() && words[i].starts_with('-') {
+                let takes_value = !words[i].contains('=') && words[i].len() == 2;
+                i += 1 + usize::from(takes_value);
+            }
+        } else {
+            break;
+        }
+    }
+    &words[i.min(words.len())..]
+}
+
+/// Records one fact: (field, value, confidence).
+type Setter<'a> = &'a mut dyn FnMut(&str, Value, f64);
+
+/// A launcher's flag reader: (flag name with `_`, value, setter).
+type FlagReader = fn(&str, &str, Setter);
+
+/// Reads a launcher's flags up to the training script; returns the script's arguments.
+fn launcher_flags<'w>(
+    words: &'w [String],
+    set: &mut impl FnMut(&str, Value, f64),
+    flag: FlagReader,
+) -> &'w [String] {
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        let Some(name) = w.strip_prefix("--") else {
+            // The training script (or `-m module`).
+            if w == "-m" {
+                if let Some(module) = words.get(i + 1) {
+                    set("script", json!(module), 1.0);
+                }
+                return words.get(i + 2..).unwrap_or(&[]);
+            }
+            set("script", json!(w), 1.0);
+            return &words[i + 1..];
+        };
+        let (name, value) = match name.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => {
+                let next = words.get(i + 1).filter(|n| !n.starts_with('-')).cloned();
+                i += usize::from(next.is_some());
+                (name, next)
+            }
+        };
+        if let Some(value) = value {
+            flag(&name.replace('-', "_"), &value, set);
+        }
+        i += 1;
+    }
+    &[]
+}
+
+fn count(value: &str) -> Option<Value> {
+    // `--nnodes 1:4` (elastic): at least the minimum.
+    value
+        .split(':')
+        .next()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|v| json!(v))
+}
+
+fn torchrun_flag(name: &str, value: &str, set: Setter) {
+    match name {
+        "nproc_per_node" => {
+            if let Some(v) = count(value) {
+                set("gpus_per_node", v, 1.0);
+            }
+        }
+        "nnodes" => {
+            if let Some(v) = count(value) {
+                set("nodes", v, if value.contains(':') { 0.8 } else { 1.0 });
+            }
+        }
+        _ => {}
+    }
+}
+
+fn deepspeed_flag(name: &str, value: &str, set: Setter) {
+    match name {
+        "num_gpus" | "num_gpus_per_node" => {
+            if let Some(v) = count(value) {
+                set("gpus_per_node", v, 1.0);
+            }
+        }
+        "num_nodes" => {
+            if let Some(v) = count(value) {
+                set("nodes", v, 1.0);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn accelerate_flag(name: &str, value: &str, set: Setter) {
+    match name {
+        // All processes of all machines; per node only with the machine count, so recorded
+        // as the total and divided by `extract`.
+        "num_processes" => {
+            if let Some(v) = count(value) {
+                set("gpus_total", v, 1.0);
+            }
+        }
+        "num_machines" => {
+            if let Some(v) = count(value) {
+                set("nodes", v, 1.0);
+            }
+        }
+        "mixed_precision" => set("precision", json!(value), 1.0),
+        _ => {}
+    }
+}
+
+/// Training-script arguments: `--name value`, `--name=value`, `--flag`.
+fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
+    let mut i = 0;
+    while i < words.len() {
+        let Some(name) = words[i].strip_prefix("--") else {
+            i += 1;
+            continue;
+        };
+        let (name, value) = match name.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => {
+                let next = words.get(i + 1).filter(|n| !n.starts_with("--")).cloned();
+                i += usize::from(next.is_some());
+                (name.to_string(), next)
+            }
+        };
+        i += 1;
+        let name = name.replace('-', "_");
+        match value {
+            None if PRECISION_FLAGS.contains(&name.as_str()) => {
+                set("precision", json!(name), 1.0);
+            }
+            None => {}
+            Some(value) => {
+                if PRECISION_FLAGS.contains(&name.as_str()) {
+                    if matches!(value.to_ascii_lowercase().as_str(), "true" | "1" | "yes") {
+                        set("precision", json!(name), 1.0);
+                    }
+                    continue;
+                }
+                if let Some(&(_, field, confidence)) =
+                    ARGUMENTS.iter().find(|(arg, _, _)| *arg == name)
+                {
+                    set(field, typed(&value), confidence);
+                }
+            }
+        }
+    }
+}
+
+/// A number when the text is one, else the text.
+fn typed(text: &str) -> Value {
+    if let Ok(n) = text.parse::<u64>() {
+        return json!(n);
+    }
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() => json!(x),
+        _ => json!(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(line: &str) -> Option<JobFacts> {
+        let mut facts = JobFacts::default();
+        read_command(line, "command", Strength::Command, &mut facts).then_some(facts)
+    }
+
+    #[test]
+    fn torchrun_with_trainer_arguments() {
+        let facts = read(
+            "srun --ntasks=2 torchrun --nnodes=2 --nproc_per_node 8 run_clm.py --model_name_or_path gpt2 \
+             --per_device_train_batch_size 16 --gradient_accumulation_steps=4 --block_size 1024 \
+             --num_train_epochs 3 --learning_rate 5e-5 --bf16 --dataset_name wikitext --output_dir /tmp/out",
+        )
+        .unwrap();
+        let v = |f: &str| {
+            facts
+                .value(f)
+                .cloned()
+                .unwrap_or_else(|| panic!("{f} missing"))
+        };
+        assert_eq!(v("nodes"), 2);
+        assert_eq!(v("gpus_per_node"), 8);
+        assert_eq!(v("script"), "run_clm.py");
+        assert_eq!(v("model"), "gpt2");
+        assert_eq!(v("batch_size_per_device"), 16);
+        assert_eq!(v("gradient_accumulation"), 4);
+        assert_eq!(v("sequence_length"), 1024);
+        assert_eq!(v("epochs"), 3);
+        assert_eq!(v("learning_rate"), 5e-5);
+        assert_eq!(v("precision"), "bf16");
+        assert_eq!(v("dataset"), "wikitext");
+    }
+
+    #[test]
+    fn deepspeed_accelerate_and_python_module() {
+        let ds =
+            read("deepspeed --num_gpus=4 --num_nodes 1 train.py --deepspeed ds.json --lr 1e-4")
+                .unwrap();
+        assert_eq!(ds.value("gpus_per_node").unwrap(), 4);
+        assert_eq!(ds.value("learning_rate").unwrap(), 1e-4);
+        let acc = read("accelerate launch --num_processes 16 --num_machines 2 --mixed_precision fp16 finetune.py --max_steps 5000").unwrap();
+        assert_eq!(acc.value("gpus_total").unwrap(), 16);
+        assert_eq!(acc.value("nodes").unwrap(), 2);
+        assert_eq!(acc.value("precision").unwrap(), "fp16");
+        assert_eq!(acc.value("max_steps").unwrap(), 5000);
+        let m = read("CUDA_VISIBLE_DEVICES=0,1 python -m torch.distributed.run --nproc-per-node=2 -m trainer.main --epochs 10").unwrap();
+        assert_eq!(m.value("gpus_per_node").unwrap(), 2);
+        assert_eq!(m.value("script").unwrap(), "trainer.main");
+        assert_eq!(m.value("epochs").unwrap(), 10);
+    }
+
+    #[test]
+    fn other_commands_are_not_launches() {
+        assert!(read("echo hello").is_none());
+        assert!(read("python").is_none());
+        assert!(read("module load cuda/12.1").is_none());
+        assert!(read("unterminated 'quote").is_none());
+    }
+}

@@ -1,0 +1,21 @@
+//! Job knowledge: facts about training jobs read from the files that define them.
+//!
+//! Schedulers see a job as a demand vector and a requested walltime; its scripts, launch
+//! command and logs say which model it trains, on how many GPUs, for how many steps, how far
+//! it got and why it died. This crate reads those facts deterministically, each with the
+//! `file:line` it came from and a confidence ([`facts`]): scheduler headers ([`scheduler`]),
+//! launch commands and training arguments ([`launch`]), and logs ([`logs`]); [`extract()`]
+//! puts them together for one job directory. The design, the precedence between sources and the
+//! slices still to come (configs, Python defaults, the version cache, the LLM agent, history,
+//! configuration advice) are in docs/knowledge.md.
+
+#![warn(missing_docs)]
+
+pub mod extract;
+pub mod facts;
+pub mod launch;
+pub mod logs;
+pub mod scheduler;
+
+pub use extract::{extract, ExtractError, Extraction};
+pub use facts::{Fact, JobFacts, Strength};

@@ -1,0 +1,218 @@
+//! Training logs: progress (step, total, rate, elapsed, ETA) and the failure class.
+//!
+//! Progress comes from tqdm bars (Hugging Face Trainer, Lightning, accelerate scripts:
+//! `450/1000 [02:10<02:39, 3.45it/s]`), Megatron and DeepSpeed lines (`iteration 100/ 500000`,
+//! `step=100`) and plain `step k/N` or `iter k/N` lines; the last progress line wins. Failure
+//! classes ([`FAILURES`]) match the messages PyTorch, NCCL, the kernel, Python and Slurm print;
+//! the last matching line decides (a job that hit a NaN and was then killed died of the kill),
+//! and it is kept as the evidence.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::json;
+
+use crate::facts::{JobFacts, Strength};
+
+/// Failure classes and the patterns of their messages.
+pub const FAILURES: &[(&str, &str)] = &[
+    (
+        "cuda_oom",
+        r"CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|CUDA error: out of memory",
+    ),
+    (
+        "nccl_timeout",
+        r"(?i)watchdog caught collective operation timeout|NCCL.*(timed? ?out)|ProcessGroupNCCL.*timeout|NCCL communicator was aborted",
+    ),
+    (
+        "nan_loss",
+        r"(?i)loss\s*(is|=|:)\s*'?(nan|inf)\b|\bnan loss\b|non-finite loss|loss (became|has become) (nan|inf)|detected (nan|inf) in loss",
+    ),
+    (
+        "oom_killed",
+        r"(?i)oom[-_]kill|out of memory: killed process|exceeded (its )?memory limit|^\s*Killed\s*$",
+    ),
+    (
+        "missing_module",
+        r"ModuleNotFoundError: No module named|ImportError: No module named",
+    ),
+    (
+        "disk_quota",
+        r"(?i)disk quota exceeded|no space left on device",
+    ),
+    (
+        "preempted",
+        r"(?i)due to preemption|job (was )?preempted|\bPREEMPTED\b|received preemption signal",
+    ),
+];
+
+static FAILURE_RES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    FAILURES
+        .iter()
+        .filter_map(|(class, pattern)| Regex::new(pattern).ok().map(|re| (*class, re)))
+        .collect()
+});
+
+/// `450/1000 [02:10<02:39, 3.45it/s]` (tqdm; the rate may be `s/it`, the ETA `?`).
+static TQDM: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(\d+)/(\d+)\s*\[(\d+(?::\d+){1,2})<(\d+(?::\d+){1,2}|\?)(?:,\s*([\d.]+)\s*(it/s|s/it))?",
+    )
+    .ok()
+});
+
+/// `step 120/5000`, `Step: 120 / 5000`, `iteration      100/  500000` (Megatron), `iter 3/10`.
+static STEP_OF: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[:=]?\s*(\d+)\s*/\s*(\d+)").ok()
+});
+
+/// DeepSpeed's `step=100, skipped=0` and `global_step=100` without a total.
+static STEP_EQ: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\b(?:global_)?step=(\d+)").ok());
+
+/// Megatron's `elapsed time per iteration (ms): 1234.5`.
+static MS_PER_ITER: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"elapsed time per iteration \(ms\):\s*([\d.]+)").ok());
+
+/// Reads log `name` (its text) into `facts`: `current_step`, `total_steps`,
+/// `iterations_per_s`, `elapsed_s`, `eta_s`, `failure` (the class) and `failure_evidence`.
+pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
+    let mut set = |field: &str, value: serde_json::Value, line: usize, confidence: f64| {
+        facts.set(
+            field,
+            value,
+            format!("{name}:{line}"),
+            confidence,
+            Strength::Log,
+        )
+    };
+    // A tqdm bar redraws with carriage returns: each redraw is read in turn, with the line's
+    // number.
+    let pieces = text
+        .split('\n')
+        .enumerate()
+        .flat_map(|(index, line)| line.split('\r').map(move |piece| (index + 1, piece)));
+    for (number, line) in pieces {
+        if let Some(c) = TQDM.as_ref().and_then(|re| re.captures(line)) {
+            let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+            if let (Some(step), Some(total)) = (num(1), num(2)) {
+                set("current_step", json!(step), number, 1.0);
+                set("total_steps", json!(total), number, 1.0);
+            }
+            if let Some(elapsed) = c.get(3).and_then(|m| clock(m.as_str())) {
+                set("elapsed_s", json!(elapsed), number, 1.0);
+            }
+            if let Some(eta) = c.get(4).and_then(|m| clock(m.as_str())) {
+                set("eta_s", json!(eta), number, 1.0);
+            }
+            if let (Some(rate), Some(unit)) = (c.get(5), c.get(6)) {
+                if let Ok(r) = rate.as_str().parse::<f64>() {
+                    let per_s = if unit.as_str() == "s/it" && r > 0.0 {
+                        1.0 / r
+                    } else {
+                        r
+                    };
+                    set("iterations_per_s", json!(per_s), number, 1.0);
+                }
+            }
+        } else if let Some(c) = STEP_OF.as_ref().and_then(|re| re.captures(line)) {
+            let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+            if let (Some(step), Some(total)) = (num(1), num(2)) {
+                set("current_step", json!(step), number, 1.0);
+                set("total_steps", json!(total), number, 1.0);
+            }
+        } else if let Some(c) = STEP_EQ.as_ref().and_then(|re| re.captures(line)) {
+            if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
+                set("current_step", json!(step), number, 1.0);
+            }
+        }
+        if let Some(c) = MS_PER_ITER.as_ref().and_then(|re| re.captures(line)) {
+            if let Some(ms) = c.get(1).and_then(|m| m.as_str().parse::<f64>().ok()) {
+                if ms > 0.0 {
+                    set("iterations_per_s", json!(1000.0 / ms), number, 1.0);
+                }
+            }
+        }
+        if let Some((class, _)) = FAILURE_RES.iter().find(|(_, re)| re.is_match(line)) {
+            set("failure", json!(class), number, 1.0);
+            set("failure_evidence", json!(line.trim()), number, 1.0);
+        }
+    }
+}
+
+/// `mm:ss` or `h:mm:ss` in seconds; `None` for `?`.
+fn clock(text: &str) -> Option<u64> {
+    let parts: Vec<u64> = text
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [m, s] => Some(m * 60 + s),
+        [h, m, s] => Some(h * 3600 + m * 60 + s),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> JobFacts {
+        let mut facts = JobFacts::default();
+        read_log("train.log", text, &mut facts);
+        facts
+    }
+
+    #[test]
+    fn tqdm_progress_with_carriage_returns() {
+        let facts = read(
+            "loading\n 10%|#         | 100/1000 [00:30<04:30,  3.33it/s]\r 45%|####5     | 450/1000 [02:10<02:39,  3.45it/s]\n",
+        );
+        assert_eq!(facts.value("current_step").unwrap(), 450);
+        assert_eq!(facts.value("total_steps").unwrap(), 1000);
+        assert_eq!(facts.value("elapsed_s").unwrap(), 130);
+        assert_eq!(facts.value("eta_s").unwrap(), 159);
+        assert_eq!(facts.value("iterations_per_s").unwrap(), 3.45);
+        assert_eq!(facts.get("current_step").unwrap().source, "train.log:2");
+    }
+
+    #[test]
+    fn megatron_and_plain_steps() {
+        let facts = read(" iteration      200/  500000 | consumed samples: 51200 | elapsed time per iteration (ms): 2000.0 | lm loss: 7.1\n");
+        assert_eq!(facts.value("current_step").unwrap(), 200);
+        assert_eq!(facts.value("total_steps").unwrap(), 500_000);
+        assert_eq!(facts.value("iterations_per_s").unwrap(), 0.5);
+        let plain = read("Step 30/120 loss=2.5\n[Rank 0] step=40, skipped=0, lr=[1e-4]\n");
+        assert_eq!(plain.value("current_step").unwrap(), 40);
+        assert_eq!(plain.value("total_steps").unwrap(), 120);
+        let slow = read("  3/10 [01:00<02:20, 20.00s/it]");
+        assert_eq!(slow.value("iterations_per_s").unwrap(), 0.05);
+    }
+
+    #[test]
+    fn failure_classes_and_evidence() {
+        for (line, class) in [
+            ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+            ("[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 1800000 milliseconds before timing out.", "nccl_timeout"),
+            ("ValueError: loss is nan, stopping training", "nan_loss"),
+            ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=123.0.", "oom_killed"),
+            ("Killed", "oom_killed"),
+            ("ModuleNotFoundError: No module named 'flash_attn'", "missing_module"),
+            ("OSError: [Errno 122] Disk quota exceeded", "disk_quota"),
+            ("slurmstepd: error: *** JOB 42 ON node7 CANCELLED AT 2024-01-01T00:00:00 DUE TO PREEMPTION ***", "preempted"),
+        ] {
+            let facts = read(&format!("epoch 1\n{line}\n"));
+            assert_eq!(facts.value("failure").unwrap(), class, "{line}");
+            assert_eq!(facts.value("failure_evidence").unwrap(), line.trim());
+            assert_eq!(facts.get("failure").unwrap().source, "train.log:2");
+        }
+        // The last failure decides.
+        let facts = read("loss is nan\nstill going\nKilled\n");
+        assert_eq!(facts.value("failure").unwrap(), "oom_killed");
+        // Words that only look alike are not failures.
+        let clean = read(
+            "eval nan_to_num applied\nkilled 3 stale workers cleanly\nmodule named foo loaded\n",
+        );
+        assert!(clean.get("failure").is_none(), "{clean:?}");
+    }
+}

@@ -1,0 +1,260 @@
+//! Scheduler headers of job scripts: Slurm `#SBATCH` and PBS `#PBS` lines.
+//!
+//! Fields: `job_name`, `nodes`, `gpus_per_node` (from `--gres=gpu[:type]:N`,
+//! `--gpus-per-node`, or `--gpus` / PBS `ngpus` divided by the nodes), `cpus_per_task`,
+//! `memory_mib` (`--mem`; PBS `mem`), `requested_time_s` (`--time` / `walltime`, every Slurm
+//! time format).
+
+use serde_json::json;
+
+use crate::facts::{JobFacts, Strength};
+
+/// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`.
+pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
+    let mut total_gpus: Option<(u64, String)> = None;
+    for (index, line) in text.lines().enumerate() {
+        let source = format!("{name}:{}", index + 1);
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("#SBATCH") {
+            for (key, value) in options(rest) {
+                if let Some(gpus) = slurm_option(&key, value.as_deref(), &source, facts) {
+                    total_gpus = Some((gpus, source.clone()));
+                }
+            }
+        } else if let Some(rest) = trimmed.strip_prefix("#PBS") {
+            for (key, value) in options(rest) {
+                pbs_option(&key, value.as_deref(), &source, facts);
+            }
+        }
+    }
+    // A total GPU count gives GPUs per node only with the node count (default 1).
+    if let Some((gpus, source)) = total_gpus {
+        if facts.get("gpus_per_node").is_none() {
+            let nodes = facts
+                .value("nodes")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(1)
+                .max(1);
+            if gpus % nodes == 0 {
+                facts.set(
+                    "gpus_per_node",
+                    json!(gpus / nodes),
+                    source,
+                    0.9,
+                    Strength::Header,
+                );
+            }
+        }
+    }
+}
+
+/// `--key=value`, `--key value`, `-k value` and `-kvalue` pairs of a header line; a comment
+/// after the options (`# ...`) ends them.
+fn options(rest: &str) -> Vec<(String, Option<String>)> {
+    let rest = rest.split(" #").next().unwrap_or("");
+    let words = shlex::split(rest).unwrap_or_default();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        if let Some(long) = w.strip_prefix("--") {
+            match long.split_once('=') {
+                Some((k, v)) => out.push((k.to_string(), Some(v.to_string()))),
+                None => {
+                    let next = words.get(i + 1).filter(|n| !n.starts_with('-')).cloned();
+                    i += usize::from(next.is_some());
+                    out.push((long.to_string(), next));
+                }
+            }
+        } else if let Some(short) = w.strip_prefix('-') {
+            if short.len() > 1 {
+                out.push((short[..1].to_string(), Some(short[1..].to_string())));
+            } else {
+                let next = words.get(i + 1).cloned();
+                i += usize::from(next.is_some());
+                out.push((short.to_string(), next));
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// One Slurm option; returns a total GPU count (`--gpus`, `-G`) for later division.
+fn slurm_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<u64> {
+    let value = value?;
+    let mut set = |field: &str, v: serde_json::Value, confidence: f64| {
+        facts.set(field, v, source.to_string(), confidence, Strength::Header)
+    };
+    match key {
+        "J" | "job-name" => set("job_name", json!(value), 1.0),
+        "N" | "nodes" => {
+            // `2` or a range `2-4`: the job gets at least the minimum.
+            let min = value
+                .split('-')
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())?;
+            set(
+                "nodes",
+                json!(min),
+                if value.contains('-') { 0.8 } else { 1.0 },
+            );
+        }
+        "gres" => {
+            let gpus = value.split(',').find_map(|g| {
+                let mut parts = g.split(':');
+                (parts.next() == Some("gpu")).then_some(())?;
+                parts.next_back()?.parse::<u64>().ok()
+            })?;
+            set("gpus_per_node", json!(gpus), 1.0);
+        }
+        "gpus-per-node" => {
+            let gpus = value.rsplit(':').next()?.parse::<u64>().ok()?;
+            set("gpus_per_node", json!(gpus), 1.0);
+        }
+        "G" | "gpus" => return value.rsplit(':').next()?.parse::<u64>().ok(),
+        "c" | "cpus-per-task" => set("cpus_per_task", json!(value.parse::<u64>().ok()?), 1.0),
+        "mem" => set("memory_mib", json!(memory_mib(value)?), 1.0),
+        "t" | "time" => set("requested_time_s", json!(slurm_time(value)?), 1.0),
+        _ => {}
+    }
+    None
+}
+
+/// One PBS option (`-N name`, `-l resource=value:...`).
+fn pbs_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<()> {
+    let value = value?;
+    let mut set = |field: &str, v: serde_json::Value| {
+        facts.set(field, v, source.to_string(), 1.0, Strength::Header)
+    };
+    match key {
+        "N" => set("job_name", json!(value)),
+        "l" => {
+            // `walltime=hh:mm:ss` keeps its colons; chunk specs (`select=2:ngpus=4`) split.
+            let items = value.split(',').flat_map(|part| {
+                if part.starts_with("walltime=") {
+                    vec![part]
+                } else {
+                    part.split(':').collect()
+                }
+            });
+            for item in items {
+                let Some((k, v)) = item.split_once('=') else {
+                    // `select=2:ncpus=...` starts with the chunk count.
+                    continue;
+                };
+                match k {
+                    "select" | "nodes" => set("nodes", json!(v.parse::<u64>().ok()?)),
+                    // PBS counts GPUs per chunk (node).
+                    "ngpus" | "gpus" => set("gpus_per_node", json!(v.parse::<u64>().ok()?)),
+                    "ncpus" | "ppn" => set("cpus_per_task", json!(v.parse::<u64>().ok()?)),
+                    "mem" => set("memory_mib", json!(memory_mib(v)?)),
+                    "walltime" => set("requested_time_s", json!(slurm_time(v)?)),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    Some(())
+}
+
+/// Memory like `64G`, `500M`, `64gb`, `1T`, or plain megabytes, in MiB.
+pub fn memory_mib(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits: String = lower.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let number: u64 = digits.parse().ok()?;
+    let unit = lower[digits.len()..].trim_end_matches(['b', 'i']);
+    let factor = match unit {
+        "" | "m" => 1,
+        "k" => return Some(number.div_ceil(1024)),
+        "g" => 1024,
+        "t" => 1024 * 1024,
+        _ => return None,
+    };
+    Some(number * factor)
+}
+
+/// A Slurm time (`minutes`, `minutes:seconds`, `hours:minutes:seconds`, `days-hours`,
+/// `days-hours:minutes`, `days-hours:minutes:seconds`; PBS `hh:mm:ss`) in seconds.
+pub fn slurm_time(text: &str) -> Option<u64> {
+    let (days, rest) = match text.split_once('-') {
+        Some((d, r)) => (d.parse::<u64>().ok()?, Some(r)),
+        None => (0, None),
+    };
+    let parts: Vec<u64> = rest
+        .unwrap_or(text)
+        .split(':')
+        .map(|p| p.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    let seconds = match (rest.is_some(), parts.as_slice()) {
+        (false, [m]) => m * 60,
+        (false, [m, s]) => m * 60 + s,
+        (_, [h, m, s]) => h * 3600 + m * 60 + s,
+        (true, [h]) => h * 3600,
+        (true, [h, m]) => h * 3600 + m * 60,
+        _ => return None,
+    };
+    Some(days * 86_400 + seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> JobFacts {
+        let mut facts = JobFacts::default();
+        read_headers("job.sbatch", text, &mut facts);
+        facts
+    }
+
+    #[test]
+    fn slurm_header() {
+        let facts = read(
+            "#!/bin/bash\n#SBATCH --job-name=llama-ft\n#SBATCH -N 2\n#SBATCH --gres=gpu:a100:4  # four per node\n#SBATCH --cpus-per-task=32\n#SBATCH --mem=256G\n#SBATCH --time=1-12:00:00\n",
+        );
+        assert_eq!(facts.value("job_name").unwrap(), "llama-ft");
+        assert_eq!(facts.value("nodes").unwrap(), 2);
+        assert_eq!(facts.value("gpus_per_node").unwrap(), 4);
+        assert_eq!(facts.get("gpus_per_node").unwrap().source, "job.sbatch:4");
+        assert_eq!(facts.value("cpus_per_task").unwrap(), 32);
+        assert_eq!(facts.value("memory_mib").unwrap(), 256 * 1024);
+        assert_eq!(facts.value("requested_time_s").unwrap(), 36 * 3600);
+    }
+
+    #[test]
+    fn total_gpus_are_divided_by_the_nodes() {
+        let facts = read("#SBATCH --nodes=2\n#SBATCH --gpus=16\n#SBATCH -t 90\n");
+        assert_eq!(facts.value("gpus_per_node").unwrap(), 8);
+        assert_eq!(facts.get("gpus_per_node").unwrap().confidence, 0.9);
+        assert_eq!(facts.value("requested_time_s").unwrap(), 5400);
+    }
+
+    #[test]
+    fn pbs_header() {
+        let facts = read("#PBS -N bert\n#PBS -l select=2:ncpus=16:ngpus=4:mem=128gb\n#PBS -l walltime=08:30:00\n");
+        assert_eq!(facts.value("job_name").unwrap(), "bert");
+        assert_eq!(facts.value("nodes").unwrap(), 2);
+        assert_eq!(facts.value("gpus_per_node").unwrap(), 4);
+        assert_eq!(facts.value("memory_mib").unwrap(), 128 * 1024);
+        assert_eq!(facts.value("requested_time_s").unwrap(), 8 * 3600 + 1800);
+    }
+
+    #[test]
+    fn time_formats() {
+        for (text, s) in [
+            ("30", 1800),
+            ("30:15", 1815),
+            ("2:00:00", 7200),
+            ("1-0", 86_400),
+            ("1-2:30", 95_400),
+            ("2-00:00:10", 172_810),
+        ] {
+            assert_eq!(slurm_time(text), Some(s), "{text}");
+        }
+        assert_eq!(slurm_time("soon"), None);
+        assert_eq!(memory_mib("500M"), Some(500));
+        assert_eq!(memory_mib("2T"), Some(2 * 1024 * 1024));
+        assert_eq!(memory_mib("lots"), None);
+    }
+}
