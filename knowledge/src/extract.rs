@@ -7,6 +7,7 @@
 //! files that are not UTF-8 text are listed as skipped, with the reason. Sources are read in
 //! path order, so the output does not depend on the file system.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -189,30 +190,126 @@ fn read_script(path: &Path, rel: &str, out: &mut Extraction) {
 }
 
 /// The command lines of a shell script with their first line numbers: continuations
-/// (`\` at the end) joined, comments and blank lines left out.
+/// (`\` at the end) joined, comments and blank lines left out, and shell variables with a
+/// literal value (`N=8`, `export N=8`, `readonly N=8`; a here-document read into a variable)
+/// substituted where they are used. A variable assigned anything else (`N=$1`, `N=$(...)`)
+/// is unknown from there on, and stays `$N`: a value that depends on it is not read.
 fn commands(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
+    let mut vars: HashMap<String, String> = HashMap::new();
+    let mut lines = text.lines().enumerate();
     let mut current: Option<(usize, String)> = None;
-    for (index, line) in text.lines().enumerate() {
+    while let Some((index, line)) = lines.next() {
         let trimmed = line.trim();
         let (start, mut joined) = match current.take() {
             Some(c) => c,
             None if trimmed.is_empty() || trimmed.starts_with('#') => continue,
             None => (index + 1, String::new()),
         };
-        match trimmed.strip_suffix('\\') {
-            Some(head) => {
-                joined.push_str(head);
-                joined.push(' ');
-                current = Some((start, joined));
-            }
-            None => {
-                joined.push_str(trimmed);
-                out.push((start, joined));
-            }
+        if let Some(head) = trimmed.strip_suffix('\\') {
+            joined.push_str(head);
+            joined.push(' ');
+            current = Some((start, joined));
+            continue;
         }
+        joined.push_str(trimmed);
+        if let Some((var, delimiter)) = heredoc(&joined) {
+            let body: Vec<&str> = lines
+                .by_ref()
+                .map(|(_, l)| l)
+                .take_while(|l| l.trim() != delimiter)
+                .map(|l| l.trim().trim_end_matches('\\').trim())
+                .collect();
+            if let Some(var) = var {
+                vars.insert(var, substitute(&body.join(" "), &vars));
+            }
+            continue;
+        }
+        if let Some((name, value)) = assignment(&joined) {
+            let value = substitute(&value, &vars);
+            match shlex::split(&value).as_deref() {
+                Some([one]) if !one.contains('$') && !one.contains('`') => {
+                    vars.insert(name, one.clone());
+                }
+                _ => {
+                    vars.remove(&name);
+                }
+            }
+            continue;
+        }
+        out.push((start, substitute(&joined, &vars)));
     }
     out.extend(current);
+    out
+}
+
+/// `NAME=value`, with `export`, `readonly`, `local` or `declare` before it: (name, value).
+fn assignment(line: &str) -> Option<(String, String)> {
+    let rest = ["export ", "readonly ", "local ", "declare "]
+        .iter()
+        .find_map(|p| line.strip_prefix(p))
+        .unwrap_or(line)
+        .trim_start();
+    let (name, value) = rest.split_once('=')?;
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    valid.then(|| (name.to_string(), value.to_string()))
+}
+
+/// A here-document start: (the variable it is read into, if any, and its delimiter). Reads
+/// into a variable: `read [-r] [-d ''] NAME <<EOF` and `NAME=$(cat <<EOF`.
+fn heredoc(line: &str) -> Option<(Option<String>, String)> {
+    let (head, tail) = line.split_once("<<")?;
+    let delimiter: String = tail
+        .trim_start_matches('-')
+        .trim()
+        .trim_matches(['\'', '"'])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    if delimiter.is_empty() {
+        return None;
+    }
+    let head = head.trim();
+    let var = if head.starts_with("read ") {
+        head.split_whitespace().last().map(str::to_string)
+    } else {
+        head.split_once("=$(")
+            .filter(|(_, cmd)| cmd.trim() == "cat")
+            .map(|(name, _)| name.trim().to_string())
+    };
+    Some((
+        var.filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')),
+        delimiter,
+    ))
+}
+
+/// `$NAME` and `${NAME}` replaced by the known values; unknown variables stay.
+fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, used) = if let Some(inner) = after.strip_prefix('{') {
+            match inner.find('}') {
+                Some(end) => (&inner[..end], end + 2),
+                None => ("", 0),
+            }
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        match vars.get(name) {
+            Some(value) if !name.is_empty() => out.push_str(value),
+            _ => out.push_str(&rest[at..at + 1 + used]),
+        }
+        rest = &after[used..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -282,6 +379,24 @@ fn derive(facts: &mut JobFacts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variables_and_here_documents_are_substituted() {
+        let script = "GPUS=8\nOUT=$1\nread -r -d '' ARGS <<EOF\ntrain.py \\\n  --lr 1e-5 \\\n  --output_dir $OUT\nEOF\ntorchrun --nproc_per_node ${GPUS} $ARGS\n";
+        let commands = commands(script);
+        assert_eq!(commands.len(), 1, "{commands:?}");
+        assert_eq!(
+            commands[0].1,
+            "torchrun --nproc_per_node 8 train.py --lr 1e-5 --output_dir $OUT"
+        );
+        assert_eq!(
+            substitute(
+                "$A-${B}x $C",
+                &HashMap::from([("A".into(), "1".into()), ("B".into(), "2".into())])
+            ),
+            "1-2x $C"
+        );
+    }
 
     #[test]
     fn a_job_directory_with_a_script_a_command_and_a_log() {

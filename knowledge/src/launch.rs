@@ -19,6 +19,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("model_name", "model", 1.0),
     ("model_id", "model", 1.0),
     ("base_model", "model", 1.0),
+    ("pretrain", "model", 1.0),
     ("model", "model", 0.9),
     ("per_device_train_batch_size", "batch_size_per_device", 1.0),
     ("per_gpu_train_batch_size", "batch_size_per_device", 1.0),
@@ -28,13 +29,16 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
         1.0,
     ),
     ("micro_batch_size", "batch_size_per_device", 1.0),
+    ("micro_train_batch_size", "batch_size_per_device", 1.0),
     ("batch_size", "batch_size_per_device", 0.7),
-    ("train_batch_size", "batch_size_per_device", 0.7),
     ("global_batch_size", "global_batch_size", 1.0),
+    // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
+    ("train_batch_size", "global_batch_size", 0.8),
     ("gradient_accumulation_steps", "gradient_accumulation", 1.0),
     ("accumulate_grad_batches", "gradient_accumulation", 1.0),
     ("max_seq_length", "sequence_length", 1.0),
     ("max_seq_len", "sequence_length", 1.0),
+    ("max_len", "sequence_length", 0.9),
     ("seq_length", "sequence_length", 1.0),
     ("seq_len", "sequence_length", 1.0),
     ("block_size", "sequence_length", 1.0),
@@ -54,7 +58,6 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("dataset", "dataset", 1.0),
     ("data_path", "dataset", 0.9),
     ("train_file", "dataset", 0.9),
-    ("output_dir", "output_dir", 1.0),
     ("precision", "precision", 1.0),
     ("mixed_precision", "precision", 1.0),
     ("dtype", "precision", 0.9),
@@ -66,10 +69,20 @@ const PRECISION_FLAGS: &[&str] = &["bf16", "fp16"];
 /// Reads one launch command (`line` at `source`, e.g. `train.sh:12` or `command`) into
 /// `facts`; returns false when it is not a launch command.
 pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut JobFacts) -> bool {
-    let Some(words) = shlex::split(line) else {
+    let Some(all) = shlex::split(line) else {
         return false;
     };
-    let words = strip_prefixes(&words);
+    let words = strip_prefixes(until_operator(&all));
+    // `bash -c "..."`: the quoted commands, each in turn.
+    if let [shell, flag, inner, ..] = words {
+        if matches!(shell.as_str(), "bash" | "sh") && flag == "-c" {
+            let mut any = false;
+            for part in inner.split([';', '\n']).flat_map(|p| p.split("&&")) {
+                any |= read_command(part, source, strength, facts);
+            }
+            return any;
+        }
+    }
     let Some((launcher, rest)) = words.split_first() else {
         return false;
     };
@@ -144,12 +157,14 @@ fn launcher_flags<'w>(
         let Some(name) = w.strip_prefix("--") else {
             // The training script (or `-m module`).
             if w == "-m" {
-                if let Some(module) = words.get(i + 1) {
+                if let Some(module) = words.get(i + 1).filter(|m| !m.contains('$')) {
                     set("script", json!(module), 1.0);
                 }
                 return words.get(i + 2..).unwrap_or(&[]);
             }
-            set("script", json!(w), 1.0);
+            if !w.contains('$') {
+                set("script", json!(w), 1.0);
+            }
             return &words[i + 1..];
         };
         let (name, value) = match name.split_once('=') {
@@ -228,7 +243,9 @@ fn accelerate_flag(name: &str, value: &str, set: Setter) {
     }
 }
 
-/// Training-script arguments: `--name value`, `--name=value`, `--flag`.
+/// Training-script arguments: `--name value`, `--name=value`, `--name v1 v2 ...` (a list),
+/// `--flag`. A value that still holds a shell variable (`$OUT`, unresolved) says nothing and is
+/// left out.
 fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     let mut i = 0;
     while i < words.len() {
@@ -236,36 +253,56 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
             i += 1;
             continue;
         };
-        let (name, value) = match name.split_once('=') {
-            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+        let (name, values) = match name.split_once('=') {
+            Some((n, v)) => (n.to_string(), vec![v.to_string()]),
             None => {
-                let next = words.get(i + 1).filter(|n| !n.starts_with("--")).cloned();
-                i += usize::from(next.is_some());
-                (name.to_string(), next)
+                let values: Vec<String> = words[i + 1..]
+                    .iter()
+                    .take_while(|w| !w.starts_with("--"))
+                    .cloned()
+                    .collect();
+                i += values.len();
+                (name.to_string(), values)
             }
         };
         i += 1;
         let name = name.replace('-', "_");
-        match value {
-            None if PRECISION_FLAGS.contains(&name.as_str()) => {
+        if PRECISION_FLAGS.contains(&name.as_str()) {
+            let on = values
+                .first()
+                .is_none_or(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"));
+            if on {
                 set("precision", json!(name), 1.0);
             }
-            None => {}
-            Some(value) => {
-                if PRECISION_FLAGS.contains(&name.as_str()) {
-                    if matches!(value.to_ascii_lowercase().as_str(), "true" | "1" | "yes") {
-                        set("precision", json!(name), 1.0);
-                    }
-                    continue;
-                }
-                if let Some(&(_, field, confidence)) =
-                    ARGUMENTS.iter().find(|(arg, _, _)| *arg == name)
-                {
-                    set(field, typed(&value), confidence);
-                }
-            }
+            continue;
+        }
+        if values.is_empty() || values.iter().any(|v| v.contains('$')) {
+            continue;
+        }
+        if let Some(&(_, field, confidence)) = ARGUMENTS.iter().find(|(arg, _, _)| *arg == name) {
+            let value = match values.as_slice() {
+                [one] => typed(one),
+                many => Value::Array(many.iter().map(|v| typed(v)).collect()),
+            };
+            set(field, value, confidence);
         }
     }
+}
+
+/// The words of a command up to the first shell operator (`>`, `&>`, `|`, `&&`, `;`, ...).
+fn until_operator(words: &[String]) -> &[String] {
+    let end = words
+        .iter()
+        .position(|w| {
+            matches!(w.as_str(), "|" | "||" | "&&" | ";" | "&")
+                || w.starts_with('>')
+                || w.starts_with("&>")
+                || w.starts_with("2>")
+                || w.starts_with("1>")
+                || w.starts_with('<')
+        })
+        .unwrap_or(words.len());
+    &words[..end]
 }
 
 /// A number when the text is one, else the text.

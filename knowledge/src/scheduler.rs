@@ -82,7 +82,8 @@ fn options(rest: &str) -> Vec<(String, Option<String>)> {
 
 /// One Slurm option; returns a total GPU count (`--gpus`, `-G`) for later division.
 fn slurm_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<u64> {
-    let value = value?;
+    // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
+    let value = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$'))?;
     let mut set = |field: &str, v: serde_json::Value, confidence: f64| {
         facts.set(field, v, source.to_string(), confidence, Strength::Header)
     };
@@ -114,7 +115,12 @@ fn slurm_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFac
         }
         "G" | "gpus" => return value.rsplit(':').next()?.parse::<u64>().ok(),
         "c" | "cpus-per-task" => set("cpus_per_task", json!(value.parse::<u64>().ok()?), 1.0),
-        "mem" => set("memory_mib", json!(memory_mib(value)?), 1.0),
+        // `--mem=0` asks for all the memory of the node: not a number of MiB.
+        "mem" => set(
+            "memory_mib",
+            json!(memory_mib(value).filter(|&m| m > 0)?),
+            1.0,
+        ),
         "t" | "time" => set("requested_time_s", json!(slurm_time(value)?), 1.0),
         _ => {}
     }

@@ -1,0 +1,60 @@
+//! Field accuracy of `extract` on the real setups of `tests/data/knowledge/` against their
+//! hand-written ground truth: every field the files determine must be found with its value, and
+//! no field where the files are silent may be given a value.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/knowledge/setups")
+}
+
+/// Numbers compare as numbers (1e-4 and 0.0001 are one value).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+        _ => a == b,
+    }
+}
+
+#[test]
+fn every_determined_field_is_found_and_nothing_is_invented() {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 5, "{} setups", dirs.len());
+    let (mut right, mut total) = (0, 0);
+    let mut problems = Vec::new();
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let truth: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap())
+                .unwrap();
+        let facts = schedlm_knowledge::extract(dir, None, &[]).unwrap().facts;
+        for (field, expected) in truth["fields"].as_object().unwrap() {
+            total += 1;
+            match facts.value(field) {
+                Some(found) if same(found, expected) => right += 1,
+                Some(found) => {
+                    problems.push(format!("{name}: {field} = {found}, truth {expected}"))
+                }
+                None => problems.push(format!("{name}: {field} missing, truth {expected}")),
+            }
+        }
+        for field in truth["silent"].as_array().unwrap() {
+            let field = field.as_str().unwrap();
+            if let Some(fact) = facts.get(field) {
+                problems.push(format!(
+                    "{name}: {field} invented: {} from {}",
+                    fact.value, fact.source
+                ));
+            }
+        }
+    }
+    eprintln!("knowledge corpus: {right}/{total} determined fields right");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
