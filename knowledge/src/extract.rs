@@ -3,8 +3,10 @@
 //! Job scripts are the files under the directory (four levels deep, hidden folders and
 //! `__pycache__`, `node_modules`, `wandb` skipped) whose name ends in `.sh`, `.bash`,
 //! `.slurm`, `.sbatch`, `.pbs`, `.job` or `.qsub`, or that start with `#!`: their scheduler
-//! headers and their command lines (continuations joined) are read. Files over 1 MiB and
-//! files that are not UTF-8 text are listed as skipped, with the reason. Sources are read in
+//! headers and their command lines (continuations joined) are read. Configuration files are
+//! the `.json`, `.yaml` and `.yml` files ([`crate::configs`]). Scripts and configs over 1 MiB,
+//! files that are not UTF-8 text and configs that do not parse are listed as skipped, with the
+//! reason. Sources are read in
 //! path order, so the output does not depend on the file system.
 
 use std::collections::HashMap;
@@ -15,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::facts::{JobFacts, Strength};
-use crate::{launch, logs, scheduler};
+use crate::{configs, launch, logs, scheduler};
 
 /// Largest file read as a job script.
 const MAX_SCRIPT_BYTES: u64 = 1 << 20;
@@ -93,7 +95,7 @@ pub fn extract(
             .unwrap_or(&path)
             .display()
             .to_string();
-        read_script(&path, &rel, &mut out);
+        read_file(&path, &rel, &mut out);
     }
     if let Some(command) = command {
         launch::read_command(
@@ -144,18 +146,21 @@ fn list_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), Ex
     Ok(())
 }
 
-/// Reads one file if it is a job script.
-fn read_script(path: &Path, rel: &str, out: &mut Extraction) {
-    let by_name = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e));
+/// Reads one file if it is a job script or a configuration file.
+fn read_file(path: &Path, rel: &str, out: &mut Extraction) {
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let config = match extension {
+        "json" => Some(false),
+        "yaml" | "yml" => Some(true),
+        _ => None,
+    };
+    let by_name = config.is_some() || SCRIPT_EXTENSIONS.contains(&extension);
     let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     if size > MAX_SCRIPT_BYTES {
         if by_name {
             out.skipped.push(Skipped {
                 file: rel.to_string(),
-                reason: format!("{size} bytes, over the 1 MiB limit for job scripts"),
+                reason: format!("{size} bytes, over the 1 MiB limit for scripts and configs"),
             });
         }
         return;
@@ -177,6 +182,16 @@ fn read_script(path: &Path, rel: &str, out: &mut Extraction) {
         });
         return;
     };
+    if let Some(yaml) = config {
+        match configs::read_config(rel, &text, yaml, &mut out.facts) {
+            Ok(()) => out.read.push(rel.to_string()),
+            Err(reason) => out.skipped.push(Skipped {
+                file: rel.to_string(),
+                reason,
+            }),
+        }
+        return;
+    }
     scheduler::read_headers(rel, &text, &mut out.facts);
     for (line, command) in commands(&text) {
         launch::read_command(
@@ -348,11 +363,13 @@ fn derive(facts: &mut JobFacts) {
         }
     }
     if facts.get("global_batch_size").is_none() {
-        if let (Some(batch), Some(gpus)) = (
+        // Only with every factor known: a job script without a node count may be submitted
+        // to several nodes (`sbatch --nodes=4 job.slurm`).
+        if let (Some(batch), Some(gpus), Some(nodes)) = (
             number(facts, "batch_size_per_device"),
             number(facts, "gpus_per_node"),
+            number(facts, "nodes"),
         ) {
-            let nodes = number(facts, "nodes").unwrap_or(1);
             let accumulation = number(facts, "gradient_accumulation").unwrap_or(1);
             let c = 0.9
                 * confidence(

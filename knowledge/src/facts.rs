@@ -15,6 +15,8 @@ pub enum Strength {
     Script,
     /// A scheduler header (`#SBATCH`, `#PBS`).
     Header,
+    /// A configuration file (JSON, YAML).
+    Config,
     /// A log: what the job did, not what it asked for.
     Log,
     /// Computed from other facts (global batch size, GPUs per node from a total).

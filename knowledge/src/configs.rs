@@ -1,0 +1,203 @@
+//! Configuration files: JSON (DeepSpeed, Hugging Face `config.json`, training configs) and YAML
+//! (Hydra, recipe files of the Hugging Face alignment handbook, axolotl, ...).
+//!
+//! The file is parsed, and every leaf whose key is a known training-argument name
+//! ([`crate::launch::ARGUMENTS`]) gives its field, wherever it sits in the tree. Precision comes
+//! from `bf16: true` / `fp16: true` and DeepSpeed's `"bf16": {"enabled": true}`. DeepSpeed's
+//! `"auto"` (filled in by the Hugging Face integration at run time) says nothing. A Hugging Face
+//! model config (`model_type` and `architectures`) gives the architecture as `model_type`.
+//! The line of a fact is the first line of the file that holds its key.
+
+use serde_json::{json, Value};
+
+use crate::facts::{JobFacts, Strength};
+use crate::launch::ARGUMENTS;
+
+/// Why a configuration file was not read.
+pub type Unreadable = String;
+
+/// Reads configuration file `name` (its text; `yaml` when it is YAML, else JSON) into `facts`.
+pub fn read_config(
+    name: &str,
+    text: &str,
+    yaml: bool,
+    facts: &mut JobFacts,
+) -> Result<(), Unreadable> {
+    let tree = if yaml {
+        parse_yaml(text)?
+    } else {
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?
+    };
+    let mut leaves = Vec::new();
+    walk(&tree, None, &mut leaves);
+    let mut ids = Vec::new();
+    dataset_ids(&tree, &mut ids);
+    if !ids.is_empty() {
+        let key = ids.first().map_or("", |(k, _)| k.as_str()).to_string();
+        let mut unique: Vec<Value> = Vec::new();
+        for (_, id) in ids {
+            if !unique.contains(&id) {
+                unique.push(id);
+            }
+        }
+        let value = if unique.len() == 1 {
+            unique.remove(0)
+        } else {
+            Value::Array(unique)
+        };
+        facts.set(
+            "dataset",
+            value,
+            format!("{name}:{}", line_of(text, &key)),
+            0.9,
+            Strength::Config,
+        );
+    }
+    for (parent, key, value) in leaves {
+        let source = || format!("{name}:{}", line_of(text, &key));
+        let key = key.replace('-', "_");
+        // `"auto"` (DeepSpeed through Hugging Face) and `-1` (`max_steps: -1`: not set) say
+        // nothing.
+        if value == json!("auto") || value.is_null() || value.as_f64().is_some_and(|x| x < 0.0) {
+            continue;
+        }
+        // `bf16: true`, or DeepSpeed's `"bf16": {"enabled": true}`.
+        let precision = match (parent.as_deref(), key.as_str()) {
+            (_, "bf16" | "fp16") => Some(key.clone()),
+            (Some(p @ ("bf16" | "fp16")), "enabled") => Some(p.to_string()),
+            _ => None,
+        };
+        if let Some(p) = precision {
+            if value == json!(true) {
+                facts.set("precision", json!(p), source(), 1.0, Strength::Config);
+            }
+            continue;
+        }
+        if parent.is_none() && key == "model_type" && tree.get("architectures").is_some() {
+            facts.set("model_type", value, source(), 1.0, Strength::Config);
+            continue;
+        }
+        if let Some(&(_, field, confidence)) = ARGUMENTS.iter().find(|(arg, _, _)| *arg == key) {
+            facts.set(field, value, source(), confidence, Strength::Config);
+        }
+    }
+    Ok(())
+}
+
+/// Every (parent key, key, value) leaf of a tree; arrays of scalars are leaves.
+fn walk(node: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String, Value)>) {
+    let Value::Object(map) = node else { return };
+    for (k, v) in map {
+        match v {
+            Value::Object(_) => walk(v, Some(k), out),
+            Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {}
+            _ => out.push((key.map(str::to_string), k.clone(), v.clone())),
+        }
+    }
+}
+
+/// Dataset mixtures: the `id` (or `path`) of each entry of a list of objects under a key that
+/// names datasets (`datasets:`, `dataset_mixture:`), with that key.
+fn dataset_ids(node: &Value, out: &mut Vec<(String, Value)>) {
+    let Value::Object(map) = node else { return };
+    for (k, v) in map {
+        match v {
+            Value::Array(items) if k.contains("dataset") => {
+                for item in items {
+                    if let Some(id) = item.get("id").or_else(|| item.get("path")) {
+                        out.push((k.clone(), id.clone()));
+                    }
+                }
+            }
+            Value::Object(_) => dataset_ids(v, out),
+            _ => {}
+        }
+    }
+}
+
+/// The 1-based number of the first line that holds `key` as a key (`key:` or `"key"`), or 1.
+fn line_of(text: &str, key: &str) -> usize {
+    let quoted = format!("\"{key}\"");
+    let plain = format!("{key}:");
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            t.starts_with(&quoted) || t.starts_with(&plain)
+        })
+        .map_or(1, |i| i + 1)
+}
+
+/// A YAML document as a JSON tree (the first document of the file).
+fn parse_yaml(text: &str) -> Result<Value, Unreadable> {
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    Ok(docs.first().map_or(Value::Null, yaml_to_json))
+}
+
+fn yaml_to_json(node: &yaml_rust2::Yaml) -> Value {
+    use yaml_rust2::Yaml;
+    match node {
+        Yaml::Integer(i) => json!(i),
+        Yaml::Real(r) => r.parse::<f64>().map_or_else(|_| json!(r), |x| json!(x)),
+        Yaml::String(s) => number_or_text(s),
+        Yaml::Boolean(b) => json!(b),
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .filter_map(|(k, v)| k.as_str().map(|k| (k.to_string(), yaml_to_json(v))))
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+/// YAML 1.2 reads `5e-5` as a string (no dot); training configs mean a number.
+fn number_or_text(text: &str) -> Value {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && text.chars().any(|c| c.is_ascii_digit()) => json!(x),
+        _ => json!(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deepspeed_json() {
+        let mut facts = JobFacts::default();
+        let text = "{\n  \"train_batch_size\": 256,\n  \"train_micro_batch_size_per_gpu\": 8,\n  \"gradient_accumulation_steps\": \"auto\",\n  \"bf16\": {\n    \"enabled\": true\n  },\n  \"zero_optimization\": {\"stage\": 3}\n}\n";
+        read_config("ds.json", text, false, &mut facts).unwrap();
+        assert_eq!(facts.value("global_batch_size").unwrap(), 256);
+        assert_eq!(facts.value("batch_size_per_device").unwrap(), 8);
+        assert_eq!(
+            facts.get("batch_size_per_device").unwrap().source,
+            "ds.json:3"
+        );
+        assert!(
+            facts.get("gradient_accumulation").is_none(),
+            "auto says nothing"
+        );
+        assert_eq!(facts.value("precision").unwrap(), "bf16");
+    }
+
+    #[test]
+    fn yaml_recipe_and_model_config() {
+        let mut facts = JobFacts::default();
+        let text = "model_name_or_path: mistralai/Mistral-7B-v0.1\ntraining:\n  learning_rate: 2.0e-05\n  lr: 5e-5\n  num_train_epochs: 1\n  bf16: true\n  max_seq_length: 2048\n";
+        read_config("recipe.yaml", text, true, &mut facts).unwrap();
+        assert_eq!(facts.value("model").unwrap(), "mistralai/Mistral-7B-v0.1");
+        assert_eq!(facts.value("learning_rate").unwrap(), 5e-5);
+        assert_eq!(
+            facts.get("learning_rate").unwrap().also,
+            vec!["0.00002 @ recipe.yaml:3"]
+        );
+        assert_eq!(facts.value("epochs").unwrap(), 1);
+        assert_eq!(facts.value("precision").unwrap(), "bf16");
+        assert_eq!(facts.value("sequence_length").unwrap(), 2048);
+        let mut model = JobFacts::default();
+        read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", false, &mut model).unwrap();
+        assert_eq!(model.value("model_type").unwrap(), "llama");
+        assert!(read_config("bad.yaml", "a: [1, 2", true, &mut model).is_err());
+    }
+}
