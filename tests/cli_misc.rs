@@ -519,6 +519,33 @@ fn extract_reads_a_job_directory() {
         "no value where the files are silent"
     );
 
+    // A second run with the cache parses nothing; a broken cache is said and rebuilt.
+    let cache = path_str(&dir.path().join("facts.cache"));
+    let first = run(&["extract", &job_s, "--cache", &cache]).ok();
+    assert!(
+        first
+            .stderr
+            .contains("1 script(s)/config(s) parsed, 0 reused"),
+        "{}",
+        first.stderr
+    );
+    let second = run(&["extract", &job_s, "--cache", &cache]).ok();
+    assert!(
+        second
+            .stderr
+            .contains("0 script(s)/config(s) parsed, 1 reused"),
+        "{}",
+        second.stderr
+    );
+    let facts_of = |r: &common::Run| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(r.stdout_text().trim()).unwrap()["facts"].clone()
+    };
+    assert_eq!(facts_of(&first), facts_of(&second));
+    std::fs::write(dir.path().join("facts.cache"), "{").unwrap();
+    let broken = run(&["extract", &job_s, "--cache", &cache]).ok();
+    assert!(broken.stderr.contains("is not valid"), "{}", broken.stderr);
+    assert_eq!(facts_of(&broken), facts_of(&first));
+
     let missing = run(&["extract", &path_str(&dir.path().join("nope"))]).failed();
     assert!(missing.stderr.contains("nope"), "{}", missing.stderr);
     let no_log = run(&[

@@ -9,12 +9,13 @@
 //! reason. Sources are read in
 //! path order, so the output does not depend on the file system.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use crate::facts::{JobFacts, Strength};
 use crate::{configs, launch, logs, scheduler};
@@ -63,6 +64,51 @@ pub struct Extraction {
     pub read: Vec<String>,
     /// Files under the directory not read, with the reason.
     pub skipped: Vec<Skipped>,
+    /// Scripts and configs parsed in this run.
+    pub parsed: usize,
+    /// Scripts and configs whose facts came from the cache (their content had not changed).
+    pub reused: usize,
+}
+
+/// Facts per file, keyed by content: a file whose SHA-256 has not changed since the last run
+/// is not parsed again, and a changed file re-derives only its own facts. Saved as JSON
+/// (`schedlm extract --cache FILE`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Cache {
+    /// [`CACHE_VERSION`] of the extractor that wrote it; another version's cache is not used.
+    pub version: u32,
+    /// Path relative to the job directory -> what reading it gave.
+    pub files: BTreeMap<String, CachedFile>,
+}
+
+/// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
+pub const CACHE_VERSION: u32 = 1;
+
+/// One file's entry in the [`Cache`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CachedFile {
+    /// SHA-256 of the file's bytes, hex.
+    pub sha256: String,
+    /// What reading it gave.
+    pub outcome: Outcome,
+}
+
+/// What reading one file gave.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Outcome {
+    /// A script or config: its facts.
+    Read {
+        /// The facts from this file alone.
+        facts: JobFacts,
+    },
+    /// A script or config that could not be read, and why.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+    /// Neither a script nor a config.
+    Other,
 }
 
 /// A file left out and why.
@@ -81,22 +127,74 @@ pub fn extract(
     command: Option<&str>,
     log_files: &[PathBuf],
 ) -> Result<Extraction, ExtractError> {
+    extract_cached(dir, command, log_files, &mut Cache::default())
+}
+
+/// [`extract`] with a cache of per-file facts: files whose content is unchanged are not parsed
+/// again; `cache` is updated to this run's files (logs, which grow while a job runs, are
+/// always read).
+pub fn extract_cached(
+    dir: &Path,
+    command: Option<&str>,
+    log_files: &[PathBuf],
+    cache: &mut Cache,
+) -> Result<Extraction, ExtractError> {
+    if cache.version != CACHE_VERSION {
+        *cache = Cache {
+            version: CACHE_VERSION,
+            files: BTreeMap::new(),
+        };
+    }
     let mut out = Extraction {
         dir: dir.display().to_string(),
         facts: JobFacts::default(),
         read: Vec::new(),
         skipped: Vec::new(),
+        parsed: 0,
+        reused: 0,
     };
     let mut files = Vec::new();
     list_files(dir, 0, &mut files)?;
+    let mut seen = BTreeMap::new();
     for path in files {
         let rel = path
             .strip_prefix(dir)
             .unwrap_or(&path)
             .display()
             .to_string();
-        read_file(&path, &rel, &mut out);
+        let Some(bytes) = read_bytes(&path, &rel, &mut out) else {
+            continue;
+        };
+        let sha256 = hex(&Sha256::digest(&bytes));
+        let outcome = match cache.files.get(&rel) {
+            Some(cached) if cached.sha256 == sha256 => {
+                if !matches!(cached.outcome, Outcome::Other) {
+                    out.reused += 1;
+                }
+                cached.outcome.clone()
+            }
+            _ => {
+                let outcome = read_file(&path, &rel, bytes);
+                if !matches!(outcome, Outcome::Other) {
+                    out.parsed += 1;
+                }
+                outcome
+            }
+        };
+        match &outcome {
+            Outcome::Read { facts } => {
+                out.facts.absorb(facts);
+                out.read.push(rel.clone());
+            }
+            Outcome::Skipped { reason } => out.skipped.push(Skipped {
+                file: rel.clone(),
+                reason: reason.clone(),
+            }),
+            Outcome::Other => {}
+        }
+        seen.insert(rel, CachedFile { sha256, outcome });
     }
+    cache.files = seen;
     if let Some(command) = command {
         launch::read_command(
             &join_continuations(command),
@@ -116,6 +214,10 @@ pub fn extract(
     }
     derive(&mut out.facts);
     Ok(out)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Every file under `dir` (sorted, depth-limited, skipped folders left out).
@@ -146,62 +248,73 @@ fn list_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), Ex
     Ok(())
 }
 
-/// Reads one file if it is a job script or a configuration file.
-fn read_file(path: &Path, rel: &str, out: &mut Extraction) {
-    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let config = match extension {
-        "json" => Some(false),
-        "yaml" | "yml" => Some(true),
-        _ => None,
-    };
-    let by_name = config.is_some() || SCRIPT_EXTENSIONS.contains(&extension);
+/// The bytes of a file that may be a script or a config (`None` for larger files, listed as
+/// skipped when their name says script or config, and for files that cannot be read, listed).
+fn read_bytes(path: &Path, rel: &str, out: &mut Extraction) -> Option<Vec<u8>> {
     let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     if size > MAX_SCRIPT_BYTES {
-        if by_name {
+        if config_kind(path).is_some() || SCRIPT_EXTENSIONS.contains(&extension(path)) {
             out.skipped.push(Skipped {
                 file: rel.to_string(),
                 reason: format!("{size} bytes, over the 1 MiB limit for scripts and configs"),
             });
         }
-        return;
+        return None;
     }
-    let Ok(bytes) = fs::read(path) else {
-        out.skipped.push(Skipped {
-            file: rel.to_string(),
-            reason: "cannot be read".into(),
-        });
-        return;
-    };
+    match fs::read(path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            out.skipped.push(Skipped {
+                file: rel.to_string(),
+                reason: format!("cannot be read: {e}"),
+            });
+            None
+        }
+    }
+}
+
+fn extension(path: &Path) -> &str {
+    path.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+/// `Some(true)` for YAML, `Some(false)` for JSON, `None` for other files.
+fn config_kind(path: &Path) -> Option<bool> {
+    match extension(path) {
+        "json" => Some(false),
+        "yaml" | "yml" => Some(true),
+        _ => None,
+    }
+}
+
+/// Parses one file (its bytes) if it is a job script or a configuration file.
+fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
+    let config = config_kind(path);
+    let by_name = config.is_some() || SCRIPT_EXTENSIONS.contains(&extension(path));
     if !by_name && !bytes.starts_with(b"#!") {
-        return;
+        return Outcome::Other;
     }
     let Ok(text) = String::from_utf8(bytes) else {
-        out.skipped.push(Skipped {
-            file: rel.to_string(),
+        return Outcome::Skipped {
             reason: "not UTF-8 text".into(),
-        });
-        return;
+        };
     };
+    let mut facts = JobFacts::default();
     if let Some(yaml) = config {
-        match configs::read_config(rel, &text, yaml, &mut out.facts) {
-            Ok(()) => out.read.push(rel.to_string()),
-            Err(reason) => out.skipped.push(Skipped {
-                file: rel.to_string(),
-                reason,
-            }),
-        }
-        return;
+        return match configs::read_config(rel, &text, yaml, &mut facts) {
+            Ok(()) => Outcome::Read { facts },
+            Err(reason) => Outcome::Skipped { reason },
+        };
     }
-    scheduler::read_headers(rel, &text, &mut out.facts);
+    scheduler::read_headers(rel, &text, &mut facts);
     for (line, command) in commands(&text) {
         launch::read_command(
             &command,
             &format!("{rel}:{line}"),
             Strength::Script,
-            &mut out.facts,
+            &mut facts,
         );
     }
-    out.read.push(rel.to_string());
+    Outcome::Read { facts }
 }
 
 /// The command lines of a shell script with their first line numbers: continuations
@@ -455,6 +568,37 @@ mod tests {
         assert_eq!(f.value("failure").unwrap(), "cuda_oom");
         assert_eq!(out.read.len(), 2, "{:?}", out.read);
         assert!(out.skipped.is_empty());
+    }
+
+    #[test]
+    fn an_unchanged_job_is_not_parsed_again_and_a_changed_file_only_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| fs::write(dir.path().join(name), text).unwrap();
+        write(
+            "job.slurm",
+            "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\npython train.py --lr 1e-4\n",
+        );
+        write("ds.json", "{\"train_micro_batch_size_per_gpu\": 8}\n");
+        write("notes.txt", "not a script\n");
+        let mut cache = Cache::default();
+        let first = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!((first.parsed, first.reused), (2, 0));
+        let again = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!((again.parsed, again.reused), (0, 2));
+        assert_eq!(again.facts, first.facts);
+        // The cache survives a round trip through JSON, as `--cache FILE` stores it.
+        let mut cache: Cache =
+            serde_json::from_str(&serde_json::to_string(&cache).unwrap()).unwrap();
+        write("ds.json", "{\"train_micro_batch_size_per_gpu\": 16}\n");
+        let changed = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!((changed.parsed, changed.reused), (1, 1));
+        assert_eq!(changed.facts.value("batch_size_per_device").unwrap(), 16);
+        assert_eq!(
+            changed.facts.value("global_batch_size").unwrap(),
+            16 * 4 * 2
+        );
+        // The same facts as a run without a cache.
+        assert_eq!(changed.facts, extract(dir.path(), None, &[]).unwrap().facts);
     }
 
     #[test]

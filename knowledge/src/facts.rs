@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How strong a source is: a stronger source's value wins over a weaker one's (docs/knowledge.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strength {
     /// The launch command given with `--cmd`.
@@ -24,7 +24,7 @@ pub enum Strength {
 }
 
 /// One value, where it came from and how sure the extractor is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
     /// The value (a number, a string or a boolean).
     pub value: Value,
@@ -36,13 +36,13 @@ pub struct Fact {
     /// Which kind of source it came from.
     pub strength: Strength,
     /// Values of the same field from weaker sources that lost, as `value @ source`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<String>,
 }
 
 /// Everything known about one job: field name -> fact. Field names are the fixed vocabulary of
 /// docs/knowledge.md (`nodes`, `gpus_per_node`, `model`, `learning_rate`, `failure`, ...).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobFacts {
     fields: BTreeMap<String, Fact>,
@@ -82,6 +82,24 @@ impl JobFacts {
                 if old.value != new.value {
                     old.also.push(format!("{} @ {}", new.value, new.source));
                 }
+            }
+        }
+    }
+
+    /// Takes in the facts of one more source (a file read on its own, or from the cache), as
+    /// if its values had been set here one by one: the same precedence, and its own losers
+    /// kept in `also`.
+    pub fn absorb(&mut self, other: &JobFacts) {
+        for (field, fact) in &other.fields {
+            self.set(
+                field,
+                fact.value.clone(),
+                fact.source.clone(),
+                fact.confidence,
+                fact.strength,
+            );
+            if let Some(mine) = self.fields.get_mut(field) {
+                mine.also.extend(fact.also.iter().cloned());
             }
         }
     }

@@ -91,15 +91,14 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         facts.set(field, value, source.to_string(), confidence, strength)
     };
     let script_args = match base {
-        "torchrun" => launcher_flags(rest, &mut set, torchrun_flag),
-        "deepspeed" => launcher_flags(rest, &mut set, deepspeed_flag),
+        "torchrun" | "deepspeed" => launcher_flags(base, rest, &mut set),
         "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
-            launcher_flags(&rest[1..], &mut set, accelerate_flag)
+            launcher_flags(base, &rest[1..], &mut set)
         }
         b if b.starts_with("python") => match rest {
             [m, module, tail @ ..] if m == "-m" => {
                 if module.starts_with("torch.distributed") {
-                    launcher_flags(tail, &mut set, torchrun_flag)
+                    launcher_flags("torchrun", tail, &mut set)
                 } else {
                     set("script", json!(module), 1.0);
                     tail
@@ -139,17 +138,24 @@ fn strip_prefixes(words: &[String]) -> &[String] {
     &words[i.min(words.len())..]
 }
 
-/// Records one fact: (field, value, confidence).
-type Setter<'a> = &'a mut dyn FnMut(&str, Value, f64);
+/// Launchers' flags that give a count: (launcher, flag with `_`, field). `accelerate`'s
+/// `num_processes` counts the processes of all machines, so it is recorded as the total and
+/// divided by the machines in `extract`.
+const LAUNCHER_COUNTS: &[(&str, &str, &str)] = &[
+    ("torchrun", "nproc_per_node", "gpus_per_node"),
+    ("torchrun", "nnodes", "nodes"),
+    ("deepspeed", "num_gpus", "gpus_per_node"),
+    ("deepspeed", "num_gpus_per_node", "gpus_per_node"),
+    ("deepspeed", "num_nodes", "nodes"),
+    ("accelerate", "num_processes", "gpus_total"),
+    ("accelerate", "num_machines", "nodes"),
+];
 
-/// A launcher's flag reader: (flag name with `_`, value, setter).
-type FlagReader = fn(&str, &str, Setter);
-
-/// Reads a launcher's flags up to the training script; returns the script's arguments.
+/// Reads the flags of `launcher` up to the training script; returns the script's arguments.
 fn launcher_flags<'w>(
+    launcher: &str,
     words: &'w [String],
     set: &mut impl FnMut(&str, Value, f64),
-    flag: FlagReader,
 ) -> &'w [String] {
     let mut i = 0;
     while i < words.len() {
@@ -176,11 +182,27 @@ fn launcher_flags<'w>(
             }
         };
         if let Some(value) = value {
-            flag(&name.replace('-', "_"), &value, set);
+            launcher_flag(launcher, &name.replace('-', "_"), &value, set);
         }
         i += 1;
     }
     &[]
+}
+
+/// One launcher flag: a count from [`LAUNCHER_COUNTS`], or `accelerate`'s precision.
+fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&str, Value, f64)) {
+    if launcher == "accelerate" && name == "mixed_precision" {
+        set("precision", json!(value), 1.0);
+        return;
+    }
+    let field = LAUNCHER_COUNTS
+        .iter()
+        .find(|(l, flag, _)| *l == launcher && *flag == name)
+        .map(|(_, _, field)| *field);
+    if let (Some(field), Some(v)) = (field, count(value)) {
+        // An elastic range (`--nnodes 1:4`) gives its minimum, with less confidence.
+        set(field, v, if value.contains(':') { 0.8 } else { 1.0 });
+    }
 }
 
 fn count(value: &str) -> Option<Value> {
@@ -190,57 +212,6 @@ fn count(value: &str) -> Option<Value> {
         .next()
         .and_then(|v| v.parse::<u64>().ok())
         .map(|v| json!(v))
-}
-
-fn torchrun_flag(name: &str, value: &str, set: Setter) {
-    match name {
-        "nproc_per_node" => {
-            if let Some(v) = count(value) {
-                set("gpus_per_node", v, 1.0);
-            }
-        }
-        "nnodes" => {
-            if let Some(v) = count(value) {
-                set("nodes", v, if value.contains(':') { 0.8 } else { 1.0 });
-            }
-        }
-        _ => {}
-    }
-}
-
-fn deepspeed_flag(name: &str, value: &str, set: Setter) {
-    match name {
-        "num_gpus" | "num_gpus_per_node" => {
-            if let Some(v) = count(value) {
-                set("gpus_per_node", v, 1.0);
-            }
-        }
-        "num_nodes" => {
-            if let Some(v) = count(value) {
-                set("nodes", v, 1.0);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn accelerate_flag(name: &str, value: &str, set: Setter) {
-    match name {
-        // All processes of all machines; per node only with the machine count, so recorded
-        // as the total and divided by `extract`.
-        "num_processes" => {
-            if let Some(v) = count(value) {
-                set("gpus_total", v, 1.0);
-            }
-        }
-        "num_machines" => {
-            if let Some(v) = count(value) {
-                set("nodes", v, 1.0);
-            }
-        }
-        "mixed_precision" => set("precision", json!(value), 1.0),
-        _ => {}
-    }
 }
 
 /// Training-script arguments: `--name value`, `--name=value`, `--name v1 v2 ...` (a list),

@@ -19,5 +19,5 @@ pub mod launch;
 pub mod logs;
 pub mod scheduler;
 
-pub use extract::{extract, ExtractError, Extraction};
+pub use extract::{extract, extract_cached, Cache, ExtractError, Extraction};
 pub use facts::{Fact, JobFacts, Strength};
