@@ -321,7 +321,8 @@ fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
 /// (`\` at the end) joined, comments and blank lines left out, and shell variables with a
 /// literal value (`N=8`, `export N=8`, `readonly N=8`; a here-document read into a variable)
 /// substituted where they are used. A variable assigned anything else (`N=$1`, `N=$(...)`)
-/// is unknown from there on, and stays `$N`: a value that depends on it is not read.
+/// is unknown from there on, and stays `$N`: a value that depends on it is not read;
+/// `${N:-8}` gives its default, 8.
 fn commands(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
@@ -431,8 +432,15 @@ fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
                 .unwrap_or(after.len());
             (&after[..end], end)
         };
-        match vars.get(name) {
-            Some(value) if !name.is_empty() => out.push_str(value),
+        // `${NAME:-default}`: the default when NAME has no known value (the job's environment
+        // may still set it).
+        let (name, default) = match name.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (name, None),
+        };
+        match (vars.get(name), default) {
+            (Some(value), _) if !name.is_empty() => out.push_str(value),
+            (None, Some(default)) if !default.contains('$') => out.push_str(default),
             _ => out.push_str(&rest[at..at + 1 + used]),
         }
         rest = &after[used..];

@@ -61,6 +61,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("precision", "precision", 1.0),
     ("mixed_precision", "precision", 1.0),
     ("dtype", "precision", 0.9),
+    ("param_dtype", "precision", 0.9),
 ];
 
 /// Precision flags that stand alone (`--bf16`, `--fp16`, `--tf32` is not a training precision).
