@@ -13,7 +13,7 @@ use schedlm_model::{Objective, Problem, Variant};
 
 use crate::bnb::{self, BnbOptions};
 use crate::local::{self, LsOptions};
-use crate::rules::{order, Rule, RuleContext};
+use crate::rules::Rule;
 
 /// Which solver to run.
 #[derive(
@@ -165,23 +165,15 @@ pub fn relative_gap(value: f64, bound: f64) -> f64 {
     }
 }
 
-/// Every classic rule's value.
-pub fn baselines(problem: &Problem, objective: Objective, variant: Variant) -> Vec<(Rule, f64)> {
-    Rule::CLASSIC
-        .iter()
-        .map(|&rule| {
-            let o = order(rule, problem, &RuleContext::default());
-            (rule, problem.evaluate(&o, objective, variant).1)
-        })
-        .collect()
-}
-
 /// Solves one problem.
 pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, SolveError> {
     let started = Instant::now();
     let (obj, variant) = (options.objective, options.variant);
-    let baselines = baselines(problem, obj, variant);
-    let (rule_order, _) = crate::rules::best_rule(problem, obj, variant);
+    // The classic rules are dispatched once: their values are the baselines, the best of them
+    // starts every solver.
+    let runs = crate::rules::classic_runs(problem, obj, variant);
+    let baselines = runs.iter().map(|(rule, _, v)| (*rule, *v)).collect();
+    let (rule_order, _) = crate::rules::best_of(&runs);
     let deadline = started + options.time_limit;
     let mut best = match options.solver {
         Solver::Auto => auto(problem, options, rule_order, deadline),

@@ -173,18 +173,39 @@ pub fn score_of(rule: Rule, ctx: &RuleContext, now: Time, job: JobView) -> f64 {
 /// Best order among the classic rules, as (order after the dependency repair, objective
 /// value). Ties go to the earlier rule of [`Rule::CLASSIC`].
 pub fn best_rule(problem: &Problem, objective: Objective, variant: Variant) -> (Vec<usize>, f64) {
-    let mut best: Option<(Vec<usize>, f64)> = None;
-    for rule in Rule::CLASSIC {
-        let (placed, v) = problem.evaluate(
-            &order(rule, problem, &RuleContext::default()),
-            objective,
-            variant,
-        );
-        if best.as_ref().is_none_or(|(_, b)| v < *b) {
-            best = Some((placed, v));
+    best_of(&classic_runs(problem, objective, variant))
+}
+
+/// Each classic rule ([`Rule::CLASSIC`], in that order) with its dispatched order (after
+/// dependency repair) and value: the one place the rules are dispatched for a solve.
+pub fn classic_runs(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+) -> Vec<(Rule, Vec<usize>, f64)> {
+    Rule::CLASSIC
+        .iter()
+        .map(|&rule| {
+            let (placed, value) = problem.evaluate(
+                &order(rule, problem, &RuleContext::default()),
+                objective,
+                variant,
+            );
+            (rule, placed, value)
+        })
+        .collect()
+}
+
+/// The best of [`classic_runs`]: the first rule with the lowest value (a later rule must be
+/// strictly better); empty for no runs.
+pub fn best_of(runs: &[(Rule, Vec<usize>, f64)]) -> (Vec<usize>, f64) {
+    let mut best: Option<&(Rule, Vec<usize>, f64)> = None;
+    for run in runs {
+        if best.is_none_or(|b| run.2 < b.2) {
+            best = Some(run);
         }
     }
-    best.unwrap_or_default()
+    best.map(|(_, o, v)| (o.clone(), *v)).unwrap_or_default()
 }
 
 #[cfg(test)]
