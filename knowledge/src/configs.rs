@@ -1,5 +1,5 @@
-//! Configuration files: JSON (DeepSpeed, Hugging Face `config.json`, training configs) and YAML
-//! (Hydra, recipe files of the Hugging Face alignment handbook, axolotl, ...).
+//! Configuration files: JSON (DeepSpeed, Hugging Face `config.json`, training configs), YAML
+//! (Hydra, recipe files of the Hugging Face alignment handbook, axolotl, ...) and TOML.
 //!
 //! The file is parsed, and every leaf whose key is a known training-argument name
 //! ([`crate::launch::ARGUMENTS`]) gives its field, wherever it sits in the tree. Precision comes
@@ -16,17 +16,44 @@ use crate::launch::ARGUMENTS;
 /// Why a configuration file was not read.
 pub type Unreadable = String;
 
-/// Reads configuration file `name` (its text; `yaml` when it is YAML, else JSON) into `facts`.
+/// The syntax of a configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// `.json`
+    Json,
+    /// `.yaml`, `.yml`
+    Yaml,
+    /// `.toml`
+    Toml,
+}
+
+impl Syntax {
+    /// The syntax of a file with this extension, if it is a configuration file.
+    pub fn of_extension(extension: &str) -> Option<Syntax> {
+        match extension {
+            "json" => Some(Syntax::Json),
+            "yaml" | "yml" => Some(Syntax::Yaml),
+            "toml" => Some(Syntax::Toml),
+            _ => None,
+        }
+    }
+}
+
+/// Reads configuration file `name` (its text, in `syntax`) into `facts`.
 pub fn read_config(
     name: &str,
     text: &str,
-    yaml: bool,
+    syntax: Syntax,
     facts: &mut JobFacts,
 ) -> Result<(), Unreadable> {
-    let tree = if yaml {
-        parse_yaml(text)?
-    } else {
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?
+    let tree = match syntax {
+        Syntax::Yaml => parse_yaml(text)?,
+        Syntax::Json => serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?,
+        Syntax::Toml => {
+            let table: toml::Table =
+                toml::from_str(text).map_err(|e| format!("not valid TOML: {e}"))?;
+            serde_json::to_value(table).map_err(|e| format!("TOML value outside JSON: {e}"))?
+        }
     };
     let mut leaves = Vec::new();
     walk(&tree, None, &mut leaves);
@@ -115,14 +142,18 @@ fn dataset_ids(node: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
-/// The 1-based number of the first line that holds `key` as a key (`key:` or `"key"`), or 1.
+/// The 1-based number of the first line that holds `key` as a key (`key:`, `"key"` or
+/// `key =`), or 1.
 fn line_of(text: &str, key: &str) -> usize {
     let quoted = format!("\"{key}\"");
     let plain = format!("{key}:");
     text.lines()
         .position(|l| {
             let t = l.trim_start();
-            t.starts_with(&quoted) || t.starts_with(&plain)
+            t.starts_with(&quoted)
+                || t.starts_with(&plain)
+                || t.strip_prefix(key)
+                    .is_some_and(|r| r.trim_start().starts_with('='))
         })
         .map_or(1, |i| i + 1)
 }
@@ -167,7 +198,7 @@ mod tests {
     fn deepspeed_json() {
         let mut facts = JobFacts::default();
         let text = "{\n  \"train_batch_size\": 256,\n  \"train_micro_batch_size_per_gpu\": 8,\n  \"gradient_accumulation_steps\": \"auto\",\n  \"bf16\": {\n    \"enabled\": true\n  },\n  \"zero_optimization\": {\"stage\": 3}\n}\n";
-        read_config("ds.json", text, false, &mut facts).unwrap();
+        read_config("ds.json", text, Syntax::Json, &mut facts).unwrap();
         assert_eq!(facts.value("global_batch_size").unwrap(), 256);
         assert_eq!(facts.value("batch_size_per_device").unwrap(), 8);
         assert_eq!(
@@ -182,10 +213,22 @@ mod tests {
     }
 
     #[test]
+    fn toml_config() {
+        let mut facts = JobFacts::default();
+        let text = "[model]\nname = \"gpt2-medium\"\n\n[train]\nlearning_rate = 3e-4\nmax_steps = 20000\nbf16 = true\n";
+        read_config("train.toml", text, Syntax::Toml, &mut facts).unwrap();
+        assert_eq!(facts.value("learning_rate").unwrap(), 3e-4);
+        assert_eq!(facts.get("learning_rate").unwrap().source, "train.toml:5");
+        assert_eq!(facts.value("max_steps").unwrap(), 20000);
+        assert_eq!(facts.value("precision").unwrap(), "bf16");
+        assert!(read_config("bad.toml", "a = ", Syntax::Toml, &mut facts).is_err());
+    }
+
+    #[test]
     fn yaml_recipe_and_model_config() {
         let mut facts = JobFacts::default();
         let text = "model_name_or_path: mistralai/Mistral-7B-v0.1\ntraining:\n  learning_rate: 2.0e-05\n  lr: 5e-5\n  num_train_epochs: 1\n  bf16: true\n  max_seq_length: 2048\n";
-        read_config("recipe.yaml", text, true, &mut facts).unwrap();
+        read_config("recipe.yaml", text, Syntax::Yaml, &mut facts).unwrap();
         assert_eq!(facts.value("model").unwrap(), "mistralai/Mistral-7B-v0.1");
         assert_eq!(facts.value("learning_rate").unwrap(), 5e-5);
         assert_eq!(
@@ -196,8 +239,8 @@ mod tests {
         assert_eq!(facts.value("precision").unwrap(), "bf16");
         assert_eq!(facts.value("sequence_length").unwrap(), 2048);
         let mut model = JobFacts::default();
-        read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", false, &mut model).unwrap();
+        read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", Syntax::Json, &mut model).unwrap();
         assert_eq!(model.value("model_type").unwrap(), "llama");
-        assert!(read_config("bad.yaml", "a: [1, 2", true, &mut model).is_err());
+        assert!(read_config("bad.yaml", "a: [1, 2", Syntax::Yaml, &mut model).is_err());
     }
 }

@@ -4,7 +4,7 @@
 //! `__pycache__`, `node_modules`, `wandb` skipped) whose name ends in `.sh`, `.bash`,
 //! `.slurm`, `.sbatch`, `.pbs`, `.job` or `.qsub`, or that start with `#!`: their scheduler
 //! headers and their command lines (continuations joined) are read. Configuration files are
-//! the `.json`, `.yaml` and `.yml` files ([`crate::configs`]). Scripts and configs over 1 MiB,
+//! the `.json`, `.yaml`, `.yml` and `.toml` files ([`crate::configs`]). Scripts and configs over 1 MiB,
 //! files that are not UTF-8 text and configs that do not parse are listed as skipped, with the
 //! reason. Sources are read in
 //! path order, so the output does not depend on the file system.
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::configs::Syntax;
 use crate::facts::{JobFacts, Strength};
 use crate::{configs, launch, logs, scheduler};
 
@@ -82,7 +83,7 @@ pub struct Cache {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 1;
+pub const CACHE_VERSION: u32 = 2;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -277,13 +278,9 @@ fn extension(path: &Path) -> &str {
     path.extension().and_then(|e| e.to_str()).unwrap_or("")
 }
 
-/// `Some(true)` for YAML, `Some(false)` for JSON, `None` for other files.
-fn config_kind(path: &Path) -> Option<bool> {
-    match extension(path) {
-        "json" => Some(false),
-        "yaml" | "yml" => Some(true),
-        _ => None,
-    }
+/// The syntax of a configuration file, `None` for other files.
+fn config_kind(path: &Path) -> Option<Syntax> {
+    Syntax::of_extension(extension(path))
 }
 
 /// Parses one file (its bytes) if it is a job script or a configuration file.
@@ -299,8 +296,8 @@ fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
         };
     };
     let mut facts = JobFacts::default();
-    if let Some(yaml) = config {
-        return match configs::read_config(rel, &text, yaml, &mut facts) {
+    if let Some(syntax) = config {
+        return match configs::read_config(rel, &text, syntax, &mut facts) {
             Ok(()) => Outcome::Read { facts },
             Err(reason) => Outcome::Skipped { reason },
         };

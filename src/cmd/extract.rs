@@ -15,7 +15,8 @@ pub struct ExtractArgs {
     /// The job's working directory: its job scripts (`*.sh`, `*.slurm`, `*.sbatch`, `*.pbs`,
     /// ..., or any file starting with `#!`, up to four folders deep) are read for scheduler
     /// headers (`#SBATCH`, `#PBS`) and launch commands (`torchrun`, `deepspeed`,
-    /// `accelerate launch`, `python`).
+    /// `accelerate launch`, `python`), its `*.json`, `*.yaml`, `*.yml` and `*.toml` files for
+    /// training settings (DeepSpeed, recipes, accelerate, Hugging Face `config.json`).
     pub dir: PathBuf,
 
     /// The command that launched the job, as typed (it wins over the scripts), e.g.
