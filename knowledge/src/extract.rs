@@ -4,7 +4,8 @@
 //! `__pycache__`, `node_modules`, `wandb` skipped) whose name ends in `.sh`, `.bash`,
 //! `.slurm`, `.sbatch`, `.pbs`, `.job` or `.qsub`, or that start with `#!`: their scheduler
 //! headers and their command lines (continuations joined) are read. Configuration files are
-//! the `.json`, `.yaml`, `.yml` and `.toml` files ([`crate::configs`]). Scripts and configs over 1 MiB,
+//! the `.json`, `.yaml`, `.yml` and `.toml` files ([`crate::configs`]); Python files (`.py`)
+//! give their literal defaults ([`crate::python`]). Scripts and configs over 1 MiB,
 //! files that are not UTF-8 text and configs that do not parse are listed as skipped, with the
 //! reason. Sources are read in
 //! path order, so the output does not depend on the file system.
@@ -19,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::configs::Syntax;
 use crate::facts::{JobFacts, Strength};
-use crate::{configs, launch, logs, scheduler};
+use crate::{configs, launch, logs, python, scheduler};
 
 /// Largest file read as a job script.
 const MAX_SCRIPT_BYTES: u64 = 1 << 20;
@@ -83,7 +84,7 @@ pub struct Cache {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 2;
+pub const CACHE_VERSION: u32 = 3;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -286,7 +287,8 @@ fn config_kind(path: &Path) -> Option<Syntax> {
 /// Parses one file (its bytes) if it is a job script or a configuration file.
 fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
     let config = config_kind(path);
-    let by_name = config.is_some() || SCRIPT_EXTENSIONS.contains(&extension(path));
+    let python = extension(path) == "py";
+    let by_name = config.is_some() || python || SCRIPT_EXTENSIONS.contains(&extension(path));
     if !by_name && !bytes.starts_with(b"#!") {
         return Outcome::Other;
     }
@@ -296,6 +298,12 @@ fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
         };
     };
     let mut facts = JobFacts::default();
+    if python {
+        return match python::read_python(rel, &text, &mut facts) {
+            Ok(()) => Outcome::Read { facts },
+            Err(reason) => Outcome::Skipped { reason },
+        };
+    }
     if let Some(syntax) = config {
         return match configs::read_config(rel, &text, syntax, &mut facts) {
             Ok(()) => Outcome::Read { facts },

@@ -17,6 +17,10 @@ pub enum Strength {
     Header,
     /// A configuration file (JSON, YAML).
     Config,
+    /// A default in the training code (`add_argument(..., default=...)`, a literal keyword of
+    /// `TrainingArguments(...)`, a Python config assignment): what holds unless a flag or a
+    /// config says otherwise.
+    Default,
     /// A log: what the job did, not what it asked for.
     Log,
     /// Computed from other facts (global batch size, GPUs per node from a total).

@@ -4,8 +4,8 @@
 //! command and logs say which model it trains, on how many GPUs, for how many steps, how far
 //! it got and why it died. This crate reads those facts deterministically, each with the
 //! `file:line` it came from and a confidence ([`facts`]): scheduler headers ([`scheduler`]),
-//! launch commands and training arguments ([`launch`]), configuration files ([`configs`]) and
-//! logs ([`logs`]); [`extract()`]
+//! launch commands and training arguments ([`launch`]), configuration files ([`configs`]),
+//! Python defaults ([`python`]) and logs ([`logs`]); [`extract()`]
 //! puts them together for one job directory. The design, the precedence between sources and the
 //! slices still to come (configs, Python defaults, the version cache, the LLM agent, history,
 //! configuration advice) are in docs/knowledge.md.
@@ -17,6 +17,7 @@ pub mod extract;
 pub mod facts;
 pub mod launch;
 pub mod logs;
+pub mod python;
 pub mod scheduler;
 
 pub use extract::{extract, extract_cached, Cache, ExtractError, Extraction};

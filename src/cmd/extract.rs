@@ -16,7 +16,9 @@ pub struct ExtractArgs {
     /// ..., or any file starting with `#!`, up to four folders deep) are read for scheduler
     /// headers (`#SBATCH`, `#PBS`) and launch commands (`torchrun`, `deepspeed`,
     /// `accelerate launch`, `python`), its `*.json`, `*.yaml`, `*.yml` and `*.toml` files for
-    /// training settings (DeepSpeed, recipes, accelerate, Hugging Face `config.json`).
+    /// training settings (DeepSpeed, recipes, accelerate, Hugging Face `config.json`), and its
+    /// `*.py` files for literal defaults (`add_argument(..., default=...)`,
+    /// `TrainingArguments(...)`, config assignments).
     pub dir: PathBuf,
 
     /// The command that launched the job, as typed (it wins over the scripts), e.g.

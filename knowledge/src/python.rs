@@ -1,0 +1,224 @@
+//! Python sources, parsed with `rustpython-parser`: the literal settings a training script or a
+//! Python config file holds.
+//!
+//! - `parser.add_argument("--lr", default=3e-4)`: the default of a known argument name;
+//! - keyword arguments of `TrainingArguments(...)`, `Seq2SeqTrainingArguments(...)`,
+//!   `SFTConfig(...)`, `DPOConfig(...)`, `Trainer(...)` and Lightning's `Trainer(...)`
+//!   (`max_epochs`, `precision="bf16-mixed"`, ...);
+//! - module-level assignments of literals (`learning_rate = 6e-4`), only in Python config
+//!   files (a name or folder that says `config`): elsewhere a module-level `lr = 0.1` may be
+//!   anything.
+//!
+//! Only literals count (numbers, strings, booleans, negative numbers); a value computed at run
+//! time says nothing. These are defaults, the weakest source: a flag on the command line, the
+//! script's command or a config file wins over them.
+
+use rustpython_parser::ast::{self, Constant, Expr, Stmt};
+use rustpython_parser::Parse;
+use serde_json::{json, Value};
+
+use crate::facts::{JobFacts, Strength};
+use crate::launch::ARGUMENTS;
+
+/// Calls whose keyword arguments are training settings.
+const SETTINGS_CALLS: &[&str] = &[
+    "TrainingArguments",
+    "Seq2SeqTrainingArguments",
+    "SFTConfig",
+    "DPOConfig",
+    "GRPOConfig",
+    "Trainer",
+];
+
+/// Reads Python source `name` (its text) into `facts`; an error when it does not parse.
+/// Module-level assignments count only when the path says `config`.
+pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), String> {
+    let suite = ast::Suite::parse(text, name).map_err(|e| format!("not valid Python: {e}"))?;
+    let config = name.to_ascii_lowercase().contains("config");
+    let mut reader = Reader { name, text, facts };
+    for stmt in &suite {
+        reader.statement(stmt, config);
+    }
+    Ok(())
+}
+
+struct Reader<'a> {
+    name: &'a str,
+    text: &'a str,
+    facts: &'a mut JobFacts,
+}
+
+impl Reader<'_> {
+    /// One statement; `assignments`: whether a literal assignment at this level counts.
+    fn statement(&mut self, stmt: &Stmt, assignments: bool) {
+        match stmt {
+            Stmt::Assign(a) => {
+                if assignments {
+                    if let [Expr::Name(target)] = a.targets.as_slice() {
+                        if let Some(value) = literal(&a.value) {
+                            self.argument(target.id.as_str(), value, a.range.start().to_usize());
+                        }
+                    }
+                }
+                self.expression(&a.value);
+            }
+            Stmt::Expr(e) => self.expression(&e.value),
+            Stmt::FunctionDef(f) => self.block(&f.body),
+            Stmt::ClassDef(c) => self.block(&c.body),
+            Stmt::If(i) => {
+                self.block(&i.body);
+                self.block(&i.orelse);
+            }
+            Stmt::With(w) => self.block(&w.body),
+            Stmt::Try(t) => self.block(&t.body),
+            _ => {}
+        }
+    }
+
+    fn block(&mut self, body: &[Stmt]) {
+        for stmt in body {
+            self.statement(stmt, false);
+        }
+    }
+
+    /// Calls anywhere in an expression (`Trainer(args=TrainingArguments(...))`).
+    fn expression(&mut self, expr: &Expr) {
+        let Expr::Call(call) = expr else { return };
+        let callee = match call.func.as_ref() {
+            Expr::Name(n) => n.id.as_str(),
+            Expr::Attribute(a) => a.attr.as_str(),
+            _ => "",
+        };
+        if callee == "add_argument" {
+            self.add_argument(call);
+        } else if SETTINGS_CALLS.contains(&callee) {
+            for keyword in &call.keywords {
+                if let (Some(arg), Some(value)) = (&keyword.arg, literal(&keyword.value)) {
+                    self.argument(arg.as_str(), value, keyword.range.start().to_usize());
+                }
+            }
+        }
+        for arg in &call.args {
+            self.expression(arg);
+        }
+        for keyword in &call.keywords {
+            self.expression(&keyword.value);
+        }
+    }
+
+    /// `add_argument("--name", ..., default=LITERAL)`.
+    fn add_argument(&mut self, call: &ast::ExprCall) {
+        let flag = call.args.iter().find_map(|a| match literal(a) {
+            Some(Value::String(s)) if s.starts_with("--") => Some(s),
+            _ => None,
+        });
+        let default = call
+            .keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "default"));
+        if let (Some(flag), Some(default)) = (flag, default) {
+            if let Some(value) = literal(&default.value) {
+                let name = flag.trim_start_matches('-').replace('-', "_");
+                self.argument(&name, value, call.range.start().to_usize());
+            }
+        }
+    }
+
+    /// A setting `name = value` found at byte `offset`.
+    fn argument(&mut self, name: &str, value: Value, offset: usize) {
+        let source = format!("{}:{}", self.name, line_at(self.text, offset));
+        let set = |facts: &mut JobFacts, field: &str, v: Value, c: f64| {
+            facts.set(field, v, source.clone(), c, Strength::Default)
+        };
+        if value.as_f64().is_some_and(|x| x < 0.0) || value.is_null() {
+            return;
+        }
+        match (name, &value) {
+            ("bf16" | "fp16", Value::Bool(true)) => set(self.facts, "precision", json!(name), 1.0),
+            ("bf16" | "fp16", _) => {}
+            // Lightning's `precision="bf16-mixed"` / `16`.
+            ("precision", _) => set(self.facts, "precision", value, 1.0),
+            _ => {
+                if let Some(&(_, field, confidence)) =
+                    ARGUMENTS.iter().find(|(arg, _, _)| *arg == name)
+                {
+                    set(self.facts, field, value, confidence);
+                }
+            }
+        }
+    }
+}
+
+/// The value of a literal expression (with a unary minus on numbers), else `None`.
+fn literal(expr: &Expr) -> Option<Value> {
+    match expr {
+        Expr::Constant(c) => match &c.value {
+            Constant::Bool(b) => Some(json!(b)),
+            Constant::Str(s) => Some(json!(s)),
+            Constant::Int(i) => i.to_string().parse::<i64>().ok().map(|i| json!(i)),
+            Constant::Float(x) => Some(json!(x)),
+            _ => None,
+        },
+        Expr::UnaryOp(u) if matches!(u.op, ast::UnaryOp::USub) => {
+            literal(&u.operand).and_then(|v| match v.as_i64() {
+                Some(i) => Some(json!(-i)),
+                None => v.as_f64().map(|x| json!(-x)),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_at(text: &str, offset: usize) -> usize {
+    1 + text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argparse_defaults_trainer_keywords_and_config_assignments() {
+        let text = r#"import argparse
+from transformers import TrainingArguments, Trainer
+
+learning_rate = 6e-4
+max_iters = 600000
+warmup = -1
+n_layer = compute()
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model_name_or_path", type=str, default="gpt2")
+    parser.add_argument("--per-device-train-batch-size", type=int, default=8)
+    parser.add_argument("--seed", default=42)
+    args = TrainingArguments(output_dir="out", num_train_epochs=3, bf16=True, gradient_accumulation_steps=args.ga)
+    Trainer(model=m, args=TrainingArguments(max_steps=-1, fp16=False))
+"#;
+        // In a training script, module-level assignments say nothing.
+        let mut script = JobFacts::default();
+        read_python("train.py", text, &mut script).unwrap();
+        assert!(script.get("learning_rate").is_none(), "{script:?}");
+        let mut facts = JobFacts::default();
+        read_python("config/train.py", text, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("learning_rate"), Some(json!(6e-4)));
+        assert_eq!(
+            facts.get("learning_rate").unwrap().source,
+            "config/train.py:4"
+        );
+        assert_eq!(v("max_steps"), Some(json!(600000)));
+        assert_eq!(v("model"), Some(json!("gpt2")));
+        assert_eq!(facts.get("model").unwrap().source, "config/train.py:11");
+        assert_eq!(v("batch_size_per_device"), Some(json!(8)));
+        assert_eq!(v("epochs"), Some(json!(3)));
+        assert_eq!(v("precision"), Some(json!("bf16")));
+        // Computed values, -1 and a false precision flag say nothing.
+        assert_eq!(v("gradient_accumulation"), None);
+        assert!(read_python("bad.py", "def (:\n", &mut facts).is_err());
+    }
+}
