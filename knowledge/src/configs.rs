@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::ARGUMENTS;
+use crate::launch::argument;
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -104,7 +104,7 @@ pub fn read_config(
             facts.set("model_type", value, source(), 1.0, Strength::Config);
             continue;
         }
-        if let Some(&(_, field, confidence)) = ARGUMENTS.iter().find(|(arg, _, _)| *arg == key) {
+        if let Some((field, confidence)) = argument(&key) {
             facts.set(field, value, source(), confidence, Strength::Config);
         }
     }

@@ -64,6 +64,15 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("param_dtype", "precision", 0.9),
 ];
 
+/// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
+/// [`ARGUMENTS`].
+pub fn argument(name: &str) -> Option<(&'static str, f64)> {
+    ARGUMENTS
+        .iter()
+        .find(|(arg, _, _)| *arg == name)
+        .map(|&(_, field, confidence)| (field, confidence))
+}
+
 /// Precision flags that stand alone (`--bf16`, `--fp16`, `--tf32` is not a training precision).
 const PRECISION_FLAGS: &[&str] = &["bf16", "fp16"];
 
@@ -251,7 +260,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         if values.is_empty() || values.iter().any(|v| v.contains('$')) {
             continue;
         }
-        if let Some(&(_, field, confidence)) = ARGUMENTS.iter().find(|(arg, _, _)| *arg == name) {
+        if let Some((field, confidence)) = argument(&name) {
             let value = match values.as_slice() {
                 [one] => typed(one),
                 many => Value::Array(many.iter().map(|v| typed(v)).collect()),

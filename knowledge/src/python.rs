@@ -18,7 +18,7 @@ use rustpython_parser::Parse;
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::ARGUMENTS;
+use crate::launch::argument;
 
 /// Calls whose keyword arguments are training settings.
 const SETTINGS_CALLS: &[&str] = &[
@@ -136,12 +136,9 @@ impl Reader<'_> {
         match (name, &value) {
             ("bf16" | "fp16", Value::Bool(true)) => set(self.facts, "precision", json!(name), 1.0),
             ("bf16" | "fp16", _) => {}
-            // Lightning's `precision="bf16-mixed"` / `16`.
-            ("precision", _) => set(self.facts, "precision", value, 1.0),
+            // Lightning's `precision="bf16-mixed"` reads like any other argument.
             _ => {
-                if let Some(&(_, field, confidence)) =
-                    ARGUMENTS.iter().find(|(arg, _, _)| *arg == name)
-                {
+                if let Some((field, confidence)) = argument(name) {
                     set(self.facts, field, value, confidence);
                 }
             }

@@ -457,10 +457,12 @@ fn run_cpsat(
         .arg("--time-limit")
         .arg(args.time_limit.as_secs_f64().to_string())
         .arg("--clock")
-        .arg(match args.clock {
-            Clock::Cpu => "cpu",
-            Clock::Wall => "wall",
-        })
+        // The script takes the same spellings as `--clock` here.
+        .arg(
+            args.clock
+                .to_possible_value()
+                .map_or_else(String::new, |v| v.get_name().to_string()),
+        )
         .arg("--results")
         .arg(dir.join("results.json"))
         .arg("--json")

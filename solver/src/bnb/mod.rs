@@ -148,16 +148,7 @@ pub fn solve(
     let found = if options.threads > 1 && options.node_limit.is_none() && problem.jobs() > 2 {
         parallel::search(problem, objective, variant, options, started, &incumbent)
     } else {
-        let mut search = Search::new(problem, objective, variant, options, started);
-        search.set_incumbent(&incumbent);
-        search.run();
-        Found {
-            best_order: search.best_order,
-            best_total: search.best_total,
-            stopped: search.stopped,
-            open_bound: search.open_bound,
-            nodes: search.nodes,
-        }
+        sequential(problem, objective, variant, options, started, &incumbent)
     };
     let cost = Cost::new(problem, objective);
     let (order, value) = problem.evaluate(&found.best_order, objective, variant);
@@ -180,6 +171,27 @@ pub fn solve(
 
 /// Key of the identical-state table: the placed set and two hashes of the placements.
 type StateKey = (u128, u64, u64);
+
+/// The search on the calling thread, from `incumbent`.
+fn sequential(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+    options: &BnbOptions,
+    started: Instant,
+    incumbent: &[usize],
+) -> Found {
+    let mut search = Search::new(problem, objective, variant, options, started);
+    search.set_incumbent(incumbent);
+    search.run();
+    Found {
+        best_order: search.best_order,
+        best_total: search.best_total,
+        stopped: search.stopped,
+        open_bound: search.open_bound,
+        nodes: search.nodes,
+    }
+}
 
 /// What a search (one thread or several) leaves: its best order and total, how it stopped,
 /// the lowest bound of the parts left unexplored, and its nodes.

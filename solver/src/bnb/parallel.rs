@@ -129,16 +129,7 @@ pub(super) fn search(
         Ok(pool) => pool,
         // No threads to be had: the same search on this one.
         Err(_) => {
-            let mut search = Search::new(problem, objective, variant, options, started);
-            search.set_incumbent(incumbent);
-            search.run();
-            return Found {
-                best_order: search.best_order,
-                best_total: search.best_total,
-                stopped: search.stopped,
-                open_bound: search.open_bound,
-                nodes: search.nodes,
-            };
+            return super::sequential(problem, objective, variant, options, started, incumbent)
         }
     };
     let shared = Arc::new(AtomicU64::new(initial.to_bits()));
