@@ -76,7 +76,7 @@ pub struct TraceReplayArgs {
 
     /// Plan with a run-time estimate instead of the requested walltime (reservations,
     /// backfill tests and rule scores; jobs are still killed at their walltime). `user`,
-    /// `last2`, `model`: predicted at each job's submission from the jobs completed before
+    /// `last2`, `model`, `similar`: predicted at each job's submission from the jobs completed before
     /// it on the trace's own timeline (submit + wait + run), over the whole trace; `oracle`:
     /// the true run time. See docs/validation.md.
     #[arg(long, value_enum, requires = "trace")]
@@ -197,6 +197,18 @@ impl std::str::FromStr for QueueRange {
         }
         Ok(QueueRange { min, max })
     }
+}
+
+/// Parses a whole number of seconds, `5400` or a duration such as `1h 30m`, at least 1 s.
+pub fn parse_seconds(s: &str) -> Result<i64, String> {
+    let seconds = match s.trim().parse::<i64>() {
+        Ok(n) => n,
+        Err(_) => i64::try_from(parse_duration(s)?.as_secs()).unwrap_or(i64::MAX),
+    };
+    if seconds < 1 {
+        return Err(format!("`{s}` must be at least one second"));
+    }
+    Ok(seconds)
 }
 
 /// Parses a duration such as `10s`, `500ms`, `2m` or `1h 30m`.

@@ -145,3 +145,33 @@ fn from_trace_small_trace_and_errors() {
     .failed();
     run(&["generate", "--from-trace", "/nonexistent.swf"]).failed();
 }
+
+/// `schedlm estimate` scores the four estimators; on the first 4,000 lines of CTC-SP2 (a trace
+/// not used to choose the matcher's settings) the similar-job estimator is the most accurate.
+#[test]
+fn estimate_scores_the_similar_job_matcher_above_last2() {
+    let ctc = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/traces/CTC-SP2-1996-3.1-cln.swf"
+    );
+    let text = std::fs::read_to_string(ctc).unwrap();
+    let head: String = text.lines().take(4000).map(|l| format!("{l}\n")).collect();
+    let dir = tempdir();
+    let path = dir.path().join("ctc-head.swf");
+    std::fs::write(&path, head).unwrap();
+    let out = run(&["estimate", "--trace", &path_str(&path), "--json"]).ok();
+    let scores = common::parse_jsonl(&out.stdout_text());
+    let names: Vec<&str> = scores
+        .iter()
+        .map(|s| s["estimator"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["user", "last2", "model", "similar"]);
+    let accuracy = |i: usize| scores[i]["accuracy"].as_f64().unwrap();
+    assert!(
+        accuracy(3) > accuracy(1) && accuracy(3) > accuracy(2),
+        "similar {} vs last2 {} and model {}",
+        accuracy(3),
+        accuracy(1),
+        accuracy(2)
+    );
+}

@@ -557,3 +557,126 @@ fn extract_reads_a_job_directory() {
     .failed();
     assert!(no_log.stderr.contains("gone.log"), "{}", no_log.stderr);
 }
+
+/// `schedlm history`: jobs extracted from the corpus go into an SQLite file; the same setup
+/// submitted again matches its past run at distance 0 and is predicted to take as long
+/// (capped at its request); bad input fails with what is wrong.
+#[test]
+fn history_adds_matches_and_predicts() {
+    let setups = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/knowledge/setups");
+    let dir = tempdir();
+    let db = path_str(&dir.path().join("jobs.sqlite"));
+    let facts = |name: &str| {
+        let out = run(&["extract", &format!("{setups}/{name}")]).ok();
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, out.stdout).unwrap();
+        path_str(&path)
+    };
+    let (small, big, handbook) = (
+        facts("deepspeed-chat-opt-1.3b"),
+        facts("deepspeed-chat-opt-66b"),
+        facts("alignment-handbook-smollm-sft"),
+    );
+    let add = |job: &str, extra: &[&str]| {
+        let mut args = vec!["history", "add", "--db", &db, "--job", job];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let id = |r: common::Run| r.ok().stdout_text().trim().to_string();
+    assert_eq!(
+        id(add(&small, &["--actual", "2h", "--outcome", "completed"])),
+        "1"
+    );
+    assert_eq!(
+        id(add(&big, &["--actual", "90000", "--outcome", "completed"])),
+        "2"
+    );
+    assert_eq!(
+        id(add(&big, &["--actual", "60", "--outcome", "failed"])),
+        "3"
+    );
+
+    let listed = common::parse_jsonl(&run(&["history", "list", "--db", &db]).ok().stdout_text());
+    assert_eq!(listed.len(), 3);
+    let extracted: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&small).unwrap()).unwrap();
+    assert_eq!(
+        listed[0]["facts"], extracted["facts"],
+        "facts stored as extracted"
+    );
+    assert_eq!(listed[2]["outcome"], "failed");
+
+    // The 66B setup again: its completed run is at distance 0; the failed one is not matched.
+    let found = common::parse_jsonl(
+        &run(&["history", "match", "--db", &db, "--job", &big])
+            .ok()
+            .stdout_text(),
+    );
+    assert_eq!(found[0]["id"], 2);
+    assert_eq!(found[0]["distance"], 0.0);
+    assert!(found.iter().all(|m| m["id"] != 3));
+    let predicted = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["history", "predict", "--db", &db, "--job", &big];
+        args.extend_from_slice(extra);
+        serde_json::from_str(run(&args).ok().stdout_text().trim()).unwrap()
+    };
+    assert_eq!(predicted(&[])["seconds"], 90_000);
+    let capped = predicted(&["--requested", "24h"]);
+    assert_eq!(
+        (&capped["seconds"], &capped["basis"]),
+        (
+            &serde_json::json!(86_400),
+            &serde_json::json!("nearest, capped at the request")
+        )
+    );
+
+    // A setup with a request and no similar job still gets the nearest one's time.
+    let p: serde_json::Value = serde_json::from_str(
+        run(&[
+            "history", "predict", "--db", &db, "--job", &handbook, "-k", "1",
+        ])
+        .ok()
+        .stdout_text()
+        .trim(),
+    )
+    .unwrap();
+    assert_eq!(p["requested_s"], 259_200, "from #SBATCH --time");
+    assert_eq!(p["matches"].as_array().unwrap().len(), 1);
+
+    // Failures a user meets, each said with what is wrong.
+    let no_actual = add(&small, &["--outcome", "completed"]).failed();
+    assert!(
+        no_actual.stderr.contains("--actual"),
+        "{}",
+        no_actual.stderr
+    );
+    let bad_outcome = add(&small, &["--outcome", "done", "--actual", "5"]).failed();
+    assert!(
+        bad_outcome.stderr.contains("done"),
+        "{}",
+        bad_outcome.stderr
+    );
+    let missing = run(&[
+        "history",
+        "predict",
+        "--db",
+        &path_str(&dir.path().join("none.sqlite")),
+        "--job",
+        &big,
+    ])
+    .failed();
+    assert!(missing.stderr.contains("none.sqlite"), "{}", missing.stderr);
+    assert!(
+        !dir.path().join("none.sqlite").exists(),
+        "reading creates nothing"
+    );
+    let not_facts = dir.path().join("x.json");
+    std::fs::write(&not_facts, "{\"x\": 1}").unwrap();
+    let bad_job = add(&path_str(&not_facts), &["--outcome", "failed"]).failed();
+    assert!(bad_job.stderr.contains("x.json"), "{}", bad_job.stderr);
+    assert_eq!(
+        common::parse_jsonl(&run(&["history", "list", "--db", &db]).ok().stdout_text()).len(),
+        3,
+        "failed adds add nothing"
+    );
+}

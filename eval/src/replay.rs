@@ -82,6 +82,8 @@ pub enum PlanEstimate {
     Last2,
     /// The online regression of docs/traces.md.
     Model,
+    /// The run time of the most similar of the user's recent jobs (docs/traces.md).
+    Similar,
     /// The true run time min(runtime, walltime) (an upper reference).
     Oracle,
 }
@@ -93,6 +95,7 @@ impl PlanEstimate {
             PlanEstimate::User => "user",
             PlanEstimate::Last2 => "last2",
             PlanEstimate::Model => "model",
+            PlanEstimate::Similar => "similar",
             PlanEstimate::Oracle => "oracle",
         }
     }
@@ -180,6 +183,7 @@ fn plans(
         }
         Some(PlanEstimate::Last2) => Estimator::Last2,
         Some(PlanEstimate::Model) => Estimator::Model,
+        Some(PlanEstimate::Similar) => Estimator::Similar,
     };
     let mut predictor = Predictor::new(estimator);
     let done = completions(trace, Some(waits));

@@ -229,7 +229,7 @@ fn estimate_replaces_walltime_and_meta_keeps_the_request() {
 #[test]
 fn estimates_never_use_jobs_completing_after_now() {
     let t = trace(13, 500);
-    for est in [Estimator::Last2, Estimator::Model] {
+    for est in [Estimator::Last2, Estimator::Model, Estimator::Similar] {
         let mut c = every(1, 1, 1000);
         c.estimate = Some(est);
         let base = cut_trace(&t, &c, &mut Fcfs).unwrap();

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use schedlm_generator::trace::estimate::{
     completions, effective_runtime, evaluate, evaluate_transfer, evaluate_with, predict_online,
-    score, Estimator, Predictor, Split, MODEL_WARMUP,
+    score, Estimator, Predictor, Split, MODEL_WARMUP, SIMILAR_RECENT,
 };
 use schedlm_generator::trace::swf::{parse_swf, read_swf_with_waits, SwfOptions, Trace, TraceJob};
 
@@ -16,6 +16,10 @@ fn job(number: i64, submit: i64, runtime: i64, walltime: i64, user: i64) -> Trac
         walltime,
         procs: 1 + number % 4,
         user,
+        group: -1,
+        executable: -1,
+        queue: -1,
+        partition: -1,
         status: 1,
         line: number as usize,
     }
@@ -82,6 +86,44 @@ fn last2_on_a_hand_sequence() {
 }
 
 #[test]
+fn similar_takes_the_nearest_of_the_users_recent_jobs() {
+    let mut p = Predictor::new(Estimator::Similar);
+    let app = |number, runtime, walltime, user, executable| TraceJob {
+        executable,
+        ..job(number, 0, runtime, walltime, user)
+    };
+    assert_eq!(
+        p.predict(&app(99, 1, 5000, 1, 7)),
+        5000,
+        "no history: walltime"
+    );
+    // User 1 alternates two programs with different run times; last2 would average them.
+    p.observe(&app(1, 100, 1000, 1, 7));
+    p.observe(&app(2, 900, 1000, 1, 8));
+    p.observe(&app(3, 120, 1000, 1, 7));
+    assert_eq!(
+        p.predict(&app(99, 1, 1000, 1, 7)),
+        120,
+        "the latest run of program 7"
+    );
+    assert_eq!(p.predict(&app(99, 1, 1000, 1, 8)), 900);
+    assert_eq!(
+        p.predict(&app(99, 1, 500, 1, 8)),
+        500,
+        "capped at the walltime"
+    );
+    // Another user's jobs are never matched, nor are unknown users'.
+    assert_eq!(p.predict(&app(99, 1, 5000, 2, 7)), 5000);
+    p.observe(&app(4, 10, 1000, -1, 7));
+    assert_eq!(p.predict(&app(99, 1, 5000, -1, 7)), 5000);
+    // Only the last SIMILAR_RECENT jobs count: program 8's run falls out of the window.
+    for n in 0..SIMILAR_RECENT as i64 {
+        p.observe(&app(10 + n, 300, 1000, 1, 7));
+    }
+    assert_eq!(p.predict(&app(99, 1, 1000, 1, 8)), 300);
+}
+
+#[test]
 fn predictions_stay_within_one_and_walltime() {
     let trace = synthetic(400);
     let ends = completions(&trace, None);
@@ -126,7 +168,7 @@ fn evaluation_is_deterministic() {
     let a = evaluate(&trace, Split::Fraction(0.5)).unwrap();
     let b = evaluate(&trace, Split::Fraction(0.5)).unwrap();
     assert_eq!(a, b);
-    assert_eq!(a.len(), 3);
+    assert_eq!(a.len(), Estimator::ALL.len());
     assert_eq!(
         a.iter().map(|s| s.estimator).collect::<Vec<_>>(),
         Estimator::ALL

@@ -56,7 +56,7 @@ pub enum ExtractError {
 }
 
 /// The facts of one job and what was read to find them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Extraction {
     /// The job directory as given.
     pub dir: String,
@@ -114,7 +114,7 @@ pub enum Outcome {
 }
 
 /// A file left out and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Skipped {
     /// Path relative to the job directory.
     pub file: String,

@@ -6,7 +6,8 @@
 //! `file:line` it came from and a confidence ([`facts`]): scheduler headers ([`scheduler`]),
 //! launch commands and training arguments ([`launch`]), configuration files ([`configs`]),
 //! Python defaults ([`python`]) and logs ([`logs`]); [`extract()`]
-//! puts them together for one job directory. The design, the precedence between sources and the
+//! puts them together for one job directory. [`history`] keeps past jobs in SQLite and
+//! predicts a new job's duration from the most similar of them. The design, the precedence between sources and the
 //! slices still to come (configs, Python defaults, the version cache, the LLM agent, history,
 //! configuration advice) are in docs/knowledge.md.
 
@@ -15,6 +16,7 @@
 pub mod configs;
 pub mod extract;
 pub mod facts;
+pub mod history;
 pub mod launch;
 pub mod logs;
 pub mod python;

@@ -9,6 +9,7 @@ pub mod eval;
 mod extract;
 pub mod finetune;
 pub mod generate;
+pub mod history;
 mod import;
 mod pipeline;
 pub mod predict;
@@ -76,6 +77,11 @@ pub enum Command {
     /// rate, progress, failure class) from its scripts, launch command and logs, each with the
     /// file and line it came from (docs/knowledge.md).
     Extract(extract::ExtractArgs),
+    /// Keep past training jobs (their facts, requested and actual run times, outcome) in an
+    /// SQLite file, find the most similar past jobs of a new one and predict its duration
+    /// (docs/knowledge.md).
+    #[command(subcommand)]
+    History(history::HistoryCommand),
 }
 
 /// Runs the subcommand.
@@ -95,6 +101,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Predict(a) => predict::run(&a),
         Command::Import(import::ImportCommand::Psplib(a)) => import::psplib(&a),
         Command::Extract(a) => extract::run(&a),
+        Command::History(a) => history::run(&a),
     }
 }
 

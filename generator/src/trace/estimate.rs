@@ -11,6 +11,9 @@
 //!   fewer than two completed jobs.
 //! - [`Estimator::Model`]: an online least-squares regression of log run time on the job's
 //!   request and its user's history (see [`Estimator::Model`] for the features).
+//! - [`Estimator::Similar`]: the run time of the most similar of the user's recent jobs, by
+//!   the matcher of [`crate::similar`] over executable, queue, group, partition, processors and
+//!   requested time.
 //!
 //! Every prediction is an integer in [1, walltime]. Users with a negative id (unknown, as
 //! throughout `lublin_256.swf`) have no history.
@@ -35,7 +38,8 @@
 //! use schedlm_generator::trace::swf::TraceJob;
 //!
 //! let job = |number, runtime, walltime| TraceJob {
-//!     number, submit: 0, runtime, walltime, procs: 1, user: 7, status: 1, line: 0,
+//!     number, submit: 0, runtime, walltime, procs: 1, user: 7, group: -1, executable: -1,
+//!     queue: -1, partition: -1, status: 1, line: 0,
 //! };
 //! let mut last2 = Predictor::new(Estimator::Last2);
 //! assert_eq!(last2.predict(&job(3, 0, 1000)), 1000); // no history: the walltime
@@ -45,12 +49,13 @@
 //! assert_eq!(last2.predict(&job(3, 0, 150)), 150); // capped at the walltime
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::similar::{self, Descriptor, Match};
 use crate::trace::swf::{Trace, TraceJob};
 
 /// A way to predict a job's run time at its submission.
@@ -73,11 +78,22 @@ pub enum Estimator {
     /// with the features the job had when it was submitted, so training and prediction
     /// agree. Deterministic. (The constants: `RIDGE`, `MODEL_FEATURES`, `MODEL_WARMUP`.)
     Model,
+    /// The effective run time of the nearest of the user's last [`SIMILAR_RECENT`] completed
+    /// jobs by [`crate::similar::distance`] over the kinds executable, queue, group and
+    /// partition (SWF fields 14, 15, 13, 16; -1 is missing) and the sizes processors and
+    /// requested time; the most recent wins ties. The walltime while the user has no completed
+    /// job; capped at the walltime.
+    Similar,
 }
 
 impl Estimator {
     /// Every estimator, in declaration order.
-    pub const ALL: [Estimator; 3] = [Estimator::User, Estimator::Last2, Estimator::Model];
+    pub const ALL: [Estimator; 4] = [
+        Estimator::User,
+        Estimator::Last2,
+        Estimator::Model,
+        Estimator::Similar,
+    ];
 
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
@@ -85,6 +101,7 @@ impl Estimator {
             Estimator::User => "user",
             Estimator::Last2 => "last2",
             Estimator::Model => "model",
+            Estimator::Similar => "similar",
         }
     }
 }
@@ -110,8 +127,8 @@ impl FromStr for Estimator {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EstimateError {
     /// An estimator name (the string carried) parsed with `Estimator`'s `FromStr` is not
-    /// `user`, `last2` or `model`.
-    #[error("unknown estimator \"{0}\"; expected one of: user, last2, model")]
+    /// `user`, `last2`, `model` or `similar`.
+    #[error("unknown estimator \"{0}\"; expected one of: user, last2, model, similar")]
     UnknownEstimator(String),
     /// A [`Split::Fraction`] (the value carried) is not in [0, 1), or is NaN.
     #[error("split fraction {0} must lie in [0, 1)")]
@@ -154,6 +171,8 @@ pub const MODEL_FEATURES: [&str; FEATURES] = [
 pub const RIDGE: f64 = 1e-3;
 /// Observations the model needs before it predicts (the walltime until then).
 pub const MODEL_WARMUP: usize = 2 * FEATURES;
+/// Completed jobs per user that [`Estimator::Similar`] compares with (chosen on SDSC-SP2).
+pub const SIMILAR_RECENT: usize = 16;
 
 /// The effective run time a predictor learns from and is scored against:
 /// min(run time, walltime), at least 1.
@@ -179,6 +198,8 @@ pub struct Predictor {
     users: HashMap<i64, History>,
     /// Last effective run time per (user, walltime, procs).
     same: HashMap<(i64, i64, i64), i64>,
+    /// Per user, the last [`SIMILAR_RECENT`] completed jobs, most recent first (similar only).
+    recent: HashMap<i64, VecDeque<(Descriptor, i64)>>,
     /// Features recorded at submission, by job number (model only).
     pending: HashMap<i64, [f64; FEATURES]>,
     /// X'X and X'y of the observations so far (model only).
@@ -195,6 +216,7 @@ impl Predictor {
             observed: 0,
             users: HashMap::new(),
             same: HashMap::new(),
+            recent: HashMap::new(),
             pending: HashMap::new(),
             xtx: [[0.0; FEATURES]; FEATURES],
             xty: [0.0; FEATURES],
@@ -256,6 +278,13 @@ impl Predictor {
         if self.estimator == Estimator::Model {
             self.same.insert((job.user, job.walltime, job.procs), run);
         }
+        if self.estimator == Estimator::Similar {
+            let recent = self.recent.entry(job.user).or_default();
+            if recent.len() == SIMILAR_RECENT {
+                recent.pop_back();
+            }
+            recent.push_front((descriptor(job), run));
+        }
     }
 
     /// The predicted run time of `job`, in [1, walltime].
@@ -278,8 +307,20 @@ impl Predictor {
                     z.min(cap).exp().round() as i64
                 }
             }
+            Estimator::Similar => self.similar(job).unwrap_or(walltime),
         };
         raw.clamp(1, walltime)
+    }
+
+    /// The run time of the nearest of the user's recent jobs, if the user has one.
+    fn similar(&self, job: &TraceJob) -> Option<i64> {
+        let recent = self.recent.get(&job.user).filter(|_| job.user >= 0)?;
+        let mut nearest_one = [Match::NONE; 1];
+        let query = descriptor(job);
+        if similar::nearest(&query, recent.iter().map(|(d, _)| d), &mut nearest_one) == 0 {
+            return None;
+        }
+        Some(recent[nearest_one[0].index].1)
     }
 
     fn history(&self, job: &TraceJob) -> Option<&History> {
@@ -315,6 +356,23 @@ impl Predictor {
         }
         x
     }
+}
+
+/// What [`Estimator::Similar`] compares: the kinds executable, queue, group, partition and the
+/// sizes processors and requested time.
+fn descriptor(job: &TraceJob) -> Descriptor {
+    let mut d = Descriptor::EMPTY;
+    for (slot, kind) in [job.executable, job.queue, job.group, job.partition]
+        .into_iter()
+        .enumerate()
+    {
+        if kind >= 0 {
+            d.kinds[slot] = kind as u64;
+        }
+    }
+    d.set_size(0, job.procs as f64);
+    d.set_size(1, job.walltime as f64);
+    d
 }
 
 /// Solves (A + RIDGE I) w = b by Cholesky factorisation (A is X'X, so the system is positive

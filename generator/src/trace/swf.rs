@@ -133,7 +133,7 @@ pub const STATUS_CANCELLED: i64 = 5;
 pub const POOL: &str = "pool";
 
 /// Fields that must hold integers (1-based); the others may be decimals.
-const INTEGER_FIELDS: [usize; 9] = [1, 2, 3, 4, 5, 8, 9, 11, 12];
+const INTEGER_FIELDS: [usize; 13] = [1, 2, 3, 4, 5, 8, 9, 11, 12, 13, 14, 15, 16];
 
 /// What the `;` header says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +163,14 @@ pub struct TraceJob {
     pub procs: i64,
     /// User id (field 12); -1 when the file has none.
     pub user: i64,
+    /// Group id (field 13); -1 when the file has none.
+    pub group: i64,
+    /// Executable (application) number (field 14); -1 when the file has none.
+    pub executable: i64,
+    /// Queue number (field 15); -1 when the file has none.
+    pub queue: i64,
+    /// Partition number (field 16); -1 when the file has none.
+    pub partition: i64,
     /// Status (field 11): 1 completed, 0 failed, 5 cancelled, -1 unknown.
     pub status: i64,
     /// 1-based line of the file.
@@ -638,6 +646,10 @@ struct Record {
     req_time: Option<i64>,
     status: i64,
     user: i64,
+    group: i64,
+    executable: i64,
+    queue: i64,
+    partition: i64,
 }
 
 /// A comment line (text after the `;`): stored, and parsed if it is a known header key.
@@ -727,6 +739,10 @@ fn record(text: &[u8], name: &str, line: usize) -> Result<Record, SwfError> {
         req_time: present(ints[8]),
         status: ints[10],
         user: ints[11],
+        group: ints[12],
+        executable: ints[13],
+        queue: ints[14],
+        partition: ints[15],
     })
 }
 
@@ -811,6 +827,10 @@ fn clean(
         walltime,
         procs,
         user: r.user,
+        group: r.group,
+        executable: r.executable,
+        queue: r.queue,
+        partition: r.partition,
         status: r.status,
         line,
     })

@@ -1,0 +1,603 @@
+//! Job history: past training jobs, what they asked for and what they did, in an SQLite file;
+//! similar-job matching and duration prediction over it.
+//!
+//! A job enters the history as the facts [`crate::extract()`] read from its files, with its
+//! requested and actual run times and its outcome ([`History::add`]). A new job is matched
+//! with the past jobs by [`schedlm_generator::similar`] (the matcher the trace estimator
+//! `similar` uses, scored on real traces in docs/knowledge.md) over
+//!
+//! - kinds: model, dataset, training script, precision;
+//! - sizes: total GPUs, global batch size, sequence length, max steps, epochs;
+//!
+//! and its duration is predicted as the actual run time of the nearest completed job, the most
+//! recent one on ties, capped at the new job's requested time ([`predict`]).
+//!
+//! ```
+//! use schedlm_knowledge::history::{History, NewJob, Outcome, predict};
+//! use schedlm_knowledge::JobFacts;
+//! use serde_json::json;
+//!
+//! let facts = |model: &str, gpus: u64| {
+//!     let mut f = JobFacts::default();
+//!     f.set("model", json!(model), "run.sh:3".into(), 1.0, schedlm_knowledge::Strength::Script);
+//!     f.set("gpus_per_node", json!(gpus), "run.sh:1".into(), 1.0, schedlm_knowledge::Strength::Header);
+//!     f
+//! };
+//! let history = History::open_in_memory().unwrap();
+//! let job = |name: &str, model, gpus, actual| NewJob {
+//!     name: name.into(), user: None, facts: facts(model, gpus),
+//!     requested_s: Some(36_000), actual_s: Some(actual), outcome: Outcome::Completed,
+//! };
+//! history.add(&job("a", "gpt2", 8, 3_600)).unwrap();
+//! history.add(&job("b", "llama-7b", 8, 20_000)).unwrap();
+//! let past = history.jobs().unwrap();
+//! let p = predict(&past, &facts("llama-7b", 16), Some(18_000), 3).unwrap();
+//! assert_eq!(p.seconds, 18_000); // job b's 20,000 s, capped at the request
+//! assert_eq!(p.matches[0].name, "b");
+//! ```
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use rusqlite::{params, Connection};
+use schedlm_generator::similar::{self, kind_of, Descriptor, Match};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::facts::JobFacts;
+
+/// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
+/// refused rather than misread.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// How a past job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran to its end.
+    Completed,
+    /// Stopped with an error (the failure class is in the facts when a log said it).
+    Failed,
+    /// Killed at its time limit.
+    Timeout,
+    /// Cancelled by its user or an administrator.
+    Cancelled,
+}
+
+impl Outcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Completed,
+        Outcome::Failed,
+        Outcome::Timeout,
+        Outcome::Cancelled,
+    ];
+
+    /// The name stored and printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Failed => "failed",
+            Outcome::Timeout => "timeout",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = HistoryError;
+
+    fn from_str(s: &str) -> Result<Outcome, HistoryError> {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| HistoryError::Outcome(s.to_string()))
+    }
+}
+
+/// Why the history could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// SQLite refused an operation (the file, and what was being done, are named).
+    #[error("{what}: {source}")]
+    Sqlite {
+        /// What was being done, with the file.
+        what: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The file was written by another schema version.
+    #[error("{path} has history schema version {found}; this schedlm reads version {expected}")]
+    Version {
+        /// The file.
+        path: String,
+        /// Its `user_version`.
+        found: i64,
+        /// [`SCHEMA_VERSION`].
+        expected: i64,
+    },
+    /// A stored row does not parse (a column of job `id`).
+    #[error("history job {id}: column {column}: {message}")]
+    Row {
+        /// The job's id.
+        id: i64,
+        /// The column.
+        column: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// An outcome name that is not one of [`Outcome::ALL`].
+    #[error("unknown outcome \"{0}\"; expected one of: completed, failed, timeout, cancelled")]
+    Outcome(String),
+    /// A run time that is not a positive number of seconds (the field is named).
+    #[error("{field} must be a positive number of seconds, got {value}")]
+    Seconds {
+        /// `requested_s` or `actual_s`.
+        field: &'static str,
+        /// The value given.
+        value: i64,
+    },
+    /// Nothing to predict from: no completed job with an actual run time, and no request.
+    #[error(
+        "no prediction: the history has no completed job with an actual run time, and the job \
+         requests no time"
+    )]
+    Nothing,
+}
+
+/// A job to add.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    /// A label (the job directory, or a name the user gives).
+    pub name: String,
+    /// Who submitted it, when known.
+    pub user: Option<String>,
+    /// What extraction read.
+    pub facts: JobFacts,
+    /// The requested time limit in seconds.
+    pub requested_s: Option<i64>,
+    /// How long it ran, in seconds.
+    pub actual_s: Option<i64>,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// A job of the history, with its id (1, 2, ... in the order added).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PastJob {
+    /// Its row id.
+    pub id: i64,
+    /// The job as added.
+    pub job: NewJob,
+}
+
+/// An open history file.
+pub struct History {
+    conn: Connection,
+    path: String,
+}
+
+impl History {
+    /// Opens (creating if needed) the history at `path`.
+    pub fn open(path: &Path) -> Result<History, HistoryError> {
+        let shown = path.display().to_string();
+        let conn = Connection::open(path).map_err(|source| HistoryError::Sqlite {
+            what: format!("cannot open {shown}"),
+            source,
+        })?;
+        History::init(conn, shown)
+    }
+
+    /// A history that lives in memory only (tests, examples).
+    pub fn open_in_memory() -> Result<History, HistoryError> {
+        let conn = Connection::open_in_memory().map_err(|source| HistoryError::Sqlite {
+            what: "cannot open an in-memory history".into(),
+            source,
+        })?;
+        History::init(conn, ":memory:".into())
+    }
+
+    fn init(conn: Connection, path: String) -> Result<History, HistoryError> {
+        let history = History { conn, path };
+        let version: i64 = history
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| history.error("cannot read the schema version", e))?;
+        let tables: i64 = history
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| history.error("cannot read the schema", e))?;
+        if tables == 0 {
+            history
+                .conn
+                .execute_batch(&format!(
+                    "CREATE TABLE jobs (
+                        id INTEGER PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        user TEXT,
+                        facts TEXT NOT NULL,
+                        requested_s INTEGER,
+                        actual_s INTEGER,
+                        outcome TEXT NOT NULL
+                    );
+                    PRAGMA user_version = {SCHEMA_VERSION};"
+                ))
+                .map_err(|e| history.error("cannot create the jobs table", e))?;
+        } else if version != SCHEMA_VERSION {
+            return Err(HistoryError::Version {
+                path: history.path,
+                found: version,
+                expected: SCHEMA_VERSION,
+            });
+        }
+        Ok(history)
+    }
+
+    fn error(&self, what: &str, source: rusqlite::Error) -> HistoryError {
+        HistoryError::Sqlite {
+            what: format!("{}: {what}", self.path),
+            source,
+        }
+    }
+
+    /// Adds `job` and returns its id.
+    pub fn add(&self, job: &NewJob) -> Result<i64, HistoryError> {
+        for (field, value) in [("requested_s", job.requested_s), ("actual_s", job.actual_s)] {
+            if let Some(v) = value.filter(|&v| v <= 0) {
+                return Err(HistoryError::Seconds { field, value: v });
+            }
+        }
+        let facts = serde_json::to_string(&job.facts).map_err(|e| HistoryError::Row {
+            id: 0,
+            column: "facts",
+            message: e.to_string(),
+        })?;
+        self.conn
+            .execute(
+                "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    job.name,
+                    job.user,
+                    facts,
+                    job.requested_s,
+                    job.actual_s,
+                    job.outcome.name()
+                ],
+            )
+            .map_err(|e| self.error("cannot add the job", e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Every job, in the order added.
+    pub fn jobs(&self) -> Result<Vec<PastJob>, HistoryError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, name, user, facts, requested_s, actual_s, outcome FROM jobs ORDER BY id",
+            )
+            .map_err(|e| self.error("cannot read the jobs", e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                    r.get::<_, Option<i64>>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(|e| self.error("cannot read the jobs", e))?;
+        let mut jobs = Vec::new();
+        for row in rows {
+            let (id, name, user, facts, requested_s, actual_s, outcome) =
+                row.map_err(|e| self.error("cannot read a job", e))?;
+            let facts = serde_json::from_str(&facts).map_err(|e| HistoryError::Row {
+                id,
+                column: "facts",
+                message: e.to_string(),
+            })?;
+            let outcome = outcome
+                .parse()
+                .map_err(|e: HistoryError| HistoryError::Row {
+                    id,
+                    column: "outcome",
+                    message: e.to_string(),
+                })?;
+            jobs.push(PastJob {
+                id,
+                job: NewJob {
+                    name,
+                    user,
+                    facts,
+                    requested_s,
+                    actual_s,
+                    outcome,
+                },
+            });
+        }
+        Ok(jobs)
+    }
+}
+
+/// What the matcher compares (the module documentation lists the fields).
+pub fn descriptor(facts: &JobFacts) -> Descriptor {
+    let mut d = Descriptor::EMPTY;
+    for (slot, field) in ["model", "dataset", "script", "precision"]
+        .into_iter()
+        .enumerate()
+    {
+        if let Some(v) = facts.value(field) {
+            d.kinds[slot] = kind_of(&text(v));
+        }
+    }
+    let number = |field: &str| facts.value(field).and_then(Value::as_f64);
+    let gpus = number("gpus_per_node").map(|g| g * number("nodes").unwrap_or(1.0));
+    let global = number("global_batch_size").or_else(|| {
+        let per_device = number("batch_size_per_device")?;
+        Some(per_device * gpus? * number("gradient_accumulation").unwrap_or(1.0))
+    });
+    let sizes = [
+        gpus,
+        global,
+        number("sequence_length"),
+        number("max_steps"),
+        number("epochs"),
+    ];
+    for (slot, size) in sizes.into_iter().enumerate() {
+        if let Some(size) = size {
+            d.set_size(slot, size);
+        }
+    }
+    d
+}
+
+/// A value as text (lists joined with `+`, in order).
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(text).collect::<Vec<_>>().join("+"),
+        other => other.to_string(),
+    }
+}
+
+/// A past job near the query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Neighbour {
+    /// Its id in the history.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its distance to the query ([`similar::distance`]).
+    pub distance: f64,
+    /// Its actual run time.
+    pub actual_s: Option<i64>,
+    /// Its requested time.
+    pub requested_s: Option<i64>,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// The `k` past jobs nearest to `query`, nearest first, the most recent first on ties; only
+/// completed jobs with an actual run time when `completed_only`.
+pub fn neighbours(
+    history: &[PastJob],
+    query: &JobFacts,
+    k: usize,
+    completed_only: bool,
+) -> Vec<Neighbour> {
+    let candidates: Vec<(&PastJob, Descriptor)> = history
+        .iter()
+        .rev()
+        .filter(|p| {
+            !completed_only || (p.job.outcome == Outcome::Completed && p.job.actual_s.is_some())
+        })
+        .map(|p| (p, descriptor(&p.job.facts)))
+        .collect();
+    let mut out = vec![Match::NONE; k];
+    let filled = similar::nearest(
+        &descriptor(query),
+        candidates.iter().map(|(_, d)| d),
+        &mut out,
+    );
+    out[..filled]
+        .iter()
+        .map(|m| {
+            let p = candidates[m.index].0;
+            Neighbour {
+                id: p.id,
+                name: p.job.name.clone(),
+                distance: m.distance,
+                actual_s: p.job.actual_s,
+                requested_s: p.job.requested_s,
+                outcome: p.job.outcome,
+            }
+        })
+        .collect()
+}
+
+/// A predicted duration and what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Predicted run time in seconds.
+    pub seconds: i64,
+    /// How it was made: `nearest` (the nearest completed job), `nearest, capped at the
+    /// request`, or `request` (no completed job to match).
+    pub basis: &'static str,
+    /// The nearest completed jobs (at most `k`), nearest first.
+    pub matches: Vec<Neighbour>,
+}
+
+/// Predicts the duration of a job with `facts` and `requested_s` from `history`: the actual run
+/// time of the nearest completed job, capped at the request; the request when nothing matches.
+pub fn predict(
+    history: &[PastJob],
+    facts: &JobFacts,
+    requested_s: Option<i64>,
+    k: usize,
+) -> Result<Prediction, HistoryError> {
+    let matches = neighbours(history, facts, k.max(1), true);
+    let nearest = matches.first().and_then(|m| m.actual_s);
+    let (seconds, basis) = match (nearest, requested_s) {
+        (Some(run), Some(cap)) if run > cap => (cap, "nearest, capped at the request"),
+        (Some(run), _) => (run, "nearest"),
+        (None, Some(cap)) => (cap, "request"),
+        (None, None) => return Err(HistoryError::Nothing),
+    };
+    Ok(Prediction {
+        seconds,
+        basis,
+        matches,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::Strength;
+    use serde_json::json;
+
+    fn facts(fields: &[(&str, Value)]) -> JobFacts {
+        let mut f = JobFacts::default();
+        for (name, value) in fields {
+            f.set(name, value.clone(), "t:1".into(), 1.0, Strength::Script);
+        }
+        f
+    }
+
+    fn job(name: &str, f: JobFacts, actual: Option<i64>, outcome: Outcome) -> NewJob {
+        NewJob {
+            name: name.into(),
+            user: Some("ana".into()),
+            facts: f,
+            requested_s: Some(10_000),
+            actual_s: actual,
+            outcome,
+        }
+    }
+
+    #[test]
+    fn jobs_survive_reopening_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let a = job(
+            "a",
+            facts(&[("model", json!("gpt2"))]),
+            Some(60),
+            Outcome::Completed,
+        );
+        {
+            let h = History::open(&path).unwrap();
+            assert_eq!(h.add(&a).unwrap(), 1);
+        }
+        let h = History::open(&path).unwrap();
+        let jobs = h.jobs().unwrap();
+        assert_eq!(jobs, vec![PastJob { id: 1, job: a }]);
+    }
+
+    #[test]
+    fn another_schema_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        drop(History::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 9")
+            .unwrap();
+        let e = History::open(&path).err().unwrap().to_string();
+        assert!(e.contains("version 9") && e.contains("h.sqlite"), "{e}");
+    }
+
+    #[test]
+    fn bad_seconds_and_outcomes_are_refused_by_name() {
+        let h = History::open_in_memory().unwrap();
+        let mut bad = job("a", JobFacts::default(), Some(0), Outcome::Completed);
+        assert!(h.add(&bad).unwrap_err().to_string().contains("actual_s"));
+        bad.actual_s = Some(5);
+        bad.requested_s = Some(-1);
+        assert!(h.add(&bad).unwrap_err().to_string().contains("requested_s"));
+        assert!("done"
+            .parse::<Outcome>()
+            .unwrap_err()
+            .to_string()
+            .contains("done"));
+    }
+
+    #[test]
+    fn the_nearest_completed_job_predicts_and_failures_do_not() {
+        let past: Vec<PastJob> = [
+            job(
+                "small",
+                facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(1))]),
+                Some(600),
+                Outcome::Completed,
+            ),
+            job(
+                "big",
+                facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(8))]),
+                Some(4_000),
+                Outcome::Completed,
+            ),
+            job(
+                "big-failed",
+                facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(8))]),
+                Some(30),
+                Outcome::Failed,
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, job)| PastJob {
+            id: i as i64 + 1,
+            job,
+        })
+        .collect();
+        let query = facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(4))]);
+        let p = predict(&past, &query, Some(9_000), 2).unwrap();
+        // ln 8/4 < ln 4/1: "big" is nearer; the failed run is not a match.
+        assert_eq!((p.seconds, p.basis), (4_000, "nearest"));
+        assert_eq!(
+            p.matches
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>(),
+            ["big", "small"]
+        );
+        assert_eq!(
+            predict(&past, &query, Some(1_000), 1).unwrap().seconds,
+            1_000
+        );
+        // Every job, failed ones too, for matching alone.
+        assert_eq!(neighbours(&past, &query, 1, false)[0].name, "big-failed");
+        assert_eq!(predict(&[], &query, Some(77), 1).unwrap().basis, "request");
+        assert!(matches!(
+            predict(&[], &query, None, 1),
+            Err(HistoryError::Nothing)
+        ));
+    }
+
+    #[test]
+    fn the_global_batch_is_derived_when_not_given() {
+        let given = descriptor(&facts(&[("global_batch_size", json!(64))]));
+        let derived = descriptor(&facts(&[
+            ("batch_size_per_device", json!(4)),
+            ("gpus_per_node", json!(8)),
+            ("nodes", json!(1)),
+            ("gradient_accumulation", json!(2)),
+        ]));
+        assert_eq!(given.sizes[1], derived.sizes[1]);
+        assert!(descriptor(&JobFacts::default())
+            .sizes
+            .iter()
+            .all(|s| s.is_nan()));
+    }
+}

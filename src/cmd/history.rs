@@ -1,0 +1,248 @@
+//! `schedlm history`: past training jobs in an SQLite file; similar jobs and predicted durations.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use schedlm_knowledge::history::{neighbours, predict, History, NewJob, Outcome};
+use schedlm_knowledge::{Extraction, JobFacts};
+
+use crate::args::parse_seconds;
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Add one finished job: its facts (the output of `schedlm extract`), how long it ran and
+    /// how it ended. Prints the job's id.
+    ///
+    /// Example: `schedlm extract runs/42 | schedlm history add --db jobs.sqlite --job -
+    /// --actual 2h15m --outcome completed`.
+    Add(AddArgs),
+    /// Print the past jobs most similar to a new one, nearest first, as JSON Lines: `id`,
+    /// `name`, `distance`, `actual_s`, `requested_s`, `outcome`.
+    ///
+    /// The distance counts each differing kind (model, dataset, training script, precision)
+    /// as 1 and each size (total GPUs, global batch size, sequence length, max steps, epochs)
+    /// as |ln a - ln b|; a value known on one side only counts 1 (docs/knowledge.md).
+    Match(MatchArgs),
+    /// Predict a new job's run time: the actual run time of the nearest completed job, capped
+    /// at the job's requested time; the requested time when no completed job is known. Prints
+    /// one JSON object: `seconds`, `basis`, `requested_s` and the `matches` it looked at.
+    Predict(PredictArgs),
+    /// Print every job of the history as JSON Lines, in the order added.
+    List(ListArgs),
+}
+
+/// The history file and the job to look up, shared by `match` and `predict`.
+#[derive(Debug, Args)]
+pub struct Lookup {
+    /// The history (SQLite); created by the first `add`.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+
+    /// The job's facts: a file written by `schedlm extract`, or `-` for standard input.
+    #[arg(long, value_name = "FILE")]
+    pub job: PathBuf,
+
+    /// How many past jobs to show.
+    #[arg(short, long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    pub k: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The history (SQLite), created if it does not exist.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+
+    /// The job's facts: a file written by `schedlm extract`, or `-` for standard input.
+    #[arg(long, value_name = "FILE")]
+    pub job: PathBuf,
+
+    /// A name for the job [default: the job directory `extract` read].
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// Who submitted it.
+    #[arg(long)]
+    pub user: Option<String>,
+
+    /// Its requested time limit, in seconds or as `4h`, `1h 30m` [default: the
+    /// `requested_time_s` fact, from `#SBATCH --time` or `#PBS -l walltime`].
+    #[arg(long, value_parser = parse_seconds)]
+    pub requested: Option<i64>,
+
+    /// How long it ran, in seconds or as `2h15m` (required for a completed job).
+    #[arg(long, value_parser = parse_seconds)]
+    pub actual: Option<i64>,
+
+    /// How it ended: completed, failed, timeout or cancelled.
+    #[arg(long)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Args)]
+pub struct MatchArgs {
+    #[command(flatten)]
+    pub lookup: Lookup,
+
+    /// Match failed, timed-out and cancelled jobs too (only completed ones by default).
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    #[command(flatten)]
+    pub lookup: Lookup,
+
+    /// The job's requested time limit [default: its `requested_time_s` fact].
+    #[arg(long, value_parser = parse_seconds)]
+    pub requested: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The history (SQLite).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+}
+
+pub fn run(command: &HistoryCommand) -> Result<()> {
+    match command {
+        HistoryCommand::Add(a) => add(a),
+        HistoryCommand::Match(a) => matches(a),
+        HistoryCommand::Predict(a) => prediction(a),
+        HistoryCommand::List(a) => list(a),
+    }
+}
+
+fn add(args: &AddArgs) -> Result<()> {
+    let extraction = read_job(&args.job)?;
+    if args.outcome == Outcome::Completed && args.actual.is_none() {
+        bail!("a completed job needs --actual (how long it ran)");
+    }
+    let requested_s = args.requested.or(requested_fact(&extraction.facts)?);
+    let job = NewJob {
+        name: args.name.clone().unwrap_or(extraction.dir),
+        user: args.user.clone(),
+        facts: extraction.facts,
+        requested_s,
+        actual_s: args.actual,
+        outcome: args.outcome,
+    };
+    let history = open(&args.db)?;
+    let id = history.add(&job)?;
+    outln!("{id}")?;
+    Ok(())
+}
+
+fn matches(args: &MatchArgs) -> Result<()> {
+    let extraction = read_job(&args.lookup.job)?;
+    let past = open_existing(&args.lookup.db)?.jobs()?;
+    let found = neighbours(
+        &past,
+        &extraction.facts,
+        usize::from(args.lookup.k),
+        !args.all,
+    );
+    for n in &found {
+        outln!("{}", serde_json::to_string(n)?)?;
+    }
+    if found.is_empty() {
+        eprintln!(
+            "history match: {} holds no {}job to match",
+            args.lookup.db.display(),
+            if args.all { "" } else { "completed " }
+        );
+    }
+    Ok(())
+}
+
+fn prediction(args: &PredictArgs) -> Result<()> {
+    let extraction = read_job(&args.lookup.job)?;
+    let requested_s = args.requested.or(requested_fact(&extraction.facts)?);
+    let past = open_existing(&args.lookup.db)?.jobs()?;
+    let p = predict(
+        &past,
+        &extraction.facts,
+        requested_s,
+        usize::from(args.lookup.k),
+    )?;
+    let value = json!({
+        "seconds": p.seconds,
+        "basis": p.basis,
+        "requested_s": requested_s,
+        "matches": p.matches,
+    });
+    outln!("{}", serde_json::to_string(&value)?)?;
+    Ok(())
+}
+
+fn list(args: &ListArgs) -> Result<()> {
+    for p in open_existing(&args.db)?.jobs()? {
+        let value = json!({
+            "id": p.id,
+            "name": p.job.name,
+            "user": p.job.user,
+            "requested_s": p.job.requested_s,
+            "actual_s": p.job.actual_s,
+            "outcome": p.job.outcome,
+            "facts": p.job.facts,
+        });
+        outln!("{}", serde_json::to_string(&value)?)?;
+    }
+    Ok(())
+}
+
+fn open(path: &Path) -> Result<History> {
+    Ok(History::open(path)?)
+}
+
+/// Opens a history that must exist already (reading never creates one).
+fn open_existing(path: &Path) -> Result<History> {
+    if !path.exists() {
+        bail!(
+            "{}: no such history (`schedlm history add` creates it)",
+            path.display()
+        );
+    }
+    open(path)
+}
+
+/// Reads the output of `schedlm extract` from a file or standard input (`-`).
+fn read_job(path: &Path) -> Result<Extraction> {
+    let (name, text) = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the job's facts from standard input")?;
+        ("standard input".to_string(), text)
+    } else {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the job's facts from {}", path.display()))?;
+        (path.display().to_string(), text)
+    };
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{name} is not the output of `schedlm extract` (a JSON object with `dir` and `facts`)"
+        )
+    })
+}
+
+/// The `requested_time_s` fact, if the job has one (it must be a positive integer).
+fn requested_fact(facts: &JobFacts) -> Result<Option<i64>> {
+    let Some(fact) = facts.get("requested_time_s") else {
+        return Ok(None);
+    };
+    match fact.value.as_i64() {
+        Some(s) if s > 0 => Ok(Some(s)),
+        _ => bail!(
+            "the job's requested_time_s ({} at {}) is not a positive number of seconds",
+            fact.value,
+            fact.source
+        ),
+    }
+}
