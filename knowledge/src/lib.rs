@@ -7,12 +7,15 @@
 //! launch commands and training arguments ([`launch`]), configuration files ([`configs`]),
 //! Python defaults ([`python`]) and logs ([`logs`]); [`extract()`]
 //! puts them together for one job directory. [`history`] keeps past jobs in SQLite and
-//! predicts a new job's duration from the most similar of them. The design, the precedence between sources and the
+//! predicts a new job's duration from the most similar of them; [`advice`] learns which
+//! configurations fit and how fast they run from past runs, and fills a job's GPU count and
+//! batch size. The design, the precedence between sources and the
 //! slices still to come (configs, Python defaults, the version cache, the LLM agent, history,
 //! configuration advice) are in docs/knowledge.md.
 
 #![warn(missing_docs)]
 
+pub mod advice;
 pub mod configs;
 pub mod extract;
 pub mod facts;

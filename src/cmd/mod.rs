@@ -1,6 +1,7 @@
 //! The command line: [`Cli`] and its [`Command`]s, one module per subcommand holding its
 //! arguments and turning them into library calls.
 
+pub mod advise;
 pub mod bench;
 pub mod bench_train;
 pub mod dataset;
@@ -82,6 +83,11 @@ pub enum Command {
     /// (docs/knowledge.md).
     #[command(subcommand)]
     History(history::HistoryCommand),
+    /// Fill a training job's GPU count and batch size from past runs (which configurations fit
+    /// in memory, how fast each runs) with the one that finishes first, queue wait included;
+    /// score the throughput predictions on held-out runs (docs/knowledge.md).
+    #[command(subcommand)]
+    Advise(advise::AdviseCommand),
 }
 
 /// Runs the subcommand.
@@ -102,6 +108,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import(import::ImportCommand::Psplib(a)) => import::psplib(&a),
         Command::Extract(a) => extract::run(&a),
         Command::History(a) => history::run(&a),
+        Command::Advise(a) => advise::run(&a),
     }
 }
 
