@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::argument;
+use crate::launch::setting;
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -83,28 +83,16 @@ pub fn read_config(
     for (parent, key, value) in leaves {
         let source = || format!("{name}:{}", line_of(text, &key));
         let key = key.replace('-', "_");
-        // `"auto"` (DeepSpeed through Hugging Face) and `-1` (`max_steps: -1`: not set) say
-        // nothing.
-        if value == json!("auto") || value.is_null() || value.as_f64().is_some_and(|x| x < 0.0) {
-            continue;
-        }
-        // `bf16: true`, or DeepSpeed's `"bf16": {"enabled": true}`.
-        let precision = match (parent.as_deref(), key.as_str()) {
-            (_, "bf16" | "fp16") => Some(key.clone()),
-            (Some(p @ ("bf16" | "fp16")), "enabled") => Some(p.to_string()),
-            _ => None,
-        };
-        if let Some(p) = precision {
-            if value == json!(true) {
-                facts.set("precision", json!(p), source(), 1.0, Strength::Config);
-            }
-            continue;
-        }
         if parent.is_none() && key == "model_type" && tree.get("architectures").is_some() {
             facts.set("model_type", value, source(), 1.0, Strength::Config);
             continue;
         }
-        if let Some((field, confidence)) = argument(&key) {
+        // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`.
+        let name = match (parent.as_deref(), key.as_str()) {
+            (Some(p @ ("bf16" | "fp16")), "enabled") => p.to_string(),
+            _ => key,
+        };
+        if let Some((field, value, confidence)) = setting(&name, value) {
             facts.set(field, value, source(), confidence, Strength::Config);
         }
     }

@@ -73,8 +73,33 @@ pub fn argument(name: &str) -> Option<(&'static str, f64)> {
         .map(|&(_, field, confidence)| (field, confidence))
 }
 
-/// Precision flags that stand alone (`--bf16`, `--fp16`, `--tf32` is not a training precision).
+/// Precision switches (`--bf16`, `fp16: true`; `tf32` is not a training precision).
 const PRECISION_FLAGS: &[&str] = &["bf16", "fp16"];
+
+/// The one rule by which flags, configs and Python sources turn a training setting (`name`,
+/// with `-` read as `_`, and its value) into a fact: `(field, value, confidence)`, or `None`.
+///
+/// - A value that says "not set" gives nothing: null, `"auto"` (DeepSpeed through Hugging
+///   Face), a negative number (`max_steps: -1`).
+/// - `bf16` / `fp16` set `precision` to their own name when on (true, `"true"`, `"yes"`, 1),
+///   and nothing when off.
+/// - Any other name of [`ARGUMENTS`] sets its field to the value.
+pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
+    if value.is_null() || value == json!("auto") || value.as_f64().is_some_and(|x| x < 0.0) {
+        return None;
+    }
+    if let Some(&flag) = PRECISION_FLAGS.iter().find(|&&f| f == name) {
+        let on = match &value {
+            Value::Bool(b) => *b,
+            Value::Number(n) => n.as_f64() == Some(1.0),
+            Value::String(t) => matches!(t.to_ascii_lowercase().as_str(), "true" | "yes" | "1"),
+            _ => false,
+        };
+        return on.then(|| ("precision", json!(flag), 1.0));
+    }
+    let (field, confidence) = argument(name)?;
+    Some((field, value, confidence))
+}
 
 /// Reads one launch command (`line` at `source`, e.g. `train.sh:12` or `command`) into
 /// `facts`; returns false when it is not a launch command.
@@ -248,23 +273,17 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         };
         i += 1;
         let name = name.replace('-', "_");
-        if PRECISION_FLAGS.contains(&name.as_str()) {
-            let on = values
-                .first()
-                .is_none_or(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"));
-            if on {
-                set("precision", json!(name), 1.0);
-            }
+        if values.iter().any(|v| v.contains('$')) {
             continue;
         }
-        if values.is_empty() || values.iter().any(|v| v.contains('$')) {
-            continue;
-        }
-        if let Some((field, confidence)) = argument(&name) {
-            let value = match values.as_slice() {
-                [one] => typed(one),
-                many => Value::Array(many.iter().map(|v| typed(v)).collect()),
-            };
+        let value = match values.as_slice() {
+            // A bare switch (`--bf16`) is on; any other bare flag says nothing.
+            [] if PRECISION_FLAGS.contains(&name.as_str()) => json!(true),
+            [] => continue,
+            [one] => typed(one),
+            many => Value::Array(many.iter().map(|v| typed(v)).collect()),
+        };
+        if let Some((field, value, confidence)) = setting(&name, value) {
             set(field, value, confidence);
         }
     }
@@ -349,6 +368,36 @@ mod tests {
         assert_eq!(m.value("gpus_per_node").unwrap(), 2);
         assert_eq!(m.value("script").unwrap(), "trainer.main");
         assert_eq!(m.value("epochs").unwrap(), 10);
+    }
+
+    #[test]
+    fn one_rule_for_unset_values_and_precision_switches() {
+        let facts = read(
+            "python train.py --max_steps -1 --num_train_epochs 3 --bf16 false --fp16 True --lr auto",
+        )
+        .unwrap();
+        assert_eq!(facts.value("max_steps"), None, "-1 means not set");
+        assert_eq!(facts.value("epochs"), Some(&json!(3)));
+        assert_eq!(facts.value("precision"), Some(&json!("fp16")));
+        assert_eq!(facts.value("learning_rate"), None, "auto means not set");
+        let bare = read("python train.py --bf16").unwrap();
+        assert_eq!(bare.value("precision"), Some(&json!("bf16")));
+        // The same rule for every reader.
+        assert_eq!(
+            setting("bf16", json!(true)).map(|s| s.1),
+            Some(json!("bf16"))
+        );
+        assert_eq!(
+            setting("fp16", json!("yes")).map(|s| s.1),
+            Some(json!("fp16"))
+        );
+        assert_eq!(setting("fp16", json!(false)), None);
+        assert_eq!(setting("max_steps", json!(-1)), None);
+        assert_eq!(setting("max_steps", json!(null)), None);
+        assert_eq!(
+            setting("lr", json!(0.1)).map(|s| s.0),
+            Some("learning_rate")
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use rustpython_parser::Parse;
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::argument;
+use crate::launch::setting;
 
 /// Calls whose keyword arguments are training settings.
 const SETTINGS_CALLS: &[&str] = &[
@@ -130,18 +130,9 @@ impl Reader<'_> {
         let set = |facts: &mut JobFacts, field: &str, v: Value, c: f64| {
             facts.set(field, v, source.clone(), c, Strength::Default)
         };
-        if value.as_f64().is_some_and(|x| x < 0.0) || value.is_null() {
-            return;
-        }
-        match (name, &value) {
-            ("bf16" | "fp16", Value::Bool(true)) => set(self.facts, "precision", json!(name), 1.0),
-            ("bf16" | "fp16", _) => {}
-            // Lightning's `precision="bf16-mixed"` reads like any other argument.
-            _ => {
-                if let Some((field, confidence)) = argument(name) {
-                    set(self.facts, field, value, confidence);
-                }
-            }
+        // Lightning's `precision="bf16-mixed"` reads like any other argument.
+        if let Some((field, value, confidence)) = setting(name, value) {
+            set(self.facts, field, value, confidence);
         }
     }
 }
