@@ -763,3 +763,70 @@ fn advise_scores_and_fills_configurations() {
     .failed();
     assert!(too_big.stderr.contains("is 12"), "{}", too_big.stderr);
 }
+
+/// `schedlm generate --from-jobs`: real job directories become one valid snapshot whose
+/// demands, walltimes and `meta` come from their files, or from the job history; a job that
+/// cannot be timed is named.
+#[test]
+fn generate_from_jobs_makes_a_snapshot_of_real_setups() {
+    let setups = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/knowledge/setups");
+    let job = |name: &str| format!("{setups}/{name}");
+    let (slurm, handbook) = (
+        job("openrlhf-slurm-torchrun"),
+        job("alignment-handbook-smollm-sft"),
+    );
+    let out = run(&[
+        "generate",
+        "--from-jobs",
+        &slurm,
+        &handbook,
+        "--servers",
+        "2",
+    ])
+    .ok();
+    let instance = &common::parse_jsonl(&out.stdout_text())[0];
+    let validated = common::run_stdin(&["validate", "-"], &out.stdout_text()).ok();
+    assert!(
+        validated.stdout_text().contains("1 valid"),
+        "{}",
+        validated.stdout_text()
+    );
+    let queue = instance["queue"].as_array().unwrap();
+    assert_eq!(queue[0]["id"], "openrlhf-slurm-torchrun");
+    assert_eq!(queue[0]["walltime"], 1_800, "#SBATCH --time=00:30:00");
+    assert_eq!(queue[1]["demand"], serde_json::json!([8, 64, 512]));
+    assert_eq!(queue[1]["meta"]["model"], "HuggingFaceTB/SmolLM-360M");
+    assert_eq!(queue[1]["meta"]["walltime_from"], "request");
+
+    // With a history, the walltime is the nearest completed run's time, capped at the request.
+    let dir = tempdir();
+    let db = path_str(&dir.path().join("jobs.sqlite"));
+    let facts = dir.path().join("h.json");
+    std::fs::write(&facts, run(&["extract", &handbook]).ok().stdout).unwrap();
+    run(&[
+        "history",
+        "add",
+        "--db",
+        &db,
+        "--job",
+        &path_str(&facts),
+        "--actual",
+        "20000",
+        "--outcome",
+        "completed",
+    ])
+    .ok();
+    let predicted = run(&["generate", "--from-jobs", &handbook, "--history", &db]).ok();
+    let q = &common::parse_jsonl(&predicted.stdout_text())[0]["queue"][0];
+    assert_eq!(q["walltime"], 20_000);
+    assert_eq!(q["meta"]["walltime_from"], "history (nearest)");
+
+    let untimed = run(&["generate", "--from-jobs", &job("deepspeed-chat-opt-1.3b")]).failed();
+    assert!(
+        untimed.stderr.contains("job deepspeed-chat-opt-1.3b"),
+        "{}",
+        untimed.stderr
+    );
+    let refused = run(&["generate", "--from-jobs", &slurm, "--load", "0.5"]).failed();
+    assert!(refused.stderr.contains("--load"), "{}", refused.stderr);
+}

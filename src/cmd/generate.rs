@@ -12,6 +12,8 @@ use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::{Rule, RuleContext};
 
+use schedlm_knowledge::snapshot::{snapshot, Job};
+
 use crate::args::{QueueRange, ShapeArgs};
 use crate::io::{create_output, write_jsonl};
 
@@ -75,9 +77,26 @@ pub struct GenerateArgs {
     /// `meta.requested_walltime`.
     #[arg(long, value_enum, requires = "from_trace")]
     pub estimate: Option<schedlm_generator::trace::estimate::Estimator>,
+
+    /// Make one snapshot whose queue is these training jobs (job directories, read as
+    /// `schedlm extract DIR` reads them) on --servers `dl` nodes (8 GPUs, 64 cores, 512 GiB;
+    /// default 4): demand [GPUs, cores, GiB] from the scripts (1 GPU, 8 cores and 64 GiB per GPU
+    /// where they are silent), walltime from --history or the requested time, `meta` with the
+    /// model, GPUs, batch sizes, sequence length, epochs, steps, precision and dataset. Each job's
+    /// id is its directory's name. See docs/knowledge.md.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "from_trace")]
+    pub from_jobs: Vec<PathBuf>,
+
+    /// With --from-jobs: predict each walltime from this job history (`schedlm history`):
+    /// the nearest completed job's run time, capped at the request.
+    #[arg(long, value_name = "FILE", requires = "from_jobs")]
+    pub history: Option<PathBuf>,
 }
 
 pub fn run(args: &GenerateArgs) -> Result<()> {
+    if !args.from_jobs.is_empty() {
+        return from_jobs(args);
+    }
     if let Some(path) = &args.from_trace {
         let mut given = args.shape.cluster_options_given();
         if args.family.is_some() {
@@ -153,5 +172,69 @@ fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &cut.instances)?;
     eprintln!("{}: {}", path.display(), cut.report);
+    Ok(())
+}
+
+/// `generate --from-jobs`: one snapshot of extracted training jobs.
+fn from_jobs(args: &GenerateArgs) -> Result<()> {
+    let mut refused: Vec<&str> = args.shape.cluster_options_given();
+    refused.retain(|o| *o != "--servers");
+    if args.family.is_some() {
+        refused.insert(0, "--family");
+    }
+    if !refused.is_empty() {
+        bail!(
+            "--from-jobs makes its queue from the jobs' files: drop {}",
+            refused.join(", ")
+        );
+    }
+    let mut extracted = Vec::new();
+    for dir in &args.from_jobs {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .with_context(|| format!("{}: a job directory needs a name", dir.display()))?;
+        if let Some((_, first)) = extracted
+            .iter()
+            .find(|(n, _): &&(String, PathBuf)| *n == name)
+        {
+            bail!(
+                "two jobs named {name} ({} and {}): job ids come from directory names",
+                first.display(),
+                dir.display()
+            );
+        }
+        extracted.push((name, dir.clone()));
+    }
+    let mut facts = Vec::new();
+    for (name, dir) in &extracted {
+        let e = schedlm_knowledge::extract(dir, None, &[])
+            .with_context(|| format!("cannot read job {name}"))?;
+        facts.push((name.clone(), e.facts));
+    }
+    let history = match &args.history {
+        Some(path) => {
+            if !path.exists() {
+                bail!("{}: no such history", path.display());
+            }
+            Some(schedlm_knowledge::history::History::open(path)?.jobs()?)
+        }
+        None => None,
+    };
+    let jobs: Vec<Job> = facts
+        .iter()
+        .map(|(name, facts)| Job {
+            name: name.clone(),
+            facts,
+        })
+        .collect();
+    let servers = args
+        .shape
+        .servers
+        .unwrap_or(schedlm_generator::family::dl::DEFAULT_SERVERS);
+    let instance = snapshot(&jobs, history.as_deref(), servers)?;
+    schedlm_model::validate(&instance).context("the snapshot is not a valid instance")?;
+    let mut out = create_output(args.output.as_deref())?;
+    write_jsonl(&mut out, &[instance])?;
     Ok(())
 }
