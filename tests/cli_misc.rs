@@ -830,3 +830,39 @@ fn generate_from_jobs_makes_a_snapshot_of_real_setups() {
     let refused = run(&["generate", "--from-jobs", &slurm, "--load", "0.5"]).failed();
     assert!(refused.stderr.contains("--load"), "{}", refused.stderr);
 }
+
+/// `schedlm advise replay`: with no job leaving its configuration out the two fillings are the
+/// same replay; with every job leaving it out, the advised configurations finish sooner.
+#[test]
+fn advise_replay_compares_defaults_with_advice() {
+    let replay = |share: &str| {
+        let out = run(&[
+            "advise", "replay", "--jobs", "60", "--seed", "2", "--share", share, "--json",
+        ])
+        .ok();
+        common::parse_jsonl(&out.stdout_text())
+    };
+    let none = replay("0");
+    assert_eq!(none.len(), 4);
+    for pair in none.chunks(2) {
+        assert_eq!(pair[0]["mean_jct"], pair[1]["mean_jct"]);
+        assert_eq!(pair[0]["left_out"], 0);
+    }
+    let all = replay("1");
+    assert_eq!(all[0]["left_out"], 60);
+    let jct = |i: usize| all[i]["mean_jct"].as_f64().unwrap();
+    assert!(
+        jct(1) < jct(0),
+        "FIFO advised {} vs default {}",
+        jct(1),
+        jct(0)
+    );
+    assert!(
+        jct(3) < jct(2),
+        "SJF advised {} vs default {}",
+        jct(3),
+        jct(2)
+    );
+    let bad = run(&["advise", "replay", "--share", "1.5"]).failed();
+    assert!(bad.stderr.contains("--share"), "{}", bad.stderr);
+}

@@ -5,8 +5,8 @@
 //! The knowledge is a list of past [`Run`]s (model, nodes, GPUs, local batch size, measured step
 //! time, whether it fitted in memory). A configuration's throughput is predicted from the
 //! nearest run of the same model that fitted, by [`schedlm_generator::similar`] over the sizes
-//! GPUs, nodes and local batch (the matcher of the job history); whether it fits, from the
-//! largest local batch that fitted and the smallest that ran out of memory ([`Knowledge::fits`]).
+//! GPUs, nodes and local batch (the matcher of the job history); whether it fits, by dominance
+//! over the runs that fitted and those that ran out of memory ([`Knowledge::fits`]).
 //! [`score`] measures the throughput error on held-out runs.
 //!
 //! ```
@@ -261,19 +261,22 @@ impl Knowledge {
         })
     }
 
-    /// Whether `local_batch` samples per GPU of `model` fit in memory (data parallel: every
-    /// GPU holds the whole model, so the GPU count does not change it).
-    pub fn fits(&self, model: &str, local_batch: u32) -> Fit {
+    /// Whether `local_batch` samples per GPU of `model` on `gpus` GPUs fit in memory, by
+    /// dominance: memory per GPU does not grow with more GPUs (data parallel, or sharded) and
+    /// grows with the local batch, so the configuration fits if a run with at most as many GPUs
+    /// and at least as large a local batch fitted, and does not if a run with at least as many
+    /// GPUs and at most as large a local batch ran out of memory.
+    pub fn fits(&self, model: &str, gpus: u32, local_batch: u32) -> Fit {
         let of_model = self.runs.iter().filter(|r| r.model == model);
-        let largest_fit = of_model
+        let dominated_fit = of_model
             .clone()
-            .filter(|r| r.fits)
-            .map(|r| r.local_batch)
-            .max();
-        let smallest_oom = of_model.filter(|r| !r.fits).map(|r| r.local_batch).min();
-        if largest_fit.is_some_and(|b| local_batch <= b) {
+            .any(|r| r.fits && r.gpus <= gpus && r.local_batch >= local_batch);
+        let dominated_oom = of_model
+            .clone()
+            .any(|r| !r.fits && r.gpus >= gpus && r.local_batch <= local_batch);
+        if dominated_fit {
             Fit::Yes
-        } else if smallest_oom.is_some_and(|b| local_batch >= b) {
+        } else if dominated_oom {
             Fit::No
         } else {
             Fit::Unknown
@@ -341,7 +344,7 @@ pub fn advise(k: &Knowledge, request: &Request) -> Result<Vec<Candidate>, Advice
     for &(gpus, wait_s) in &gpu_options {
         let nodes = gpus.div_ceil(request.gpus_per_node.max(1));
         for &local_batch in &batches {
-            if k.fits(model, local_batch) != Fit::Yes {
+            if k.fits(model, gpus, local_batch) != Fit::Yes {
                 continue;
             }
             let Some(t) = k.throughput(model, nodes, gpus, local_batch) else {
@@ -473,12 +476,22 @@ mod tests {
 
     #[test]
     fn fit_is_bounded_by_the_largest_fit_and_the_smallest_oom() {
-        let k = Knowledge::new(vec![run(1, 8, 1.0, true), run(1, 32, 0.0, false)]);
-        assert_eq!(k.fits("m", 8), Fit::Yes);
-        assert_eq!(k.fits("m", 4), Fit::Yes);
-        assert_eq!(k.fits("m", 16), Fit::Unknown);
-        assert_eq!(k.fits("m", 64), Fit::No);
-        assert_eq!(k.fits("other", 1), Fit::Unknown);
+        let k = Knowledge::new(vec![
+            run(1, 8, 1.0, true),
+            run(1, 32, 0.0, false),
+            run(4, 64, 0.0, false),
+        ]);
+        assert_eq!(k.fits("m", 1, 8), Fit::Yes);
+        assert_eq!(k.fits("m", 4, 4), Fit::Yes, "more GPUs, smaller batch");
+        assert_eq!(k.fits("m", 1, 16), Fit::Unknown);
+        assert_eq!(k.fits("m", 1, 64), Fit::No);
+        assert_eq!(
+            k.fits("m", 8, 64),
+            Fit::Unknown,
+            "more GPUs than the OOM run"
+        );
+        assert_eq!(k.fits("m", 2, 64), Fit::No);
+        assert_eq!(k.fits("other", 1, 1), Fit::Unknown);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod history;
 pub mod launch;
 pub mod logs;
 pub mod python;
+pub mod replay;
 pub mod scheduler;
 pub mod snapshot;
 

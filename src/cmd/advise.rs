@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use schedlm_generator::{generate_one, Config, Family, Load};
 use schedlm_knowledge::advice::{advise, read_runs, score, Knowledge, Request};
+use schedlm_knowledge::replay::{jobs_of, knowledge_of, replay, Filling, Policy};
 
 #[derive(Debug, Subcommand)]
 pub enum AdviseCommand {
@@ -24,6 +26,15 @@ pub enum AdviseCommand {
     /// Hold out a share of the past runs, predict their throughput from the others, and print
     /// the error per model and overall (docs/knowledge.md).
     Score(ScoreArgs),
+    /// Replay `dl` training jobs online with a share of them leaving their GPU count and batch
+    /// size out: run those with the user default (fewest GPUs, smallest per-GPU batch) or with
+    /// the advised configuration, under FIFO and SJF; print mean JCT and bounded slowdown side
+    /// by side.
+    ///
+    /// Two `dl` snapshots are generated from --seed: the first one's jobs, each seen once in its
+    /// user's configuration, are the past runs the advisor learns from; the second one's queue
+    /// is replayed on a pool of --servers x 8 GPUs (docs/knowledge.md lists the rules).
+    Replay(ReplayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -74,11 +85,90 @@ pub struct ScoreArgs {
     pub seed: u64,
 }
 
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Jobs replayed (and past runs learned from).
+    #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(2..=5000))]
+    pub jobs: u32,
+
+    /// 8-GPU nodes of the cluster.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub servers: u32,
+
+    /// Share of the jobs that leave their configuration out, in [0, 1].
+    #[arg(long, default_value_t = 0.5)]
+    pub share: f64,
+
+    /// Seed of the two snapshots and of which jobs leave their configuration out.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Print JSON Lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
 pub fn run(command: &AdviseCommand) -> Result<()> {
     match command {
         AdviseCommand::Fill(a) => fill(a),
         AdviseCommand::Score(a) => scores(a),
+        AdviseCommand::Replay(a) => replay_dl(a),
     }
+}
+
+fn replay_dl(args: &ReplayArgs) -> Result<()> {
+    if !(0.0..=1.0).contains(&args.share) {
+        bail!("--share must lie in [0, 1], got {}", args.share);
+    }
+    let snapshot = |seed: u64| -> Result<_> {
+        let mut c = Config::new(Family::Dl, seed);
+        c.queue_min = args.jobs as usize;
+        c.queue_max = args.jobs as usize;
+        c.load = Some(Load::Fraction(0.0));
+        generate_one(&c, 0).context("cannot generate the dl snapshot")
+    };
+    let past = jobs_of(&snapshot(args.seed)?, 0.0, args.seed)?;
+    let knowledge = knowledge_of(&past);
+    let jobs = jobs_of(&snapshot(args.seed.wrapping_add(1))?, args.share, args.seed)?;
+    let gpus = i64::from(args.servers) * 8;
+    let mut results = Vec::new();
+    for policy in [Policy::Fifo, Policy::Sjf] {
+        for filling in [Filling::Default, Filling::Advised] {
+            results.push(replay(&jobs, &knowledge, gpus, policy, filling));
+        }
+    }
+    if args.json {
+        for r in &results {
+            outln!("{}", serde_json::to_string(r)?)?;
+        }
+        return Ok(());
+    }
+    outln!(
+        "{} jobs on {} GPUs, {} leave their configuration out; {} past runs learned",
+        jobs.len(),
+        gpus,
+        results[0].left_out,
+        knowledge.runs().len()
+    )?;
+    outln!(
+        "{:<7} {:<9} {:>12} {:>10} {:>22}",
+        "policy",
+        "filling",
+        "mean JCT s",
+        "mean bsld",
+        "mean GPUs (left out)"
+    )?;
+    for r in &results {
+        outln!(
+            "{:<7} {:<9} {:>12.0} {:>10.2} {:>22.2}",
+            format!("{:?}", r.policy).to_lowercase(),
+            format!("{:?}", r.filling).to_lowercase(),
+            r.mean_jct,
+            r.mean_bsld,
+            r.mean_gpus_left_out
+        )?;
+    }
+    Ok(())
 }
 
 fn fill(args: &FillArgs) -> Result<()> {

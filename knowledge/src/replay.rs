@@ -1,0 +1,407 @@
+//! Online replay of `dl` training jobs in which a share of the jobs leave their configuration
+//! (GPU count, batch size) out: the cluster runs them with a user default, or with the
+//! configuration [`crate::advice::advise`] fills in at submission. Mean job completion time
+//! (JCT) and bounded slowdown, under FIFO and SJF.
+//!
+//! The world is the generator's `dl` family (`schedlm_generator::family::dl`): a job's true
+//! run time in a configuration is the family's run-time model ([`ideal_runtime`]) with the
+//! GPU count and global batch of that configuration, times the job's own noise factor (its
+//! `runtime` over the noise-free time of the configuration it was drawn with). The advisor
+//! does not know that model: it learns throughputs from past runs ([`knowledge_of`]: the jobs of
+//! another snapshot, each seen once in its user's configuration) and predicts queue waits
+//! from the running jobs' predicted ends.
+//!
+//! Rules of the replay (docs/knowledge.md):
+//!
+//! - the cluster is a pool of GPUs (every job fits one 8-GPU node, so a pool of nodes x 8 GPUs
+//!   ignores only fragmentation across nodes);
+//! - jobs start in policy order while the next one fits (no backfilling): FIFO by submission,
+//!   SJF by predicted run time (the advisor's prediction for the chosen configuration, for
+//!   every job), ties by submission;
+//! - a job that leaves its configuration out gets, as the user default, the model's fewest
+//!   GPUs with the smallest per-GPU batch of the catalogue, or the advised configuration:
+//!   GPUs in {1, 2, 4, 8}, a per-GPU batch seen in the past runs, predicted to fit, least
+//!   predicted wait + run; the work (epochs x samples) is the same either way;
+//! - which jobs leave their configuration out is a seeded hash of the job id.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use schedlm_generator::family::dl::{ideal_runtime, model, DlJob, STAGE_S_PER_GB, STARTUP_S};
+use schedlm_generator::similar::kind_of;
+use schedlm_model::instance::Instance;
+use serde::Serialize;
+
+use crate::advice::{advise, Knowledge, Request, Run};
+
+/// Why a replay could not be set up (the job is named).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ReplayError {
+    /// A queued job is not a `dl` job with the family's `meta` and a true run time.
+    #[error("job {job}: {message}")]
+    Job {
+        /// The job's id.
+        job: String,
+        /// What is missing or wrong.
+        message: String,
+    },
+}
+
+/// One job of the replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayJob {
+    /// Its id.
+    pub id: String,
+    /// Submission time.
+    pub submit: i64,
+    /// The job in the configuration its user gave (GPUs, global batch).
+    pub job: DlJob,
+    /// Its run-time noise: true run time over the noise-free one.
+    pub noise: f64,
+    /// Whether it leaves its configuration out.
+    pub leaves_out: bool,
+}
+
+/// How the jobs that leave their configuration out are configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Filling {
+    /// The user default: fewest GPUs, smallest per-GPU batch.
+    Default,
+    /// The advisor's configuration.
+    Advised,
+}
+
+/// The order jobs start in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// First come, first served.
+    Fifo,
+    /// Shortest predicted run time first.
+    Sjf,
+}
+
+/// What one replay gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayResult {
+    /// The policy.
+    pub policy: Policy,
+    /// How missing configurations were filled.
+    pub filling: Filling,
+    /// Jobs replayed.
+    pub jobs: usize,
+    /// Jobs that left their configuration out.
+    pub left_out: usize,
+    /// Mean completion time (end - submit), seconds.
+    pub mean_jct: f64,
+    /// Mean bounded slowdown max(1, (end - submit) / max(run, 10)).
+    pub mean_bsld: f64,
+    /// Mean GPUs of the jobs that left their configuration out.
+    pub mean_gpus_left_out: f64,
+}
+
+/// The jobs of a `dl` snapshot's queue; a share `share` of them (by a hash of `seed` and the
+/// id) leave their configuration out.
+pub fn jobs_of(instance: &Instance, share: f64, seed: u64) -> Result<Vec<ReplayJob>, ReplayError> {
+    let mut jobs = Vec::new();
+    for q in &instance.queue {
+        let bad = |message: &str| ReplayError::Job {
+            job: q.id.clone(),
+            message: message.to_string(),
+        };
+        let meta = q
+            .meta
+            .as_ref()
+            .ok_or_else(|| bad("no meta (not a dl job)"))?;
+        let int = |field: &str| {
+            meta.get(field)
+                .and_then(serde_json::Value::as_i64)
+                .ok_or_else(|| bad(&format!("meta.{field} is not an integer")))
+        };
+        let name = meta
+            .get("model")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| bad("meta.model is missing"))?;
+        let spec =
+            model(name).ok_or_else(|| bad(&format!("model {name} is not in the dl catalogue")))?;
+        let job = DlJob {
+            model: spec,
+            gpus: int("gpus")?,
+            batch_size: int("batch_size")?,
+            samples: int("samples")?,
+            dataset_gb: meta
+                .get("dataset_gb")
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| bad("meta.dataset_gb is not a number"))?,
+            epochs: int("epochs")?,
+        };
+        let runtime = q.runtime.ok_or_else(|| bad("no true runtime"))?;
+        let h = kind_of(&format!("{seed}:{}", q.id));
+        jobs.push(ReplayJob {
+            id: q.id.clone(),
+            submit: q.submit,
+            job,
+            noise: runtime as f64 / ideal_runtime(&job),
+            leaves_out: ((h % 1_000_000) as f64) < share * 1_000_000.0,
+        });
+    }
+    jobs.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
+    Ok(jobs)
+}
+
+/// Past runs learned from the jobs of a `dl` snapshot: each job once, in its user's
+/// configuration, with the throughput its true run time shows (the fixed start-up and staging
+/// times taken out).
+pub fn knowledge_of(past: &[ReplayJob]) -> Knowledge {
+    let runs = past
+        .iter()
+        .filter_map(|p| {
+            let j = &p.job;
+            let run_s = ideal_runtime(j) * p.noise;
+            let compute_s = run_s - STARTUP_S - STAGE_S_PER_GB * j.dataset_gb;
+            let local = j.batch_size / j.gpus.max(1);
+            (compute_s > 0.0 && local > 0).then(|| {
+                let samples_per_s = (j.epochs * j.samples) as f64 / compute_s;
+                Run {
+                    model: j.model.name.to_string(),
+                    nodes: 1,
+                    gpus: j.gpus as u32,
+                    local_batch: local as u32,
+                    step_time_s: j.batch_size as f64 / samples_per_s,
+                    fits: true,
+                    line: 0,
+                }
+            })
+        })
+        .collect();
+    Knowledge::new(runs)
+}
+
+/// A configuration and its predicted and true run times.
+#[derive(Debug, Clone, Copy)]
+struct Chosen {
+    gpus: i64,
+    predicted_s: f64,
+    true_s: i64,
+}
+
+/// The true run time of `job` on `gpus` GPUs with `local` samples per GPU.
+fn true_runtime(r: &ReplayJob, gpus: i64, local: i64) -> i64 {
+    let job = DlJob {
+        gpus,
+        batch_size: gpus * local,
+        ..r.job
+    };
+    ((ideal_runtime(&job) * r.noise).round() as i64).max(1)
+}
+
+/// The advisor's predicted run time of `job` in a configuration (start-up and staging added
+/// to the predicted compute time).
+fn predicted_runtime(k: &Knowledge, r: &ReplayJob, gpus: i64, local: i64) -> Option<f64> {
+    let t = k.throughput(r.job.model.name, 1, gpus as u32, local as u32)?;
+    let work = (r.job.epochs * r.job.samples) as f64;
+    Some(STARTUP_S + STAGE_S_PER_GB * r.job.dataset_gb + work / t.samples_per_s)
+}
+
+/// The configuration `r` runs with, chosen at `now` with `running` (predicted end, GPUs).
+fn choose(
+    k: &Knowledge,
+    r: &ReplayJob,
+    filling: Filling,
+    now: i64,
+    running: &[(f64, i64)],
+    free: i64,
+) -> Chosen {
+    let user = |gpus: i64, local: i64| Chosen {
+        gpus,
+        predicted_s: predicted_runtime(k, r, gpus, local).unwrap_or(f64::INFINITY),
+        true_s: true_runtime(r, gpus, local),
+    };
+    let m = r.job.model;
+    let smallest_batch = m.per_gpu_batch.iter().copied().min().unwrap_or(1);
+    let default = || user(m.min_gpus.max(1), smallest_batch);
+    if !r.leaves_out {
+        return user(r.job.gpus, r.job.batch_size / r.job.gpus.max(1));
+    }
+    if filling == Filling::Default {
+        return default();
+    }
+    let waits: Vec<(u32, f64)> = [1i64, 2, 4, 8]
+        .into_iter()
+        .map(|g| (g as u32, wait_for(g, now, running, free)))
+        .collect();
+    let request = Request {
+        model: m.name.to_string(),
+        samples: (r.job.epochs * r.job.samples) as f64,
+        gpus: None,
+        local_batch: None,
+        gpus_per_node: 8,
+        waits,
+    };
+    match advise(k, &request) {
+        Ok(c) => user(i64::from(c[0].gpus), i64::from(c[0].local_batch)),
+        Err(_) => default(),
+    }
+}
+
+/// Predicted seconds until `gpus` GPUs are free, from the running jobs' predicted ends.
+fn wait_for(gpus: i64, now: i64, running: &[(f64, i64)], free: i64) -> f64 {
+    let mut ends: Vec<(f64, i64)> = running.to_vec();
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut available = free;
+    if available >= gpus {
+        return 0.0;
+    }
+    for (end, g) in ends {
+        available += g;
+        if available >= gpus {
+            return (end - now as f64).max(0.0);
+        }
+    }
+    f64::INFINITY
+}
+
+/// Replays `jobs` on `gpus` GPUs under `policy`, the missing configurations filled by
+/// `filling` from knowledge `k`.
+pub fn replay(
+    jobs: &[ReplayJob],
+    k: &Knowledge,
+    gpus: i64,
+    policy: Policy,
+    filling: Filling,
+) -> ReplayResult {
+    // Waiting: (key, submit, index, chosen); running: (true end, index) and predicted ends.
+    let mut waiting: Vec<(f64, usize, Chosen)> = Vec::new();
+    let mut ends: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+    let mut running: Vec<(usize, f64, i64)> = Vec::new();
+    let mut free = gpus;
+    let mut next = 0;
+    let (mut jct_sum, mut bsld_sum, mut left_gpus, mut left) = (0.0, 0.0, 0.0, 0usize);
+    while next < jobs.len() || !ends.is_empty() {
+        // The next event: a completion first at equal times.
+        let arrival = jobs.get(next).map(|j| j.submit);
+        let completion = ends.peek().map(|Reverse((t, _))| *t);
+        let now = match (arrival, completion) {
+            (Some(a), Some(c)) => a.min(c),
+            (Some(a), None) => a,
+            (None, Some(c)) => c,
+            (None, None) => break,
+        };
+        while let Some(&Reverse((t, i))) = ends.peek() {
+            if t > now {
+                break;
+            }
+            ends.pop();
+            let at = running.iter().position(|r| r.0 == i).unwrap_or(0);
+            let (_, _, g) = running.swap_remove(at);
+            free += g;
+        }
+        while next < jobs.len() && jobs[next].submit <= now {
+            let view: Vec<(f64, i64)> = running.iter().map(|&(_, e, g)| (e, g)).collect();
+            let chosen = choose(k, &jobs[next], filling, now, &view, free);
+            if jobs[next].leaves_out {
+                left += 1;
+                left_gpus += chosen.gpus as f64;
+            }
+            let key = match policy {
+                Policy::Fifo => 0.0,
+                Policy::Sjf => chosen.predicted_s,
+            };
+            waiting.push((key, next, chosen));
+            next += 1;
+        }
+        waiting.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        while let Some(&(_, i, c)) = waiting.first() {
+            if c.gpus > free {
+                break;
+            }
+            waiting.remove(0);
+            free -= c.gpus;
+            ends.push(Reverse((now + c.true_s, i)));
+            running.push((i, now as f64 + c.predicted_s, c.gpus));
+            let jct = (now + c.true_s - jobs[i].submit) as f64;
+            jct_sum += jct;
+            bsld_sum += (jct / (c.true_s.max(10) as f64)).max(1.0);
+        }
+    }
+    let n = jobs.len().max(1) as f64;
+    ReplayResult {
+        policy,
+        filling,
+        jobs: jobs.len(),
+        left_out: left,
+        mean_jct: jct_sum / n,
+        mean_bsld: bsld_sum / n,
+        mean_gpus_left_out: if left == 0 {
+            0.0
+        } else {
+            left_gpus / left as f64
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlm_generator::{generate_one, Config, Family, Load};
+
+    fn dl(seed: u64, queue: usize) -> Instance {
+        let mut c = Config::new(Family::Dl, seed);
+        c.queue_min = queue;
+        c.queue_max = queue;
+        c.load = Some(Load::Fraction(0.0));
+        generate_one(&c, 0).unwrap()
+    }
+
+    #[test]
+    fn the_users_configuration_reproduces_the_true_runtime() {
+        let instance = dl(3, 30);
+        let jobs = jobs_of(&instance, 0.0, 1).unwrap();
+        for (j, q) in jobs.iter().zip({
+            let mut q = instance.queue.clone();
+            q.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
+            q
+        }) {
+            assert!(!j.leaves_out);
+            let local = j.job.batch_size / j.job.gpus;
+            assert_eq!(true_runtime(j, j.job.gpus, local), q.runtime.unwrap());
+        }
+    }
+
+    #[test]
+    fn with_no_job_leaving_its_configuration_out_both_fillings_agree() {
+        let past = jobs_of(&dl(1, 60), 0.0, 1).unwrap();
+        let k = knowledge_of(&past);
+        let jobs = jobs_of(&dl(2, 40), 0.0, 1).unwrap();
+        for policy in [Policy::Fifo, Policy::Sjf] {
+            let a = replay(&jobs, &k, 16, policy, Filling::Default);
+            let b = replay(&jobs, &k, 16, policy, Filling::Advised);
+            assert_eq!((a.mean_jct, a.mean_bsld), (b.mean_jct, b.mean_bsld));
+            assert_eq!(a.left_out, 0);
+            assert!(a.mean_bsld >= 1.0);
+        }
+    }
+
+    #[test]
+    fn a_lone_job_completes_after_its_true_runtime() {
+        let jobs = jobs_of(&dl(5, 8), 0.0, 1).unwrap();
+        let one = &jobs[..1];
+        let k = knowledge_of(&jobs);
+        let r = replay(one, &k, 64, Policy::Fifo, Filling::Default);
+        let local = one[0].job.batch_size / one[0].job.gpus;
+        assert_eq!(
+            r.mean_jct,
+            true_runtime(&one[0], one[0].job.gpus, local) as f64
+        );
+    }
+
+    #[test]
+    fn waits_come_from_the_running_jobs_predicted_ends() {
+        let running = [(500.0, 4), (200.0, 2)];
+        assert_eq!(wait_for(2, 100, &running, 2), 0.0);
+        assert_eq!(wait_for(4, 100, &running, 2), 100.0);
+        assert_eq!(wait_for(8, 100, &running, 2), 400.0);
+        assert_eq!(wait_for(16, 100, &running, 2), f64::INFINITY);
+    }
+}
