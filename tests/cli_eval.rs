@@ -613,3 +613,97 @@ fn interrupted_llm_evaluations_resume_asking_only_for_what_is_missing() {
     );
     assert_eq!(p["valid_share"], 1.0);
 }
+
+/// `schedlm extract --llm`: the agent reads a file the parsers do not, its checked answer
+/// fills an empty field (cited, weakest source), a wrong one is rejected; with --cache an
+/// unchanged job makes no call; a dead endpoint fails the command after writing the parsers'
+/// facts.
+#[test]
+fn extract_asks_the_llm_agent_for_what_the_parsers_miss() {
+    let dir = tempdir();
+    let job = dir.path().join("job");
+    fs::create_dir(&job).unwrap();
+    fs::write(job.join("run.sh"), "#!/bin/bash\n#SBATCH --gres=gpu:4\n").unwrap();
+    fs::write(
+        job.join("notes.txt"),
+        "Fine-tunes gpt2-medium on wikitext.\nThree epochs.\n",
+    )
+    .unwrap();
+    let (url, calls) = serve(|_, user| {
+        let content = if user.contains("1: Fine-tunes") {
+            r#"answer {"model": {"value": "gpt2-medium", "source": "notes.txt:1"}, "epochs": {"value": 3, "source": "notes.txt:2"}}"#
+        } else {
+            "read_file notes.txt"
+        };
+        let body = json!({"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 50, "completion_tokens": 5}});
+        (200, body.to_string())
+    });
+    let llm = format!("openai:{url}#tiny");
+    let cache = path_str(&dir.path().join("facts.cache"));
+    let args = |llm: &str| {
+        vec![
+            "extract".to_string(),
+            path_str(&job),
+            "--llm".into(),
+            llm.to_string(),
+            "--llm-samples".into(),
+            "1".into(),
+            "--cache".into(),
+            cache.clone(),
+        ]
+    };
+    let first = run(&args(&llm)).ok();
+    let v: Value = serde_json::from_str(first.stdout_text().trim()).unwrap();
+    assert_eq!(v["facts"]["model"]["value"], "gpt2-medium");
+    assert_eq!(v["facts"]["model"]["source"], "notes.txt:1");
+    assert_eq!(v["facts"]["model"]["strength"], "agent");
+    assert_eq!(
+        v["facts"]["gpus_per_node"]["strength"], "header",
+        "parsers keep theirs"
+    );
+    assert!(
+        v["facts"].get("epochs").is_none(),
+        "\"Three\" is not 3: rejected"
+    );
+    assert_eq!(v["agent"]["calls"], 2);
+    assert_eq!(v["agent"]["prompt_tokens"], 100);
+    assert!(v["agent"]["rejected"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("epochs:"));
+    let seen = calls.load(std::sync::atomic::Ordering::SeqCst);
+
+    let second = run(&args(&llm)).ok();
+    let again: Value = serde_json::from_str(second.stdout_text().trim()).unwrap();
+    assert_eq!(again["facts"], v["facts"]);
+    assert_eq!(again["agent"]["calls"], 0);
+    assert_eq!(again["agent"]["reused"], true);
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        seen,
+        "no call"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = run(&[
+        "extract",
+        &path_str(&job),
+        "--llm",
+        &format!("openai:http://127.0.0.1:{port}/v1#x"),
+        "--llm-samples",
+        "1",
+    ])
+    .failed();
+    assert!(
+        dead.stderr.contains("every LLM agent run failed"),
+        "{}",
+        dead.stderr
+    );
+    let parsers: Value = serde_json::from_str(dead.stdout_text().trim()).unwrap();
+    assert_eq!(parsers["facts"]["gpus_per_node"]["value"], 4);
+}

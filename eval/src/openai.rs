@@ -1,6 +1,6 @@
 //! A client for OpenAI-compatible chat-completions endpoints (vLLM, llama.cpp server,
 //! Ollama, hosted APIs): `POST {URL}/chat/completions` with the system and user messages,
-//! temperature 0, and the reply's `choices[0].message.content` as the answer, with its
+//! temperature 0 unless told otherwise, and the reply's `choices[0].message.content` as the answer, with its
 //! `finish_reason` and token `usage` when the server sends them.
 //!
 //! Each request has a timeout. Failures that may pass (no connection, timeout, HTTP 408, 429
@@ -37,6 +37,9 @@ pub struct ClientOptions {
     pub api_key_env: String,
     /// `max_tokens` of each request; `None`: [`auto_max_tokens`] of the queue length.
     pub max_tokens: Option<u32>,
+    /// Sampling temperature (0: the most likely answer, what an evaluation wants; above 0 for
+    /// answers that are to vary, as the votes of `extract --llm-samples`).
+    pub temperature: f64,
 }
 
 /// Longest wait a `Retry-After` header can impose before one retry.
@@ -57,6 +60,7 @@ impl Default for ClientOptions {
             backoff: Duration::from_secs(1),
             api_key_env: "OPENAI_API_KEY".into(),
             max_tokens: None,
+            temperature: 0.0,
         }
     }
 }
@@ -227,7 +231,7 @@ impl Client {
                 {"role": "system", "content": system},
                 {"role": "user", "content": user},
             ],
-            "temperature": 0,
+            "temperature": self.options.temperature,
             "max_tokens": max_tokens,
         });
         let started = Instant::now();

@@ -113,6 +113,7 @@ fn options(timeout_ms: u64, retries: u32) -> ClientOptions {
         backoff: Duration::from_millis(10),
         api_key_env: "SCHEDLM_EVAL_TEST_UNSET_KEY".into(),
         max_tokens: Some(64),
+        temperature: 0.0,
     }
 }
 
@@ -134,7 +135,7 @@ fn normal_answers_carry_the_prompt_and_the_key() {
     let key = format!("Bearer {}", std::env::var("PATH").unwrap());
     assert_eq!(seen[0].authorization.as_deref(), Some(key.as_str()));
     assert_eq!(seen[0].body["model"], "tiny");
-    assert_eq!(seen[0].body["temperature"], 0);
+    assert_eq!(seen[0].body["temperature"], 0.0);
     assert_eq!(seen[0].body["messages"][0]["content"], "sys");
     assert_eq!(seen[0].body["messages"][1]["role"], "user");
     assert_eq!(seen[0].body["messages"][1]["content"], "user text");

@@ -70,6 +70,9 @@ pub struct Extraction {
     pub parsed: usize,
     /// Scripts and configs whose facts came from the cache (their content had not changed).
     pub reused: usize,
+    /// What the LLM agent did, when it was asked (`extract --llm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<crate::agent::AgentReport>,
 }
 
 /// Facts per file, keyed by content: a file whose SHA-256 has not changed since the last run
@@ -81,6 +84,21 @@ pub struct Cache {
     pub version: u32,
     /// Path relative to the job directory -> what reading it gave.
     pub files: BTreeMap<String, CachedFile>,
+    /// The LLM agent's last answers, valid while the files, the model and the agent's options
+    /// are the same ([`crate::agent::cache_key`]).
+    #[serde(default)]
+    pub agent: Option<CachedAgent>,
+}
+
+/// The agent's answers kept in the [`Cache`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CachedAgent {
+    /// [`crate::agent::cache_key`] of the run that gave them.
+    pub key: String,
+    /// The facts it filled.
+    pub facts: JobFacts,
+    /// Its report.
+    pub report: crate::agent::AgentReport,
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
@@ -145,6 +163,7 @@ pub fn extract_cached(
         *cache = Cache {
             version: CACHE_VERSION,
             files: BTreeMap::new(),
+            agent: None,
         };
     }
     let mut out = Extraction {
@@ -154,6 +173,7 @@ pub fn extract_cached(
         skipped: Vec::new(),
         parsed: 0,
         reused: 0,
+        agent: None,
     };
     let mut files = Vec::new();
     list_files(dir, 0, &mut files)?;

@@ -25,6 +25,8 @@ pub enum Strength {
     Log,
     /// Computed from other facts (global batch size, GPUs per node from a total).
     Derived,
+    /// Answered by the optional LLM agent, checked against the line it cites ([`crate::agent`]).
+    Agent,
 }
 
 /// One value, where it came from and how sure the extractor is.

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod advice;
+pub mod agent;
 pub mod configs;
 pub mod extract;
 pub mod facts;

@@ -3,10 +3,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use schedlm_knowledge::Cache;
+use schedlm_eval::openai::{Client, ClientOptions};
+use schedlm_eval::policy::EvalPolicy;
+use schedlm_knowledge::agent::{self, cache_key, AgentOptions, AgentReport, Chat, ChatReply};
+use schedlm_knowledge::extract::CachedAgent;
+use schedlm_knowledge::{Cache, Extraction};
 
 use crate::io::create_output;
 
@@ -42,6 +46,25 @@ pub struct ExtractArgs {
     /// Output file [default: standard output].
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+
+    /// Ask an LLM about the fields the parsers left empty: `openai:URL#MODEL`, an
+    /// OpenAI-compatible chat endpoint (e.g. a local llama.cpp or vLLM server). The model lists
+    /// and reads files of DIR only (nothing outside it), answers with the `file:line` of each
+    /// value, and every answer is checked against that line; --llm-samples runs vote. Its facts
+    /// are the weakest source (`agent`); the output's `agent` says what was asked, filled and
+    /// rejected, and the calls and tokens used. With --cache, an unchanged job reuses the
+    /// answers without a call.
+    #[arg(long, value_name = "openai:URL#MODEL")]
+    pub llm: Option<String>,
+
+    /// Independent agent runs that vote (a field needs a majority); above 1 they sample at
+    /// temperature 0.7.
+    #[arg(long, default_value_t = 3, requires = "llm", value_parser = clap::value_parser!(u16).range(1..=15))]
+    pub llm_samples: u16,
+
+    /// Turns per agent run (tool calls and the answer).
+    #[arg(long, default_value_t = 8, requires = "llm", value_parser = clap::value_parser!(u16).range(1..=50))]
+    pub llm_steps: u16,
 }
 
 /// Writes one JSON object: `dir`, `facts` (field -> `{value, source, confidence, strength,
@@ -52,8 +75,12 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         Some(path) => load_cache(path),
         None => Cache::default(),
     };
-    let extraction =
+    let mut extraction =
         schedlm_knowledge::extract_cached(&args.dir, args.cmd.as_deref(), &args.logs, &mut cache)?;
+    let agent_failed = match &args.llm {
+        Some(spec) => ask_agent(args, spec, &mut cache, &mut extraction)?,
+        None => false,
+    };
     if let Some(path) = &args.cache {
         save_cache(path, &cache)?;
     }
@@ -76,7 +103,98 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         extraction.parsed,
         extraction.reused,
     );
+    if agent_failed {
+        bail!("every LLM agent run failed (see above); the facts written are the parsers' only");
+    }
     Ok(())
+}
+
+/// Fills what the parsers left empty with the LLM agent (or its cached answers); true when
+/// every agent run failed (a dead endpoint, a model that never answers).
+fn ask_agent(
+    args: &ExtractArgs,
+    spec: &str,
+    cache: &mut Cache,
+    extraction: &mut Extraction,
+) -> Result<bool> {
+    let (url, model) = match spec.parse::<EvalPolicy>() {
+        Ok(EvalPolicy::OpenAi { url, model }) => (url, model),
+        Ok(_) => bail!("--llm takes openai:URL#MODEL, got {spec}"),
+        Err(e) => bail!("--llm: {e}"),
+    };
+    let options = AgentOptions {
+        samples: usize::from(args.llm_samples),
+        steps: usize::from(args.llm_steps),
+    };
+    let key = cache_key(cache, spec, options);
+    let (facts, report) = match cache.agent.as_ref().filter(|c| c.key == key) {
+        Some(cached) => (
+            cached.facts.clone(),
+            AgentReport {
+                calls: 0,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                reused: true,
+                ..cached.report.clone()
+            },
+        ),
+        None => {
+            let client = Client::new(
+                &url,
+                &model,
+                ClientOptions {
+                    temperature: if options.samples > 1 { 0.7 } else { 0.0 },
+                    max_tokens: Some(512),
+                    ..ClientOptions::default()
+                },
+            )
+            .map_err(|e| anyhow::anyhow!("--llm: {e}"))?;
+            let (facts, report) =
+                agent::fill(&args.dir, &extraction.facts, &Agent(client), options);
+            cache.agent = Some(CachedAgent {
+                key,
+                facts: facts.clone(),
+                report: report.clone(),
+            });
+            (facts, report)
+        }
+    };
+    extraction.facts.absorb(&facts);
+    eprintln!(
+        "extract: the LLM agent filled {} of {} empty field(s), rejected {} answer(s); {} call(s), {} prompt and {} completion tokens{}",
+        report.filled.len(),
+        report.asked.len(),
+        report.rejected.len(),
+        report.calls,
+        report.prompt_tokens,
+        report.completion_tokens,
+        if report.reused { " (answers reused from the cache)" } else { "" }
+    );
+    for e in &report.errors {
+        eprintln!("extract: LLM agent: {e}");
+    }
+    let failed = !report.reused && report.calls > 0 && report.errors.len() >= options.samples;
+    if failed {
+        // A failed run must not be reused as if it had answered.
+        cache.agent = None;
+    }
+    extraction.agent = Some(report);
+    Ok(failed)
+}
+
+/// The eval crate's client as the agent's chat model.
+struct Agent(Client);
+
+impl Chat for Agent {
+    fn complete(&self, system: &str, user: &str, _sample: usize) -> ChatReply {
+        let reply = self.0.complete(system, user, 512);
+        ChatReply {
+            text: reply.output,
+            error: reply.error,
+            prompt_tokens: reply.prompt_tokens.unwrap_or(0),
+            completion_tokens: reply.completion_tokens.unwrap_or(0),
+        }
+    }
 }
 
 /// The cache at `path`; an empty one when there is none yet, or (said on standard error) when
