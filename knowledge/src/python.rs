@@ -5,6 +5,8 @@
 //! - keyword arguments of `TrainingArguments(...)`, `Seq2SeqTrainingArguments(...)`,
 //!   `SFTConfig(...)`, `DPOConfig(...)`, `Trainer(...)` and Lightning's `Trainer(...)`
 //!   (`max_epochs`, `precision="bf16-mixed"`, ...);
+//! - fields of a `@dataclass` with a literal default (`lr: float = 3e-4`,
+//!   `model_name: str = field(default="gpt2")`), as in Hugging Face's argument classes;
 //! - module-level assignments of literals (`learning_rate = 6e-4`), only in Python config
 //!   files (a name or folder that says `config`): elsewhere a module-level `lr = 0.1` may be
 //!   anything.
@@ -64,7 +66,12 @@ impl Reader<'_> {
             }
             Stmt::Expr(e) => self.expression(&e.value),
             Stmt::FunctionDef(f) => self.block(&f.body),
-            Stmt::ClassDef(c) => self.block(&c.body),
+            Stmt::ClassDef(c) => {
+                if c.decorator_list.iter().any(is_dataclass) {
+                    self.dataclass_fields(&c.body);
+                }
+                self.block(&c.body);
+            }
             Stmt::If(i) => {
                 self.block(&i.body);
                 self.block(&i.orelse);
@@ -84,11 +91,7 @@ impl Reader<'_> {
     /// Calls anywhere in an expression (`Trainer(args=TrainingArguments(...))`).
     fn expression(&mut self, expr: &Expr) {
         let Expr::Call(call) = expr else { return };
-        let callee = match call.func.as_ref() {
-            Expr::Name(n) => n.id.as_str(),
-            Expr::Attribute(a) => a.attr.as_str(),
-            _ => "",
-        };
+        let callee = callee(call);
         if callee == "add_argument" {
             self.add_argument(call);
         } else if SETTINGS_CALLS.contains(&callee) {
@@ -103,6 +106,28 @@ impl Reader<'_> {
         }
         for keyword in &call.keywords {
             self.expression(&keyword.value);
+        }
+    }
+
+    /// The fields of a `@dataclass` (Hugging Face's `ModelArguments`, `ScriptArguments`, ...):
+    /// `learning_rate: float = 3e-4` and `model_name: str = field(default="gpt2", ...)`.
+    fn dataclass_fields(&mut self, body: &[Stmt]) {
+        for stmt in body {
+            let Stmt::AnnAssign(a) = stmt else { continue };
+            let (Expr::Name(target), Some(value)) = (a.target.as_ref(), a.value.as_deref()) else {
+                continue;
+            };
+            let value = match value {
+                Expr::Call(call) if callee(call) == "field" => call
+                    .keywords
+                    .iter()
+                    .find(|k| k.arg.as_ref().is_some_and(|n| n.as_str() == "default"))
+                    .and_then(|k| literal(&k.value)),
+                other => literal(other),
+            };
+            if let Some(value) = value {
+                self.argument(target.id.as_str(), value, a.range.start().to_usize());
+            }
         }
     }
 
@@ -134,6 +159,25 @@ impl Reader<'_> {
         if let Some((field, value, confidence)) = setting(name, value) {
             set(self.facts, field, value, confidence);
         }
+    }
+}
+
+/// The name a call calls: `f` of `f(...)` and of `module.f(...)`.
+fn callee(call: &ast::ExprCall) -> &str {
+    match call.func.as_ref() {
+        Expr::Name(n) => n.id.as_str(),
+        Expr::Attribute(a) => a.attr.as_str(),
+        _ => "",
+    }
+}
+
+/// `@dataclass`, `@dataclasses.dataclass`, `@dataclass(frozen=True)`.
+fn is_dataclass(decorator: &Expr) -> bool {
+    match decorator {
+        Expr::Name(n) => n.id.as_str() == "dataclass",
+        Expr::Attribute(a) => a.attr.as_str() == "dataclass",
+        Expr::Call(c) => callee(c) == "dataclass",
+        _ => false,
     }
 }
 
@@ -208,5 +252,33 @@ def main():
         // Computed values, -1 and a false precision flag say nothing.
         assert_eq!(v("gradient_accumulation"), None);
         assert!(read_python("bad.py", "def (:\n", &mut facts).is_err());
+    }
+
+    #[test]
+    fn dataclass_fields_are_defaults() {
+        let text = r#"from dataclasses import dataclass, field
+
+@dataclass
+class ScriptArguments:
+    model_name_or_path: str = field(default="facebook/opt-350m", metadata={"help": "the model"})
+    learning_rate: float = 1.41e-5
+    seq_length: int = field(default=512)
+    dataset_name: str = field(default=None)
+    max_steps: int = -1
+
+class NotData:
+    num_train_epochs: int = 7
+"#;
+        let mut facts = JobFacts::default();
+        read_python("sft.py", text, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("model"), Some(json!("facebook/opt-350m")));
+        assert_eq!(facts.get("model").unwrap().source, "sft.py:5");
+        assert_eq!(facts.get("model").unwrap().strength, Strength::Default);
+        assert_eq!(v("learning_rate"), Some(json!(1.41e-5)));
+        assert_eq!(v("sequence_length"), Some(json!(512)));
+        assert_eq!(v("dataset"), None, "default None says nothing");
+        assert_eq!(v("max_steps"), None, "-1 is not set");
+        assert_eq!(v("epochs"), None, "not a dataclass");
     }
 }

@@ -18,15 +18,15 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-#[test]
-fn every_determined_field_is_found_and_nothing_is_invented() {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus().join("setups"))
+/// What `extract` got right on the setups under `corpus()/set`: (right, determined fields,
+/// problems).
+fn score(set: &str) -> (usize, usize, Vec<String>) {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(corpus().join(set))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
-    assert!(dirs.len() >= 5, "{} setups", dirs.len());
     let (mut right, mut total) = (0, 0);
     let mut problems = Vec::new();
     for dir in &dirs {
@@ -62,6 +62,13 @@ fn every_determined_field_is_found_and_nothing_is_invented() {
             }
         }
     }
+    (right, total, problems)
+}
+
+#[test]
+fn every_determined_field_is_found_and_nothing_is_invented() {
+    let (right, total, problems) = score("setups");
+    assert!(total >= 50, "{total} determined fields");
     eprintln!("knowledge corpus: {right}/{total} determined fields right");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
