@@ -27,22 +27,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::facts::{JobFacts, Strength};
-
-/// Fields the agent may fill (those a scheduler uses).
-pub const FIELDS: [&str; 11] = [
-    "model",
-    "dataset",
-    "gpus_per_node",
-    "nodes",
-    "batch_size_per_device",
-    "global_batch_size",
-    "sequence_length",
-    "epochs",
-    "max_steps",
-    "learning_rate",
-    "precision",
-];
+use crate::facts::{JobFacts, Strength, SCHEDULING_FIELDS};
 
 /// The longest file excerpt one `read_file` returns.
 const READ_LIMIT: usize = 8_000;
@@ -130,7 +115,7 @@ answer JSON        (a JSON object: field -> {\"value\": V, \"source\": \"FILE:LI
 Answer only fields whose value is written in a file, citing the line it is written on; \
 leave out the others. Numbers as numbers.";
 
-/// Asks the model about the [`FIELDS`] missing from `facts`, and returns the checked majority
+/// Asks the model about the [`SCHEDULING_FIELDS`] missing from `facts`, and returns the checked majority
 /// answers as facts, with a report.
 pub fn fill(
     dir: &Path,
@@ -139,7 +124,7 @@ pub fn fill(
     options: AgentOptions,
 ) -> (JobFacts, AgentReport) {
     let mut report = AgentReport {
-        asked: FIELDS
+        asked: SCHEDULING_FIELDS
             .iter()
             .filter(|f| facts.get(f).is_none())
             .map(|f| f.to_string())

@@ -5,6 +5,22 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The fields that matter to a scheduler: what the LLM agent is asked about and what a
+/// snapshot job's `meta` carries.
+pub const SCHEDULING_FIELDS: [&str; 11] = [
+    "model",
+    "dataset",
+    "gpus_per_node",
+    "nodes",
+    "batch_size_per_device",
+    "global_batch_size",
+    "sequence_length",
+    "epochs",
+    "max_steps",
+    "learning_rate",
+    "precision",
+];
+
 /// How strong a source is: a stronger source's value wins over a weaker one's (docs/knowledge.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

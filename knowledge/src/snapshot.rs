@@ -10,9 +10,9 @@
 //! - walltime: the history's prediction ([`crate::history::predict`]: the nearest completed
 //!   job's run time, capped at the request) when a history is given, else the requested time;
 //!   a job with neither is an error that names it;
-//! - `meta`: the facts that matter to a scheduler (model, GPUs, nodes, batch sizes, sequence
-//!   length, epochs, max steps, precision, dataset), the requested walltime, and how the
-//!   walltime was set (`walltime_from`).
+//! - `meta`: the facts that matter to a scheduler ([`SCHEDULING_FIELDS`]: model, dataset,
+//!   GPUs, nodes, batch sizes, sequence length, epochs, max steps, learning rate, precision),
+//!   the requested walltime, and how the walltime was set (`walltime_from`).
 //!
 //! The snapshot has no running jobs and `now` = 0; every job is submitted at 0.
 
@@ -20,22 +20,8 @@ use schedlm_generator::family::dl::{NODE_CORES, NODE_GPUS, NODE_MEM_GIB, RESOURC
 use schedlm_model::instance::{Instance, QueuedJob, Server};
 use serde_json::{json, Map, Value};
 
-use crate::facts::JobFacts;
+use crate::facts::{JobFacts, SCHEDULING_FIELDS};
 use crate::history::{predict, PastJob};
-
-/// Fields copied into a job's `meta`, when known.
-pub const META_FIELDS: [&str; 10] = [
-    "model",
-    "gpus_per_node",
-    "nodes",
-    "batch_size_per_device",
-    "global_batch_size",
-    "sequence_length",
-    "epochs",
-    "max_steps",
-    "precision",
-    "dataset",
-];
 
 /// Why a snapshot could not be made (the job is named).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -153,7 +139,7 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
         }
     };
     let mut meta = Map::new();
-    for field in META_FIELDS {
+    for field in SCHEDULING_FIELDS {
         if let Some(v) = job.facts.value(field) {
             meta.insert(field.to_string(), v.clone());
         }
