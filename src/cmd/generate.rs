@@ -82,8 +82,8 @@ pub struct GenerateArgs {
     /// `schedlm extract DIR` reads them) on --servers `dl` nodes (8 GPUs, 64 cores, 512 GiB;
     /// default 4): demand [GPUs, cores, GiB] from the scripts (1 GPU, 8 cores and 64 GiB per GPU
     /// where they are silent), walltime from --history or the requested time, `meta` with the
-    /// model, dataset, GPUs, batch sizes, sequence length, epochs, steps, learning rate and precision. Each job's
-    /// id is its directory's name. See docs/knowledge.md.
+    /// model, dataset, GPUs, batch sizes, sequence length, epochs, steps, learning rate and
+    /// precision. Each job's id is its directory's name. See docs/knowledge.md.
     #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "from_trace")]
     pub from_jobs: Vec<PathBuf>,
 
