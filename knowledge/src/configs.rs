@@ -11,7 +11,7 @@
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::setting;
+use crate::launch::{setting, NOT_TRAINING};
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -83,8 +83,24 @@ pub fn read_config(
     for (parent, key, value) in leaves {
         let source = || format!("{name}:{}", line_of(text, &key));
         let key = key.replace('-', "_");
-        if parent.is_none() && key == "model_type" && tree.get("architectures").is_some() {
-            facts.set("model_type", value, source(), 1.0, Strength::Config);
+        if key == "model_type" && value.is_string() {
+            // Hugging Face `config.json` (top level, with `architectures`), torchtune's
+            // `checkpointer.model_type`.
+            let confidence = if parent.is_none() && tree.get("architectures").is_some() {
+                1.0
+            } else {
+                0.8
+            };
+            facts.set("model_type", value, source(), confidence, Strength::Config);
+            continue;
+        }
+        // torchtune / Hydra components: `model: {_component_: torchtune.models.llama3_8b}`.
+        if key == "_component_" {
+            if let Some(p @ ("model" | "dataset")) = parent.as_deref() {
+                if let Some((field, value, confidence)) = setting(p, value) {
+                    facts.set(field, value, source(), confidence, Strength::Config);
+                }
+            }
             continue;
         }
         // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`.
@@ -99,11 +115,14 @@ pub fn read_config(
     Ok(())
 }
 
-/// Every (parent key, key, value) leaf of a tree; arrays of scalars are leaves.
+/// Every (parent key, key, value) leaf of a tree; arrays of scalars are leaves. Sections of
+/// [`NOT_TRAINING`] (`eval:`, `validation:`) are left out: their steps and batches are not the
+/// training run's.
 fn walk(node: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String, Value)>) {
     let Value::Object(map) = node else { return };
     for (k, v) in map {
         match v {
+            Value::Object(_) if NOT_TRAINING.contains(&k.as_str()) => {}
             Value::Object(_) => walk(v, Some(k), out),
             Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {}
             _ => out.push((key.map(str::to_string), k.clone(), v.clone())),

@@ -102,7 +102,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 5;
+pub const CACHE_VERSION: u32 = 6;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -344,10 +344,10 @@ fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
 
 /// The command lines of a shell script with their first line numbers: continuations
 /// (`\` at the end) joined, comments and blank lines left out, and shell variables with a
-/// literal value (`N=8`, `export N=8`, `readonly N=8`; a here-document read into a variable)
-/// substituted where they are used. A variable assigned anything else (`N=$1`, `N=$(...)`)
-/// is unknown from there on, and stays `$N`: a value that depends on it is not read;
-/// `${N:-8}` gives its default, 8.
+/// value (`N=8`, `export N=8`, `CMD="torchrun --nproc_per_node 8 train.py"`; a here-document
+/// read into a variable) substituted where they are used. What a value refers to and is not
+/// known stays as written (`N=$1` makes `$N` read `$1`), so a flag whose value depends on it
+/// is not read; `${N:-8}` gives its default, 8.
 fn commands(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
@@ -381,8 +381,12 @@ fn commands(text: &str) -> Vec<(usize, String)> {
         }
         if let Some((name, value)) = assignment(&joined) {
             let value = substitute(&value, &vars);
+            // One shell word (quoted text may hold a whole command: `CMD="torchrun ..."`).
+            // References left unresolved stay as written (`$1`, `$(nproc)`), so a flag whose
+            // value holds one is still not read; command substitution by backquotes, or
+            // several words, leave the variable unknown.
             match shlex::split(&value).as_deref() {
-                Some([one]) if !one.contains('$') && !one.contains('`') => {
+                Some([one]) if !one.contains('`') => {
                     vars.insert(name, one.clone());
                 }
                 _ => {
@@ -508,7 +512,10 @@ fn derive(facts: &mut JobFacts) {
             }
         }
     }
-    if facts.get("global_batch_size").is_none() {
+    // Tensor or pipeline parallelism splits the GPUs among fewer data-parallel ranks: the
+    // product below would overcount the global batch.
+    let model_parallel = number(facts, "model_parallel").is_some_and(|n| n > 1);
+    if facts.get("global_batch_size").is_none() && !model_parallel {
         // Only with every factor known: a job script without a node count may be submitted
         // to several nodes (`sbatch --nodes=4 job.slurm`).
         if let (Some(batch), Some(gpus), Some(nodes)) = (
@@ -550,7 +557,13 @@ mod tests {
         assert_eq!(commands.len(), 1, "{commands:?}");
         assert_eq!(
             commands[0].1,
-            "torchrun --nproc_per_node 8 train.py --lr 1e-5 --output_dir $OUT"
+            "torchrun --nproc_per_node 8 train.py --lr 1e-5 --output_dir $1"
+        );
+        // A whole command in a variable, with a reference it cannot resolve.
+        let built = "L=\"accelerate launch --num_processes $((N * 4))\"\nexport CMD=\"$L run.py --lr 3e-4\"\nsrun $CMD\n";
+        assert_eq!(
+            super::commands(built)[0].1,
+            "srun accelerate launch --num_processes $((N * 4)) run.py --lr 3e-4"
         );
         assert_eq!(
             substitute(

@@ -30,6 +30,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ),
     ("micro_batch_size", "batch_size_per_device", 1.0),
     ("micro_train_batch_size", "batch_size_per_device", 1.0),
+    ("train_micro_batch_size", "batch_size_per_device", 1.0),
     ("batch_size", "batch_size_per_device", 0.7),
     ("global_batch_size", "global_batch_size", 1.0),
     // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
@@ -41,6 +42,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("max_len", "sequence_length", 0.9),
     ("seq_length", "sequence_length", 1.0),
     ("seq_len", "sequence_length", 1.0),
+    ("sequence_len", "sequence_length", 1.0),
     ("block_size", "sequence_length", 1.0),
     ("model_max_length", "sequence_length", 1.0),
     ("max_length", "sequence_length", 0.8),
@@ -52,12 +54,23 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("max_iters", "max_steps", 1.0),
     ("train_iters", "max_steps", 1.0),
     ("total_steps", "max_steps", 1.0),
+    ("steps", "max_steps", 0.8),
     ("learning_rate", "learning_rate", 1.0),
     ("lr", "learning_rate", 1.0),
     ("dataset_name", "dataset", 1.0),
     ("dataset", "dataset", 1.0),
     ("data_path", "dataset", 0.9),
     ("train_file", "dataset", 0.9),
+    ("data", "dataset", 0.7),
+    ("num_nodes", "nodes", 1.0),
+    // Model parallelism, so the global batch is not derived from the GPU count.
+    ("tensor_parallel_dim", "model_parallel", 1.0),
+    ("tensor_parallel_size", "model_parallel", 1.0),
+    ("tensor_model_parallel_size", "model_parallel", 1.0),
+    ("pipeline_model_parallel_size", "model_parallel", 1.0),
+    ("pipeline_parallel_size", "model_parallel", 1.0),
+    ("tp_size", "model_parallel", 1.0),
+    ("pp_size", "model_parallel", 1.0),
     ("precision", "precision", 1.0),
     ("mixed_precision", "precision", 1.0),
     ("dtype", "precision", 0.9),
@@ -104,7 +117,7 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
 /// Reads one launch command (`line` at `source`, e.g. `train.sh:12` or `command`) into
 /// `facts`; returns false when it is not a launch command.
 pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut JobFacts) -> bool {
-    let Some(all) = shlex::split(line) else {
+    let Some(all) = shlex::split(&squeeze_arithmetic(line)) else {
         return false;
     };
     let words = strip_prefixes(until_operator(&all));
@@ -130,6 +143,10 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
             launcher_flags(base, &rest[1..], &mut set)
         }
+        // torchtune's `tune run [torchrun flags] RECIPE --config ... key=value`.
+        "tune" if rest.first().map(String::as_str) == Some("run") => {
+            launcher_flags("torchrun", &rest[1..], &mut set)
+        }
         b if b.starts_with("python") => match rest {
             [m, module, tail @ ..] if m == "-m" => {
                 if module.starts_with("torch.distributed") {
@@ -149,6 +166,27 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     };
     read_arguments(script_args, &mut set);
     true
+}
+
+/// Shell arithmetic `$(( A * B ))` as one word (`$((A*B))`), so that its spaces do not split
+/// it into words that read as a script name.
+fn squeeze_arithmetic(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("$((") {
+        out.push_str(&rest[..at]);
+        let Some(end) = rest[at..].find("))") else {
+            break;
+        };
+        out.extend(
+            rest[at..at + end + 2]
+                .chars()
+                .filter(|c| !c.is_whitespace()),
+        );
+        rest = &rest[at + end + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, `exec`, `env` and
@@ -195,6 +233,12 @@ fn launcher_flags<'w>(
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
+        if w == "--module" || w == "-m" {
+            if let Some(module) = words.get(i + 1).filter(|m| !m.contains('$')) {
+                set("script", json!(module), 1.0);
+            }
+            return words.get(i + 2..).unwrap_or(&[]);
+        }
         let Some(name) = w.strip_prefix("--") else {
             // The training script (or `-m module`).
             if w == "-m" {
@@ -210,8 +254,9 @@ fn launcher_flags<'w>(
         };
         let (name, value) = match name.split_once('=') {
             Some((n, v)) => (n, Some(v.to_string())),
+            None if SWITCHES.contains(&name.replace('-', "_").as_str()) => (name, None),
             None => {
-                let next = words.get(i + 1).filter(|n| !n.starts_with('-')).cloned();
+                let next = words.get(i + 1).filter(|n| is_value(n)).cloned();
                 i += usize::from(next.is_some());
                 (name, next)
             }
@@ -222,6 +267,30 @@ fn launcher_flags<'w>(
         i += 1;
     }
     &[]
+}
+
+/// Launcher flags that take no value (`accelerate launch --multi_gpu train.py`: `train.py`
+/// is the script, not the flag's value).
+const SWITCHES: &[&str] = &[
+    "standalone",
+    "no_python",
+    "no_local_rank",
+    "multi_gpu",
+    "use_deepspeed",
+    "use_fsdp",
+    "use_megatron_lm",
+    "use_cpu",
+    "cpu",
+    "debug",
+    "same_network",
+    "tee",
+    "enable_each_rank_log",
+    "autotuning",
+];
+
+/// Whether a word after a flag is its value: not another flag, but a negative number is.
+fn is_value(word: &str) -> bool {
+    !word.starts_with('-') || word.parse::<f64>().is_ok()
 }
 
 /// One launcher flag: a count from [`LAUNCHER_COUNTS`], or `accelerate`'s precision.
@@ -256,6 +325,17 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     let mut i = 0;
     while i < words.len() {
         let Some(name) = words[i].strip_prefix("--") else {
+            // Hydra / torchtune overrides: `trainer.max_epochs=10`.
+            if let Some((name, value)) = words[i].split_once('=') {
+                let path = name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+                if path && !name.starts_with('-') && !value.contains('$') && !value.is_empty() {
+                    if let Some((field, value, confidence)) = dotted_setting(name, typed(value)) {
+                        set(field, value, confidence);
+                    }
+                }
+            }
             i += 1;
             continue;
         };
@@ -264,7 +344,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
             None => {
                 let values: Vec<String> = words[i + 1..]
                     .iter()
-                    .take_while(|w| !w.starts_with("--"))
+                    .take_while(|w| !w.starts_with("--") && is_value(w))
                     .cloned()
                     .collect();
                 i += values.len();
@@ -283,10 +363,31 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
             [one] => typed(one),
             many => Value::Array(many.iter().map(|v| typed(v)).collect()),
         };
-        if let Some((field, value, confidence)) = setting(&name, value) {
+        if let Some((field, value, confidence)) = dotted_setting(&name, value) {
             set(field, value, confidence);
         }
     }
+}
+
+/// Sections whose settings are not the training run's (`--eval.steps`, `eval: max_iters`).
+pub const NOT_TRAINING: &[&str] = &["eval", "evaluation", "validation", "val", "test"];
+
+/// [`setting`] for a name that may be dotted (`--train.batch_size`, `data.max_len=2048`): the
+/// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);
+/// nothing under a section of [`NOT_TRAINING`].
+fn dotted_setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
+    let name = name.replace('-', "_");
+    let Some((section, _)) = name.split_once('.') else {
+        return setting(&name, value);
+    };
+    if NOT_TRAINING.contains(&section) {
+        return None;
+    }
+    let joined = name.replace('.', "_");
+    if argument(&joined).is_some() || PRECISION_FLAGS.contains(&joined.as_str()) {
+        return setting(&joined, value);
+    }
+    setting(name.rsplit('.').next().unwrap_or(&name), value)
 }
 
 /// The words of a command up to the first shell operator (`>`, `&>`, `|`, `&&`, `;`, ...).
