@@ -69,8 +69,8 @@ pub struct AddArgs {
     #[arg(long)]
     pub user: Option<String>,
 
-    /// Its requested time limit, in seconds or as `4h`, `1h 30m` [default: the
-    /// `requested_time_s` fact, from `#SBATCH --time` or `#PBS -l walltime`].
+    /// Its requested time limit, in seconds or as `4h`, `1h 30m`; by default the job's
+    /// `requested_time_s` fact (from `#SBATCH --time` or `#PBS -l walltime`).
     #[arg(long, value_parser = parse_seconds)]
     pub requested: Option<i64>,
 
@@ -98,7 +98,7 @@ pub struct PredictArgs {
     #[command(flatten)]
     pub lookup: Lookup,
 
-    /// The job's requested time limit [default: its `requested_time_s` fact].
+    /// The job's requested time limit; by default its `requested_time_s` fact.
     #[arg(long, value_parser = parse_seconds)]
     pub requested: Option<i64>,
 }
