@@ -2,7 +2,11 @@
 //!
 //! Progress comes from tqdm bars (Hugging Face Trainer, Lightning, accelerate scripts:
 //! `450/1000 [02:10<02:39, 3.45it/s]`), Megatron and DeepSpeed lines (`iteration 100/ 500000`,
-//! `step=100`) and plain `step k/N` or `iter k/N` lines; the last progress line wins. Failure
+//! `step=100`), plain `step k/N` or `iter k/N` lines, and `step: k ... loss` lines with a
+//! `total steps N` said once (torchtitan, nanochat, DeepSpeed-Chat); rates also from
+//! milliseconds per step (`step_avg:216ms`, `dt: 5.1ms`); ANSI colour codes are removed and
+//! evaluation progress (`Validation`, `Evaluating`) is not the training's; the last progress
+//! line wins. Failure
 //! classes ([`FAILURES`]) match the messages PyTorch, NCCL, the kernel, Python and Slurm print;
 //! the last matching line decides (a job that hit a NaN and was then killed died of the kill),
 //! and it is kept as the evidence.
@@ -22,11 +26,11 @@ pub const FAILURES: &[(&str, &str)] = &[
     ),
     (
         "nccl_timeout",
-        r"(?i)watchdog caught collective operation timeout|NCCL.*(timed? ?out)|ProcessGroupNCCL.*timeout|NCCL communicator was aborted",
+        r"(?i)watchdog caught collective operation timeout|NCCL.*(timed? ?out)|ProcessGroupNCCL.*timeout|NCCL communicator was aborted|NCCL error",
     ),
     (
         "nan_loss",
-        r"(?i)loss\s*(is|=|:)\s*'?(nan|inf)\b|\bnan loss\b|non-finite loss|loss (became|has become) (nan|inf)|detected (nan|inf) in loss",
+        r"(?i)(loss|perplexity|ppl)\s*(is|=|:)\s*'?(nan|inf)\b|\bnan loss\b|non-finite loss|loss (became|has become) (nan|inf)|detected (nan|inf) in loss",
     ),
     (
         "oom_killed",
@@ -70,9 +74,28 @@ static STEP_OF: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static STEP_EQ: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(?:global_)?step=(\d+)").ok());
 
-/// Megatron's `elapsed time per iteration (ms): 1234.5`.
-static MS_PER_ITER: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"elapsed time per iteration \(ms\):\s*([\d.]+)").ok());
+/// Milliseconds per step: Megatron's `elapsed time per iteration (ms): 1234.5`, modded-nanogpt's
+/// `step_avg:216.33ms`, nanochat's `dt: 5.09ms`.
+static MS_PER_ITER: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"elapsed time per iteration \(ms\):\s*([\d.]+)|\bstep_avg:\s*([\d.]+)ms|\bdt:\s*([\d.]+)ms")
+        .ok()
+});
+
+/// A step without a total on a line that reports a loss: `step: 10  loss: 4.98`,
+/// `step 00067 (0.00%) | loss: nan`, DeepSpeed-Chat's `epoch: 0|step: 14|...|act_loss: ...`.
+static STEP_LOSS: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\bstep:?\s*(\d+)\b[^/].*loss").ok());
+
+/// A total announced once: torchtitan's `total steps 10`.
+static TOTAL_STEPS: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\btotal steps:?\s*(\d+)").ok());
+
+/// ANSI colour and cursor codes (`\x1b[31m`), which some loggers put between words.
+static ANSI: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").ok());
+
+/// Progress of evaluation, not training (`Validation DataLoader 0: 50/50`, `Evaluating iter 1/50`).
+static EVALUATION: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)validat|evaluat|\beval\b").ok());
 
 /// Reads log `name` (its text) into `facts`: `current_step`, `total_steps`,
 /// `iterations_per_s`, `elapsed_s`, `eta_s`, `failure` (the class) and `failure_evidence`.
@@ -92,8 +115,18 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
         .split('\n')
         .enumerate()
         .flat_map(|(index, line)| line.split('\r').map(move |piece| (index + 1, piece)));
-    for (number, line) in pieces {
-        if let Some(c) = TQDM.as_ref().and_then(|re| re.captures(line)) {
+    for (number, raw) in pieces {
+        let clean = ANSI.as_ref().map(|re| re.replace_all(raw, ""));
+        let line: &str = clean.as_deref().unwrap_or(raw);
+        let evaluation = EVALUATION.as_ref().is_some_and(|re| re.is_match(line));
+        if let Some(c) = TOTAL_STEPS.as_ref().and_then(|re| re.captures(line)) {
+            if let Some(total) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
+                set("total_steps", json!(total), number, 0.9);
+            }
+        }
+        if evaluation {
+            // Neither its progress nor its rate is the training's.
+        } else if let Some(c) = TQDM.as_ref().and_then(|re| re.captures(line)) {
             let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
             if let (Some(step), Some(total)) = (num(1), num(2)) {
                 set("current_step", json!(step), number, 1.0);
@@ -125,15 +158,25 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
             if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
                 set("current_step", json!(step), number, 1.0);
             }
-        }
-        if let Some(c) = MS_PER_ITER.as_ref().and_then(|re| re.captures(line)) {
-            if let Some(ms) = c.get(1).and_then(|m| m.as_str().parse::<f64>().ok()) {
-                if ms > 0.0 {
-                    set("iterations_per_s", json!(1000.0 / ms), number, 1.0);
-                }
+        } else if let Some(c) = STEP_LOSS.as_ref().and_then(|re| re.captures(line)) {
+            if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
+                set("current_step", json!(step), number, 0.9);
             }
         }
-        if let Some((class, _)) = FAILURE_RES.iter().find(|(_, re)| re.is_match(line)) {
+        let ms_per_step = MS_PER_ITER
+            .as_ref()
+            .and_then(|re| re.captures(line))
+            .and_then(|c| (1..=3).find_map(|i| c.get(i)))
+            .and_then(|m| m.as_str().parse::<f64>().ok());
+        if let Some(ms) = ms_per_step.filter(|&ms| ms > 0.0 && !evaluation) {
+            set("iterations_per_s", json!(1000.0 / ms), number, 1.0);
+        }
+        // A stack frame names functions (`checkTimeout`), not what happened.
+        let frame = line.contains("frame #");
+        if let Some((class, _)) = FAILURE_RES
+            .iter()
+            .find(|(_, re)| !frame && re.is_match(line))
+        {
             set("failure", json!(class), number, 1.0);
             set("failure_evidence", json!(line.trim()), number, 1.0);
         }
@@ -187,6 +230,29 @@ mod tests {
         assert_eq!(plain.value("total_steps").unwrap(), 120);
         let slow = read("  3/10 [01:00<02:20, 20.00s/it]");
         assert_eq!(slow.value("iterations_per_s").unwrap(), 0.05);
+    }
+
+    #[test]
+    fn step_lines_without_totals_rates_in_ms_and_evaluation_left_out() {
+        let facts = read(concat!(
+            "Trainer is initialized with local batch size 160, total steps 10\n",
+            "\x1b[31mstep:  9  \x1b[32mloss:  4.9\n",
+            "step:6199/6200 train_loss:3.2344 train_time:1338853ms step_avg:250.00ms\n",
+            "Evaluating iter 1/50\n",
+        ));
+        assert_eq!(facts.value("current_step").unwrap(), 6199);
+        assert_eq!(facts.value("total_steps").unwrap(), 6200);
+        assert_eq!(facts.value("iterations_per_s").unwrap(), 4.0);
+        let titan = read("total steps 10\n\x1b[31mstep: 10  \x1b[32mloss:  4.98934\n");
+        assert_eq!(titan.value("current_step").unwrap(), 10);
+        assert_eq!(titan.value("total_steps").unwrap(), 10);
+        let frame = read("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout()\n");
+        assert!(
+            frame.get("failure").is_none(),
+            "a stack frame is not the failure"
+        );
+        let ppl = read("Step at 6 with Perplexity: nan\n");
+        assert_eq!(ppl.value("failure").unwrap(), "nan_loss");
     }
 
     #[test]

@@ -72,3 +72,80 @@ fn every_determined_field_is_found_and_nothing_is_invented() {
     eprintln!("knowledge corpus: {right}/{total} determined fields right");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+/// What the log reader got right on the excerpts under `corpus()/logs` against
+/// `corpus()/logs-truth`: (right, labelled fields, problems). `failure_line` is the line of the
+/// failure fact's source; rates compare within 3 % (logs print them rounded).
+fn score_logs() -> (usize, usize, Vec<String>) {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(corpus().join("logs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    let (mut right, mut total) = (0, 0);
+    let mut problems = Vec::new();
+    for log in &logs {
+        let name = log.file_name().unwrap().to_string_lossy().into_owned();
+        let stem = log.file_stem().unwrap().to_string_lossy().into_owned();
+        let truth_file = corpus().join("logs-truth").join(format!("{stem}.json"));
+        let truth: Value =
+            serde_json::from_str(&std::fs::read_to_string(truth_file).unwrap()).unwrap();
+        let text = String::from_utf8_lossy(&std::fs::read(log).unwrap()).into_owned();
+        let mut facts = schedlm_knowledge::JobFacts::default();
+        schedlm_knowledge::logs::read_log(&name, &text, &mut facts);
+        let found = |field: &str| -> Option<Value> {
+            if field == "failure_line" {
+                let source = &facts.get("failure")?.source;
+                let line = source.rsplit_once(':')?.1.parse::<u64>().ok()?;
+                return Some(Value::from(line));
+            }
+            facts.value(field).cloned()
+        };
+        for (field, expected) in truth["fields"].as_object().unwrap() {
+            total += 1;
+            let ok = match (found(field), field.as_str()) {
+                (Some(f), "iterations_per_s") => match (f.as_f64(), expected.as_f64()) {
+                    (Some(a), Some(b)) => (a - b).abs() <= 0.03 * b.abs(),
+                    _ => false,
+                },
+                (Some(f), _) => same(&f, expected),
+                (None, _) => false,
+            };
+            if ok {
+                right += 1;
+            } else {
+                problems.push(format!(
+                    "{name}: {field} = {:?}, truth {expected}",
+                    found(field)
+                ));
+            }
+        }
+        for field in truth["silent"].as_array().unwrap() {
+            let field = field.as_str().unwrap();
+            if let Some(v) = found(field) {
+                problems.push(format!("{name}: {field} invented: {v}"));
+            }
+        }
+    }
+    (right, total, problems)
+}
+
+/// Real log excerpts: progress and failure labels. First scored at 31/55 before the parser saw
+/// them (docs/knowledge.md); held at 48/55 since, with no value invented where an excerpt is
+/// silent.
+#[test]
+fn log_excerpts() {
+    let (right, total, problems) = score_logs();
+    eprintln!(
+        "log excerpts: {right}/{total} labelled fields right\n{}",
+        problems.join("\n")
+    );
+    assert!(total >= 50, "{total} labelled fields");
+    let invented: Vec<&String> = problems.iter().filter(|p| p.contains("invented")).collect();
+    assert!(invented.is_empty(), "{invented:?}");
+    assert!(
+        right >= 48,
+        "{right}/{total}: a regression\n{}",
+        problems.join("\n")
+    );
+}
