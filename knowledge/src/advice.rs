@@ -450,11 +450,7 @@ fn summary(model: &str, errors: &[f64]) -> Score {
         } else {
             sorted.iter().sum::<f64>() / n as f64
         },
-        median_ape: match n {
-            0 => 0.0,
-            _ if n % 2 == 1 => sorted[n / 2],
-            _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-        },
+        median_ape: schedlm_model::quantile::median(&sorted).unwrap_or(0.0),
     }
 }
 
