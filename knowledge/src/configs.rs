@@ -57,6 +57,13 @@ pub fn read_config(
     };
     let mut leaves = Vec::new();
     walk(&tree, None, &mut leaves);
+    for leaf in &mut leaves {
+        leaf.2 = interpolate(&tree, &leaf.2);
+    }
+    // Megatron-style configs (NeMo) give a global and a micro batch and compute the
+    // accumulation from them; their `accumulate_grad_batches: 1` is a placeholder.
+    let has = |k: &str| leaves.iter().any(|(_, key, _)| key == k);
+    let megatron_batches = has("global_batch_size") && has("micro_batch_size");
     let mut ids = Vec::new();
     dataset_ids(&tree, &mut ids);
     if !ids.is_empty() {
@@ -83,6 +90,9 @@ pub fn read_config(
     for (parent, key, value) in leaves {
         let source = || format!("{name}:{}", line_of(text, &key));
         let key = key.replace('-', "_");
+        if megatron_batches && key == "accumulate_grad_batches" {
+            continue;
+        }
         if key == "model_type" && value.is_string() {
             // Hugging Face `config.json` (top level, with `architectures`), torchtune's
             // `checkpointer.model_type`.
@@ -103,16 +113,68 @@ pub fn read_config(
             }
             continue;
         }
-        // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`.
+        // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`; a `[model]`
+        // section's `name` (torchtitan) is the model; FSDP's `mixed_precision` (`PURE`,
+        // `DEFAULT`) is how it shards, not the training's precision.
         let name = match (parent.as_deref(), key.as_str()) {
             (Some(p @ ("bf16" | "fp16")), "enabled") => p.to_string(),
+            (Some("model"), "name") => "model".to_string(),
+            (Some("fsdp_config"), "mixed_precision") => continue,
             _ => key,
+        };
+        // Composer's `max_duration: 2ep` (epochs) or `500ba` (batches, i.e. steps).
+        let (name, value) = match (name.as_str(), value.as_str()) {
+            ("max_duration", Some(d)) => match duration(d) {
+                Some((field, n)) => (field.to_string(), json!(n)),
+                None => continue,
+            },
+            _ => (name, value),
         };
         if let Some((field, value, confidence)) = setting(&name, value) {
             facts.set(field, value, source(), confidence, Strength::Config);
         }
     }
     Ok(())
+}
+
+/// `2ep` -> (`epochs`, 2), `500ba` -> (`max_steps`, 500).
+fn duration(text: &str) -> Option<(&'static str, u64)> {
+    let text = text.trim();
+    if let Some(n) = text.strip_suffix("ep") {
+        return n.parse().ok().map(|n| ("epochs", n));
+    }
+    text.strip_suffix("ba")
+        .and_then(|n| n.parse().ok())
+        .map(|n| ("max_steps", n))
+}
+
+/// A value `${a.b.c}` (OmegaConf / Hydra interpolation, as NeMo and llm-foundry configs write
+/// it) replaced by the value at that absolute path of the same file, when it is a scalar there;
+/// other values as they are. Chains are followed a few levels.
+fn interpolate(tree: &Value, value: &Value) -> Value {
+    let mut current = value.clone();
+    for _ in 0..4 {
+        let Some(path) = current
+            .as_str()
+            .and_then(|t| t.trim().strip_prefix("${"))
+            .and_then(|t| t.strip_suffix('}'))
+            .filter(|p| !p.contains(['$', '{', ':']))
+        else {
+            break;
+        };
+        let mut node = tree;
+        for part in path.split('.') {
+            match node.get(part) {
+                Some(next) => node = next,
+                None => return current,
+            }
+        }
+        if node.is_object() || node.is_array() {
+            return current;
+        }
+        current = node.clone();
+    }
+    current
 }
 
 /// Every (parent key, key, value) leaf of a tree; arrays of scalars are leaves. Sections of

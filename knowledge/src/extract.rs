@@ -26,7 +26,7 @@ use crate::{configs, launch, logs, python, scheduler};
 const MAX_SCRIPT_BYTES: u64 = 1 << 20;
 
 /// Deepest folder level searched below the job directory.
-const MAX_DEPTH: usize = 4;
+const MAX_DEPTH: usize = 6;
 
 /// Extensions of job scripts.
 const SCRIPT_EXTENSIONS: &[&str] = &["sh", "bash", "slurm", "sbatch", "pbs", "job", "qsub"];
@@ -102,7 +102,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 6;
+pub const CACHE_VERSION: u32 = 7;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -379,6 +379,53 @@ fn commands(text: &str) -> Vec<(usize, String)> {
             }
             continue;
         }
+        // Bash arrays: `ARGS=(` ... `)` over several lines, `ARGS+=(...)` appends; used as
+        // `${ARGS[@]}`.
+        if let Some((name, append, first)) = array_start(&joined) {
+            let mut words: Vec<String> = Vec::new();
+            let mut push = |text: &str| {
+                let text = text
+                    .split(" #")
+                    .next()
+                    .unwrap_or(text)
+                    .trim()
+                    .trim_end_matches('\\');
+                if !text.starts_with('#') {
+                    words.push(substitute(text.trim(), &vars));
+                }
+            };
+            // A line closes the array when it has more `)` than `(` (`$(hostname)` does not).
+            let closes = |t: &str| t.matches(')').count() > t.matches('(').count();
+            let strip = |t: &str| -> String {
+                let t = t.trim_end();
+                if closes(t) {
+                    t.strip_suffix(')').unwrap_or(t).to_string()
+                } else {
+                    t.to_string()
+                }
+            };
+            let mut closed = closes(first);
+            push(&strip(first));
+            while !closed {
+                let Some((_, next)) = lines.next() else { break };
+                let next = next.trim();
+                closed = closes(next);
+                push(&strip(next));
+            }
+            let joined_words = words
+                .into_iter()
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>();
+            let value = joined_words.join(" ");
+            let entry = vars.entry(name).or_default();
+            if append && !entry.is_empty() {
+                entry.push(' ');
+                entry.push_str(&value);
+            } else {
+                *entry = value;
+            }
+            continue;
+        }
         if let Some((name, value)) = assignment(&joined) {
             let value = substitute(&value, &vars);
             // One shell word (quoted text may hold a whole command: `CMD="torchrun ..."`).
@@ -399,6 +446,26 @@ fn commands(text: &str) -> Vec<(usize, String)> {
     }
     out.extend(current);
     out
+}
+
+/// The start of an array assignment `[declare -a] NAME=(` or `NAME+=(`: (name, whether it
+/// appends, the text after the parenthesis).
+fn array_start(line: &str) -> Option<(String, bool, &str)> {
+    let rest = line
+        .strip_prefix("declare -a ")
+        .or_else(|| line.strip_prefix("local -a "))
+        .unwrap_or(line)
+        .trim_start();
+    let (head, tail) = rest.split_once("=(")?;
+    let (name, append) = match head.strip_suffix('+') {
+        Some(n) => (n, true),
+        None => (head, false),
+    };
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    // `X=( $(cmd) )` is a command substitution, not a list of words we can know.
+    (valid && !tail.contains("$(")).then(|| (name.to_string(), append, tail))
 }
 
 /// `NAME=value`, with `export`, `readonly`, `local` or `declare` before it: (name, value).
@@ -443,8 +510,17 @@ fn heredoc(line: &str) -> Option<(Option<String>, String)> {
     ))
 }
 
-/// `$NAME` and `${NAME}` replaced by the known values; unknown variables stay.
+/// `"${NAME[@]}"`: a quoted array expansion, whose words stay separate words.
+static QUOTED_ARRAY: std::sync::LazyLock<Option<regex::Regex>> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r#""\$\{(\w+)\[[@*]\]\}""#).ok());
+
+/// `$NAME`, `${NAME}` and an array's `${NAME[@]}` (quoted or not: its words stay words)
+/// replaced by the known values; unknown variables stay.
 fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
+    let unquoted = QUOTED_ARRAY
+        .as_ref()
+        .map(|re| re.replace_all(text, "$${$1[@]}"));
+    let text = unquoted.as_deref().unwrap_or(text);
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -463,10 +539,14 @@ fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
         };
         // `${NAME:-default}`: the default when NAME has no known value (the job's environment
         // may still set it).
-        let (name, default) = match name.split_once(":-") {
+        let (name, default) = match name.split_once(":-").or_else(|| name.split_once(":=")) {
             Some((n, d)) => (n, Some(d)),
             None => (name, None),
         };
+        let name = name
+            .strip_suffix("[@]")
+            .or_else(|| name.strip_suffix("[*]"))
+            .unwrap_or(name);
         match (vars.get(name), default) {
             (Some(value), _) if !name.is_empty() => out.push_str(value),
             (None, Some(default)) if !default.contains('$') => out.push_str(default),

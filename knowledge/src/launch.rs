@@ -30,9 +30,12 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ),
     ("micro_batch_size", "batch_size_per_device", 1.0),
     ("micro_train_batch_size", "batch_size_per_device", 1.0),
+    ("local_batch_size", "batch_size_per_device", 1.0),
+    ("device_train_microbatch_size", "batch_size_per_device", 1.0),
     ("train_micro_batch_size", "batch_size_per_device", 1.0),
     ("batch_size", "batch_size_per_device", 0.7),
     ("global_batch_size", "global_batch_size", 1.0),
+    ("global_train_batch_size", "global_batch_size", 1.0),
     // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
     ("train_batch_size", "global_batch_size", 0.8),
     ("gradient_accumulation_steps", "gradient_accumulation", 1.0),
@@ -43,6 +46,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("seq_length", "sequence_length", 1.0),
     ("seq_len", "sequence_length", 1.0),
     ("sequence_len", "sequence_length", 1.0),
+    ("cutoff_len", "sequence_length", 1.0),
     ("block_size", "sequence_length", 1.0),
     ("model_max_length", "sequence_length", 1.0),
     ("max_length", "sequence_length", 0.8),
@@ -62,6 +66,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("data_path", "dataset", 0.9),
     ("train_file", "dataset", 0.9),
     ("data", "dataset", 0.7),
+    ("hf_name", "dataset", 0.9),
     ("num_nodes", "nodes", 1.0),
     // Model parallelism, so the global batch is not derived from the GPU count.
     ("tensor_parallel_dim", "model_parallel", 1.0),
@@ -93,12 +98,20 @@ const PRECISION_FLAGS: &[&str] = &["bf16", "fp16"];
 /// with `-` read as `_`, and its value) into a fact: `(field, value, confidence)`, or `None`.
 ///
 /// - A value that says "not set" gives nothing: null, `"auto"` (DeepSpeed through Hugging
-///   Face), a negative number (`max_steps: -1`).
+///   Face), a negative number (`max_steps: -1`), Hydra's `???`, an unresolved `${...}`.
 /// - `bf16` / `fp16` set `precision` to their own name when on (true, `"true"`, `"yes"`, 1),
 ///   and nothing when off.
 /// - Any other name of [`ARGUMENTS`] sets its field to the value.
 pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
     if value.is_null() || value == json!("auto") || value.as_f64().is_some_and(|x| x < 0.0) {
+        return None;
+    }
+    // A reference left for the framework to fill (Hydra's `???`, an interpolation
+    // `${model.seq_length}`) is not a value.
+    if value
+        .as_str()
+        .is_some_and(|t| t.trim() == "???" || t.contains("${"))
+    {
         return None;
     }
     if let Some(&flag) = PRECISION_FLAGS.iter().find(|&&f| f == name) {
@@ -111,7 +124,35 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
         return on.then(|| ("precision", json!(flag), 1.0));
     }
     let (field, confidence) = argument(name)?;
+    let value = match field {
+        "precision" => precision(value),
+        // LLaMA-Factory's `dataset: identity,alpaca_en_demo`.
+        "dataset" => match value.as_str() {
+            Some(t) if t.contains(',') && !t.contains(char::is_whitespace) => Value::Array(
+                t.split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(|p| json!(p))
+                    .collect(),
+            ),
+            _ => value,
+        },
+        _ => value,
+    };
     Some((field, value, confidence))
+}
+
+/// A precision as text, with the long spellings shortened: `bfloat16` -> `bf16`, `float16`
+/// and `half` -> `fp16`, `32` -> `"32"`.
+fn precision(value: Value) -> Value {
+    match &value {
+        Value::Number(n) => json!(n.to_string()),
+        Value::String(t) => match t.to_ascii_lowercase().as_str() {
+            "bfloat16" | "torch.bfloat16" => json!("bf16"),
+            "float16" | "half" | "torch.float16" => json!("fp16"),
+            _ => value,
+        },
+        _ => value,
+    }
 }
 
 /// Reads one launch command (`line` at `source`, e.g. `train.sh:12` or `command`) into
@@ -189,19 +230,44 @@ fn squeeze_arithmetic(line: &str) -> String {
     out
 }
 
+/// Whether `word` starts a launch command this module reads.
+fn is_launcher(word: &str) -> bool {
+    let base = word.rsplit('/').next().unwrap_or(word);
+    matches!(
+        base,
+        "torchrun" | "deepspeed" | "accelerate" | "tune" | "bash" | "sh"
+    ) || base.starts_with("python")
+}
+
+/// Short options of `srun` and `mpirun` that take no value (`-l`: label output lines).
+const SRUN_SWITCHES: &[&str] = &[
+    "-l", "-u", "-v", "-Q", "-K", "-X", "-Z", "-O", "-k", "-s", "-H", "-E",
+];
+
 /// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, `exec`, `env` and
 /// `NAME=value` assignments before the command.
 fn strip_prefixes(words: &[String]) -> &[String] {
     let mut i = 0;
     while i < words.len() {
         let w = words[i].as_str();
-        if w == "exec" || w == "env" || (w.contains('=') && !w.starts_with('-')) {
+        // An unresolved variable in command position (`${AUTO_RESUME} srun ...`) is an optional
+        // prefix the job's environment may set; the command follows it.
+        let unresolved = w.starts_with('$') && i + 1 < words.len();
+        if w == "exec" || w == "env" || unresolved || (w.contains('=') && !w.starts_with('-')) {
             i += 1;
         } else if w == "srun" || w == "mpirun" || w == "mpiexec" {
             i += 1;
-            // Their options: `--flag`, `--flag=value`, `-n 4`.
+            // Their options: `--flag`, `--flag=value`, `-n 4`, and switches such as `-l`.
+            // A long option without `=` takes the next word unless that word is the launch
+            // (`--container-image IMG torchrun ...`, pyxis).
             while i < words.len() && words[i].starts_with('-') {
-                let takes_value = !words[i].contains('=') && words[i].len() == 2;
+                let w = words[i].as_str();
+                let next_is_value = words
+                    .get(i + 1)
+                    .is_some_and(|n| !n.starts_with('-') && !is_launcher(n));
+                let takes_value = !w.contains('=')
+                    && !SRUN_SWITCHES.contains(&w)
+                    && (w.len() == 2 || next_is_value);
                 i += 1 + usize::from(takes_value);
             }
         } else {

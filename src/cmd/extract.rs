@@ -17,7 +17,7 @@ use crate::io::create_output;
 #[derive(Debug, Args)]
 pub struct ExtractArgs {
     /// The job's working directory: its job scripts (`*.sh`, `*.slurm`, `*.sbatch`, `*.pbs`,
-    /// ..., or any file starting with `#!`, up to four folders deep) are read for scheduler
+    /// ..., or any file starting with `#!`, up to six folders deep) are read for scheduler
     /// headers (`#SBATCH`, `#PBS`) and launch commands (`torchrun`, `deepspeed`,
     /// `accelerate launch`, `python`), its `*.json`, `*.yaml`, `*.yml` and `*.toml` files for
     /// training settings (DeepSpeed, recipes, accelerate, Hugging Face `config.json`), and its
