@@ -274,10 +274,23 @@ fn list_dir(dir: &Path, rel: &str) -> Result<String, String> {
     Ok(names.join("\n"))
 }
 
+/// The first [`HEAD_LIMIT`] bytes of a file (a job directory may hold multi-gigabyte
+/// checkpoints; the model is shown the start of a file only).
+fn head(path: &Path, rel: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .and_then(|f| f.take(HEAD_LIMIT).read_to_end(&mut bytes))
+        .map_err(|e| format!("{rel}: {e}"))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// How much of a file the tools and the answer check read.
+const HEAD_LIMIT: u64 = 1 << 20;
+
 fn read_file(dir: &Path, rel: &str) -> Result<String, String> {
     let path = inside(dir, rel)?;
-    let text = fs::read(&path).map_err(|e| format!("{rel}: {e}"))?;
-    let text = String::from_utf8_lossy(&text);
+    let text = head(&path, rel)?;
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
         let numbered = format!("{}: {line}\n", i + 1);
@@ -308,8 +321,7 @@ fn check(dir: &Path, given: &Value) -> Result<(Value, String), String> {
         .parse()
         .map_err(|_| format!("source {source} is not FILE:LINE"))?;
     let path = inside(dir, file)?;
-    let text = fs::read(&path).map_err(|e| format!("{file}: {e}"))?;
-    let text = String::from_utf8_lossy(&text);
+    let text = head(&path, file)?;
     let cited = text
         .lines()
         .nth(number.wrapping_sub(1))
