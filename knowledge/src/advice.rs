@@ -328,13 +328,14 @@ pub struct Request {
 /// are those of the model's fitting runs (or the fixed one).
 pub fn advise(k: &Knowledge, request: &Request) -> Result<Vec<Candidate>, AdviceError> {
     let model = &request.model;
+    let fitting = batches_that_fit(k, model);
+    let Some(&largest_fit) = fitting.last() else {
+        return Err(AdviceError::UnknownModel(model.clone()));
+    };
     let batches = match request.local_batch {
         Some(b) => vec![b],
-        None => batches_that_fit(k, model),
+        None => fitting,
     };
-    if k.throughput(model, 1, 1, 1).is_none() {
-        return Err(AdviceError::UnknownModel(model.clone()));
-    }
     let waits: BTreeMap<u32, f64> = request.waits.iter().copied().collect();
     let gpu_options: Vec<(u32, f64)> = match request.gpus {
         Some(g) => vec![(g, waits.get(&g).copied().unwrap_or(0.0))],
@@ -366,7 +367,7 @@ pub fn advise(k: &Knowledge, request: &Request) -> Result<Vec<Candidate>, Advice
     if out.is_empty() {
         return Err(AdviceError::NoCandidate {
             model: model.clone(),
-            largest_fit: batches_that_fit(k, model).last().copied().unwrap_or(0),
+            largest_fit,
         });
     }
     out.sort_by(|a, b| {

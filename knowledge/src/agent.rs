@@ -104,7 +104,7 @@ pub fn cache_key(cache: &crate::extract::Cache, model: &str, options: AgentOptio
         h.update([0]);
     }
     h.update(format!("{model}\0{}\0{}", options.samples, options.steps).as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::extract::hex(&h.finalize())
 }
 
 const SYSTEM: &str = "You read the files of one deep-learning training job to find its \

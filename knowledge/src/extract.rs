@@ -238,7 +238,8 @@ pub fn extract_cached(
     Ok(out)
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Bytes as lower-case hexadecimal (SHA-256 digests in the cache).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

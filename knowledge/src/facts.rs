@@ -136,6 +136,15 @@ impl JobFacts {
         self.fields.get(field).map(|f| &f.value)
     }
 
+    /// The value of `field` as a positive whole number (`None` when unknown); the fact itself
+    /// when its value is something else, for the caller's error message.
+    pub fn positive_count(&self, field: &str) -> Result<Option<i64>, &Fact> {
+        match self.fields.get(field) {
+            None => Ok(None),
+            Some(fact) => fact.value.as_i64().filter(|&n| n > 0).map(Some).ok_or(fact),
+        }
+    }
+
     /// Field names and facts, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Fact)> {
         self.fields.iter().map(|(k, v)| (k.as_str(), v))

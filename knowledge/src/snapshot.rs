@@ -90,19 +90,13 @@ pub fn snapshot(
 
 fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotError> {
     let count = |field: &'static str| -> Result<Option<i64>, SnapshotError> {
-        match job.facts.value(field) {
-            None => Ok(None),
-            Some(v) => {
-                v.as_i64()
-                    .filter(|&n| n > 0)
-                    .map(Some)
-                    .ok_or_else(|| SnapshotError::Count {
-                        job: job.name.clone(),
-                        field,
-                        value: v.to_string(),
-                    })
-            }
-        }
+        job.facts
+            .positive_count(field)
+            .map_err(|fact| SnapshotError::Count {
+                job: job.name.clone(),
+                field,
+                value: fact.value.to_string(),
+            })
     };
     let gpus = count("gpus_per_node")?.unwrap_or(1) * count("nodes")?.unwrap_or(1);
     let cores = count("cpus_per_task")?.unwrap_or(8 * gpus);

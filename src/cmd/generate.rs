@@ -213,12 +213,7 @@ fn from_jobs(args: &GenerateArgs) -> Result<()> {
         facts.push((name.clone(), e.facts));
     }
     let history = match &args.history {
-        Some(path) => {
-            if !path.exists() {
-                bail!("{}: no such history", path.display());
-            }
-            Some(schedlm_knowledge::history::History::open(path)?.jobs()?)
-        }
+        Some(path) => Some(super::history::open_existing(path)?.jobs()?),
         None => None,
     };
     let jobs: Vec<Job> = facts

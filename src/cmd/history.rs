@@ -202,7 +202,7 @@ fn open(path: &Path) -> Result<History> {
 }
 
 /// Opens a history that must exist already (reading never creates one).
-fn open_existing(path: &Path) -> Result<History> {
+pub fn open_existing(path: &Path) -> Result<History> {
     if !path.exists() {
         bail!(
             "{}: no such history (`schedlm history add` creates it)",
@@ -234,15 +234,11 @@ fn read_job(path: &Path) -> Result<Extraction> {
 
 /// The `requested_time_s` fact, if the job has one (it must be a positive integer).
 fn requested_fact(facts: &JobFacts) -> Result<Option<i64>> {
-    let Some(fact) = facts.get("requested_time_s") else {
-        return Ok(None);
-    };
-    match fact.value.as_i64() {
-        Some(s) if s > 0 => Ok(Some(s)),
-        _ => bail!(
+    facts.positive_count("requested_time_s").map_err(|fact| {
+        anyhow::anyhow!(
             "the job's requested_time_s ({} at {}) is not a positive number of seconds",
             fact.value,
             fact.source
-        ),
-    }
+        )
+    })
 }
