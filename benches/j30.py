@@ -39,6 +39,9 @@ def main():
             above.append((name, r["lower_bound"], optimum[name]))
         at += r["value"] == optimum[name]
         proven += r["proven_optimal"]
+        if not r["proven_optimal"]:
+            print(f"  open: {name} value {r['value']} bound {r['lower_bound']} "
+                  f"optimum {optimum[name]} {r['time_ms']} ms", flush=True)
         times.append(r["time_ms"])
         nodes += r["nodes"]
     times.sort()
