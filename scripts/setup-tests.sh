@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the build (scripts/setup.sh): headless Chromium for
 # the report rendering check (tests/browser/check_report.sh), Python's Hugging Face `datasets`
-# and TRL for the dataset format checks (tests/python_datasets.rs), and the SmolLM2-135M-Instruct
-# GGUF for the pretrained-model tests (scripts/fetch-smollm2.sh). Each step that fails is
+# and TRL for the dataset format checks (tests/python_datasets.rs), the SmolLM2-135M-Instruct
+# GGUF for the pretrained-model tests (scripts/fetch-smollm2.sh), and the all-MiniLM-L6-v2
+# sentence-embedding model for matching jobs by text (scripts/fetch-minilm.sh). Each step that fails is
 # reported and the test that needs it is skipped; nothing else depends on them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,4 +43,5 @@ if [ "${SCHEDLM_TEST_TRL:-1}" != 0 ] && command -v python3 >/dev/null 2>&1 &&
 fi
 
 ./scripts/fetch-smollm2.sh || echo "setup-tests: could not fetch SmolLM2; its tests will be skipped" >&2
+./scripts/fetch-minilm.sh || echo "setup-tests: could not fetch MiniLM; its tests will be skipped" >&2
 exit 0

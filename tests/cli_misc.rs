@@ -681,6 +681,117 @@ fn history_adds_matches_and_predicts() {
     );
 }
 
+/// `schedlm extract --embed` and `history match --by text`: the OPT-1.3B setup's nearest
+/// past job by text is the other DeepSpeed-Chat OPT setup, not the Alignment Handbook one;
+/// a job without an embedding and a missing model fail with what to do. The matching part
+/// needs the MiniLM model (scripts/fetch-minilm.sh) and is skipped without it.
+#[test]
+fn history_matches_by_text_embedding() {
+    let setups = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/knowledge/setups");
+    let model = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/target/models/all-MiniLM-L6-v2"
+    );
+    let dir = tempdir();
+    let db = path_str(&dir.path().join("jobs.sqlite"));
+    let no_model = run(&[
+        "extract",
+        &format!("{setups}/deepspeed-chat-opt-1.3b"),
+        "--embed",
+        &path_str(&dir.path().join("no-model")),
+    ])
+    .failed();
+    assert!(
+        no_model.stderr.contains("config.json") && no_model.stderr.contains("fetch-minilm.sh"),
+        "{}",
+        no_model.stderr
+    );
+    // A job extracted without --embed cannot be matched by text.
+    let plain = dir.path().join("plain.json");
+    let out = run(&["extract", &format!("{setups}/deepspeed-chat-opt-1.3b")]).ok();
+    std::fs::write(&plain, out.stdout).unwrap();
+    run(&[
+        "history",
+        "add",
+        "--db",
+        &db,
+        "--job",
+        &path_str(&plain),
+        "--actual",
+        "60",
+        "--outcome",
+        "completed",
+    ])
+    .ok();
+    let unembedded = run(&[
+        "history",
+        "match",
+        "--db",
+        &db,
+        "--job",
+        &path_str(&plain),
+        "--by",
+        "text",
+    ])
+    .failed();
+    assert!(
+        unembedded.stderr.contains("--embed"),
+        "{}",
+        unembedded.stderr
+    );
+
+    if !std::path::Path::new(model)
+        .join("model.safetensors")
+        .exists()
+    {
+        eprintln!("skipped the matching part: {model} is absent (run scripts/fetch-minilm.sh)");
+        return;
+    }
+    let embedded = |name: &str| {
+        let out = run(&["extract", &format!("{setups}/{name}"), "--embed", model]).ok();
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, out.stdout).unwrap();
+        path_str(&path)
+    };
+    for (name, actual) in [
+        ("deepspeed-chat-opt-66b", "90000"),
+        ("alignment-handbook-smollm-sft", "3600"),
+    ] {
+        let job = embedded(name);
+        run(&[
+            "history",
+            "add",
+            "--db",
+            &db,
+            "--job",
+            &job,
+            "--actual",
+            actual,
+            "--outcome",
+            "completed",
+        ])
+        .ok();
+    }
+    let listed = common::parse_jsonl(&run(&["history", "list", "--db", &db]).ok().stdout_text());
+    assert_eq!(listed[1]["embedding_model"], "all-MiniLM-L6-v2");
+    let query = embedded("deepspeed-chat-opt-1.3b");
+    let by_text = run(&[
+        "history", "match", "--db", &db, "--job", &query, "--by", "text",
+    ])
+    .ok();
+    let found = common::parse_jsonl(&by_text.stdout_text());
+    assert_eq!(found.len(), 2, "the unembedded job is left out");
+    assert_eq!(found[0]["name"], format!("{setups}/deepspeed-chat-opt-66b"));
+    assert!(found[0]["similarity"].as_f64().unwrap() > found[1]["similarity"].as_f64().unwrap());
+    assert!(
+        by_text
+            .stderr
+            .contains("1 of 3 past job(s) have no embedding"),
+        "{}",
+        by_text.stderr
+    );
+}
+
 /// `schedlm advise`: on the Pollux throughput measurements (real runs of four models) the
 /// held-out throughput error stays under CoTune's 9.4 %, and `fill` picks the configuration
 /// that finishes first, waiting for GPUs only when that pays.

@@ -73,6 +73,10 @@ pub struct Extraction {
     /// What the LLM agent did, when it was asked (`extract --llm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<crate::agent::AgentReport>,
+    /// The sentence embedding of the job's command and files, when asked for
+    /// (`extract --embed`; see [`crate::embed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<crate::embed::Embedding>,
 }
 
 /// Facts per file, keyed by content: a file whose SHA-256 has not changed since the last run
@@ -174,6 +178,7 @@ pub fn extract_cached(
         parsed: 0,
         reused: 0,
         agent: None,
+        embedding: None,
     };
     let mut files = Vec::new();
     list_files(dir, 0, &mut files)?;

@@ -13,7 +13,7 @@
 //! recent one on ties, capped at the new job's requested time ([`predict`]).
 //!
 //! ```
-//! use schedlm_knowledge::history::{History, NewJob, Outcome, predict};
+//! use schedlm_knowledge::history::{History, MatchBy, NewJob, Outcome, Query, predict};
 //! use schedlm_knowledge::JobFacts;
 //! use serde_json::json;
 //!
@@ -27,11 +27,13 @@
 //! let job = |name: &str, model, gpus, actual| NewJob {
 //!     name: name.into(), user: None, facts: facts(model, gpus),
 //!     requested_s: Some(36_000), actual_s: Some(actual), outcome: Outcome::Completed,
+//!     embedding: None,
 //! };
 //! history.add(&job("a", "gpt2", 8, 3_600)).unwrap();
 //! history.add(&job("b", "llama-7b", 8, 20_000)).unwrap();
 //! let past = history.jobs().unwrap();
-//! let p = predict(&past, &facts("llama-7b", 16), Some(18_000), 3).unwrap();
+//! let query = Query { facts: &facts("llama-7b", 16), embedding: None };
+//! let p = predict(&past, query, Some(18_000), 3, MatchBy::Meta).unwrap();
 //! assert_eq!(p.seconds, 18_000); // job b's 20,000 s, capped at the request
 //! assert_eq!(p.matches[0].name, "b");
 //! ```
@@ -45,11 +47,22 @@ use schedlm_generator::similar::{self, kind_of, Descriptor, Match};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::embed::{cosine, Embedding};
 use crate::facts::JobFacts;
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// How past jobs are matched with a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatchBy {
+    /// Normalised metadata ([`descriptor`]): the default.
+    #[default]
+    Meta,
+    /// Sentence embeddings of command and files ([`crate::embed`]): the highest cosine.
+    Text,
+}
 
 /// How a past job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +157,11 @@ pub enum HistoryError {
         /// The value given.
         value: i64,
     },
+    /// Text matching was asked for a job without an embedding.
+    #[error(
+        "the job has no embedding to match by text: extract it with `schedlm extract --embed DIR`"
+    )]
+    NoEmbedding,
     /// Nothing to predict from: no completed job with an actual run time, and no request.
     #[error(
         "no prediction: the history has no completed job with an actual run time, and the job \
@@ -167,6 +185,8 @@ pub struct NewJob {
     pub actual_s: Option<i64>,
     /// How it ended.
     pub outcome: Outcome,
+    /// The sentence embedding of its command and files, when extraction made one.
+    pub embedding: Option<Embedding>,
 }
 
 /// A job of the history, with its id (1, 2, ... in the order added).
@@ -225,11 +245,23 @@ impl History {
                         facts TEXT NOT NULL,
                         requested_s INTEGER,
                         actual_s INTEGER,
-                        outcome TEXT NOT NULL
+                        outcome TEXT NOT NULL,
+                        embedding_model TEXT,
+                        embedding BLOB
                     );
                     PRAGMA user_version = {SCHEMA_VERSION};"
                 ))
                 .map_err(|e| history.error("cannot create the jobs table", e))?;
+        } else if version == 1 {
+            // Version 1 had no embeddings: the columns are added, every job without one.
+            history
+                .conn
+                .execute_batch(&format!(
+                    "ALTER TABLE jobs ADD COLUMN embedding_model TEXT;
+                     ALTER TABLE jobs ADD COLUMN embedding BLOB;
+                     PRAGMA user_version = {SCHEMA_VERSION};"
+                ))
+                .map_err(|e| history.error("cannot upgrade the schema from version 1", e))?;
         } else if version != SCHEMA_VERSION {
             return Err(HistoryError::Version {
                 path: history.path,
@@ -261,15 +293,18 @@ impl History {
         })?;
         self.conn
             .execute(
-                "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
+                                   embedding_model, embedding)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     job.name,
                     job.user,
                     facts,
                     job.requested_s,
                     job.actual_s,
-                    job.outcome.name()
+                    job.outcome.name(),
+                    job.embedding.as_ref().map(|e| e.model.clone()),
+                    job.embedding.as_ref().map(|e| to_blob(&e.vector)),
                 ],
             )
             .map_err(|e| self.error("cannot add the job", e))?;
@@ -281,7 +316,9 @@ impl History {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, name, user, facts, requested_s, actual_s, outcome FROM jobs ORDER BY id",
+                "SELECT id, name, user, facts, requested_s, actual_s, outcome, embedding_model,
+                        embedding
+                 FROM jobs ORDER BY id",
             )
             .map_err(|e| self.error("cannot read the jobs", e))?;
         let rows = stmt
@@ -294,13 +331,26 @@ impl History {
                     r.get::<_, Option<i64>>(4)?,
                     r.get::<_, Option<i64>>(5)?,
                     r.get::<_, String>(6)?,
+                    r.get::<_, Option<String>>(7)?,
+                    r.get::<_, Option<Vec<u8>>>(8)?,
                 ))
             })
             .map_err(|e| self.error("cannot read the jobs", e))?;
         let mut jobs = Vec::new();
         for row in rows {
-            let (id, name, user, facts, requested_s, actual_s, outcome) =
+            let (id, name, user, facts, requested_s, actual_s, outcome, model, blob) =
                 row.map_err(|e| self.error("cannot read a job", e))?;
+            let embedding = match (model, blob) {
+                (Some(model), Some(blob)) => Some(Embedding {
+                    model,
+                    vector: from_blob(&blob).ok_or(HistoryError::Row {
+                        id,
+                        column: "embedding",
+                        message: format!("{} bytes, not a whole number of f32", blob.len()),
+                    })?,
+                }),
+                _ => None,
+            };
             let facts = serde_json::from_str(&facts).map_err(|e| HistoryError::Row {
                 id,
                 column: "facts",
@@ -322,11 +372,26 @@ impl History {
                     requested_s,
                     actual_s,
                     outcome,
+                    embedding,
                 },
             });
         }
         Ok(jobs)
     }
+}
+
+/// A vector as little-endian f32 bytes (the `embedding` column).
+fn to_blob(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The vector of an `embedding` column; `None` when its length is not a multiple of 4.
+fn from_blob(blob: &[u8]) -> Option<Vec<f32>> {
+    blob.len().is_multiple_of(4).then(|| {
+        blob.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
 }
 
 /// What the matcher compares (the module documentation lists the fields).
@@ -377,8 +442,12 @@ pub struct Neighbour {
     pub id: i64,
     /// Its name.
     pub name: String,
-    /// Its distance to the query ([`similar::distance`]).
+    /// Its distance to the query: by metadata [`similar::distance`], by text 1 minus the
+    /// cosine similarity.
     pub distance: f64,
+    /// The cosine similarity of its embedding to the query's (text matching).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
     /// Its actual run time.
     pub actual_s: Option<i64>,
     /// Its requested time.
@@ -387,42 +456,70 @@ pub struct Neighbour {
     pub outcome: Outcome,
 }
 
-/// The `k` past jobs nearest to `query`, nearest first, the most recent first on ties; only
-/// completed jobs with an actual run time when `completed_only`.
+/// What a new job is matched by: its facts, and its embedding for text matching.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// Its extracted facts.
+    pub facts: &'a JobFacts,
+    /// Its embedding, if extraction made one.
+    pub embedding: Option<&'a Embedding>,
+}
+
+/// The `k` past jobs nearest to `query` by `by`, nearest first, the most recent first on
+/// ties; only completed jobs with an actual run time when `completed_only`. Text matching
+/// needs the query's embedding ([`HistoryError::NoEmbedding`] otherwise) and considers only
+/// past jobs embedded by the same model.
 pub fn neighbours(
     history: &[PastJob],
-    query: &JobFacts,
+    query: Query,
     k: usize,
     completed_only: bool,
-) -> Vec<Neighbour> {
-    let candidates: Vec<(&PastJob, Descriptor)> = history
-        .iter()
-        .rev()
-        .filter(|p| {
-            !completed_only || (p.job.outcome == Outcome::Completed && p.job.actual_s.is_some())
+    by: MatchBy,
+) -> Result<Vec<Neighbour>, HistoryError> {
+    let usable = |p: &&PastJob| {
+        !completed_only || (p.job.outcome == Outcome::Completed && p.job.actual_s.is_some())
+    };
+    let newest_first = history.iter().rev().filter(usable);
+    let neighbour = |p: &PastJob, distance: f64, similarity: Option<f64>| Neighbour {
+        id: p.id,
+        name: p.job.name.clone(),
+        distance,
+        similarity,
+        actual_s: p.job.actual_s,
+        requested_s: p.job.requested_s,
+        outcome: p.job.outcome,
+    };
+    let Some(text) = (by != MatchBy::Meta)
+        .then(|| query.embedding.ok_or(HistoryError::NoEmbedding))
+        .transpose()?
+    else {
+        let candidates: Vec<(&PastJob, Descriptor)> = newest_first
+            .map(|p| (p, descriptor(&p.job.facts)))
+            .collect();
+        let mut out = vec![Match::NONE; k];
+        let filled = similar::nearest(
+            &descriptor(query.facts),
+            candidates.iter().map(|(_, d)| d),
+            &mut out,
+        );
+        return Ok(out[..filled]
+            .iter()
+            .map(|m| neighbour(candidates[m.index].0, m.distance, None))
+            .collect());
+    };
+    let mut scored: Vec<(f64, &PastJob)> = newest_first
+        .filter_map(|p| {
+            let e = p.job.embedding.as_ref().filter(|e| e.model == text.model)?;
+            Some((f64::from(cosine(&text.vector, &e.vector)), p))
         })
-        .map(|p| (p, descriptor(&p.job.facts)))
         .collect();
-    let mut out = vec![Match::NONE; k];
-    let filled = similar::nearest(
-        &descriptor(query),
-        candidates.iter().map(|(_, d)| d),
-        &mut out,
-    );
-    out[..filled]
-        .iter()
-        .map(|m| {
-            let p = candidates[m.index].0;
-            Neighbour {
-                id: p.id,
-                name: p.job.name.clone(),
-                distance: m.distance,
-                actual_s: p.job.actual_s,
-                requested_s: p.job.requested_s,
-                outcome: p.job.outcome,
-            }
-        })
-        .collect()
+    // Stable: among equals the newest stays first.
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Ok(scored
+        .into_iter()
+        .take(k)
+        .map(|(cos, p)| neighbour(p, 1.0 - cos, Some(cos)))
+        .collect())
 }
 
 /// A predicted duration and what it rests on.
@@ -441,11 +538,12 @@ pub struct Prediction {
 /// time of the nearest completed job, capped at the request; the request when nothing matches.
 pub fn predict(
     history: &[PastJob],
-    facts: &JobFacts,
+    query: Query,
     requested_s: Option<i64>,
     k: usize,
+    by: MatchBy,
 ) -> Result<Prediction, HistoryError> {
-    let matches = neighbours(history, facts, k.max(1), true);
+    let matches = neighbours(history, query, k.max(1), true, by)?;
     let nearest = matches.first().and_then(|m| m.actual_s);
     let (seconds, basis) = match (nearest, requested_s) {
         (Some(run), Some(cap)) if run > cap => (cap, "nearest, capped at the request"),
@@ -482,7 +580,102 @@ mod tests {
             requested_s: Some(10_000),
             actual_s: actual,
             outcome,
+            embedding: None,
         }
+    }
+
+    fn embedded(mut job: NewJob, model: &str, vector: [f32; 2]) -> NewJob {
+        job.embedding = Some(Embedding {
+            model: model.into(),
+            vector: vector.to_vec(),
+        });
+        job
+    }
+
+    #[test]
+    fn text_matching_ranks_by_cosine_within_one_model() {
+        let gpt2 = || facts(&[("model", json!("gpt2"))]);
+        let llama = || facts(&[("model", json!("llama"))]);
+        let history = History::open_in_memory().unwrap();
+        for j in [
+            embedded(
+                job("near", llama(), Some(100), Outcome::Completed),
+                "m",
+                [0.8, 0.6],
+            ),
+            embedded(
+                job("far", gpt2(), Some(200), Outcome::Completed),
+                "m",
+                [0.0, 1.0],
+            ),
+            embedded(
+                job("other-model", gpt2(), Some(300), Outcome::Completed),
+                "x",
+                [1.0, 0.0],
+            ),
+            job("no-embedding", gpt2(), Some(400), Outcome::Completed),
+        ] {
+            history.add(&j).unwrap();
+        }
+        let past = history.jobs().unwrap();
+        assert_eq!(past[0].job.embedding.as_ref().unwrap().vector, [0.8, 0.6]);
+        let q = gpt2();
+        let e = Embedding {
+            model: "m".into(),
+            vector: vec![1.0, 0.0],
+        };
+        let query = Query {
+            facts: &q,
+            embedding: Some(&e),
+        };
+        let names = |by| {
+            neighbours(&past, query, 5, true, by)
+                .unwrap()
+                .into_iter()
+                .map(|n| n.name)
+                .collect::<Vec<_>>()
+        };
+        // By text: the highest cosine first; other models and unembedded jobs left out.
+        assert_eq!(names(MatchBy::Text), ["near", "far"]);
+        // By metadata: every job; the newest first among the gpt2 ties.
+        assert_eq!(
+            names(MatchBy::Meta),
+            ["no-embedding", "other-model", "far", "near"]
+        );
+        let near = &neighbours(&past, query, 1, true, MatchBy::Text).unwrap()[0];
+        assert!((near.similarity.unwrap() - 0.8).abs() < 1e-6);
+        assert!((near.distance - 0.2).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_version_1_file_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, user TEXT,
+                 facts TEXT NOT NULL, requested_s INTEGER, actual_s INTEGER,
+                 outcome TEXT NOT NULL);
+             INSERT INTO jobs (name, facts, actual_s, outcome)
+                 VALUES ('old', '{}', 60, 'completed');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        drop(conn);
+        let history = History::open(&path).unwrap();
+        let new = embedded(
+            job("new", JobFacts::default(), Some(5), Outcome::Completed),
+            "m",
+            [0.6, 0.8],
+        );
+        history.add(&new).unwrap();
+        let past = History::open(&path).unwrap().jobs().unwrap();
+        assert_eq!(past.len(), 2);
+        assert_eq!(
+            (past[0].job.name.as_str(), past[0].job.embedding.is_none()),
+            ("old", true)
+        );
+        assert_eq!(past[1].job.embedding, new.embedding);
     }
 
     #[test]
@@ -562,7 +755,12 @@ mod tests {
         })
         .collect();
         let query = facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(4))]);
-        let p = predict(&past, &query, Some(9_000), 2).unwrap();
+        let query = Query {
+            facts: &query,
+            embedding: None,
+        };
+        let by = MatchBy::Meta;
+        let p = predict(&past, query, Some(9_000), 2, by).unwrap();
         // ln 8/4 < ln 4/1: "big" is nearer; the failed run is not a match.
         assert_eq!((p.seconds, p.basis), (4_000, "nearest"));
         assert_eq!(
@@ -573,15 +771,23 @@ mod tests {
             ["big", "small"]
         );
         assert_eq!(
-            predict(&past, &query, Some(1_000), 1).unwrap().seconds,
+            predict(&past, query, Some(1_000), 1, by).unwrap().seconds,
             1_000
         );
         // Every job, failed ones too, for matching alone.
-        assert_eq!(neighbours(&past, &query, 1, false)[0].name, "big-failed");
-        assert_eq!(predict(&[], &query, Some(77), 1).unwrap().basis, "request");
+        let all = neighbours(&past, query, 1, false, by).unwrap();
+        assert_eq!(all[0].name, "big-failed");
+        assert_eq!(
+            predict(&[], query, Some(77), 1, by).unwrap().basis,
+            "request"
+        );
         assert!(matches!(
-            predict(&[], &query, None, 1),
+            predict(&[], query, None, 1, by),
             Err(HistoryError::Nothing)
+        ));
+        assert!(matches!(
+            neighbours(&past, query, 1, false, MatchBy::Text),
+            Err(HistoryError::NoEmbedding)
         ));
     }
 

@@ -18,6 +18,7 @@
 pub mod advice;
 pub mod agent;
 pub mod configs;
+pub mod embed;
 pub mod extract;
 pub mod facts;
 pub mod history;

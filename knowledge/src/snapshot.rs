@@ -21,7 +21,7 @@ use schedlm_model::instance::{Instance, QueuedJob, Server};
 use serde_json::{json, Map, Value};
 
 use crate::facts::{JobFacts, SCHEDULING_FIELDS};
-use crate::history::{predict, PastJob};
+use crate::history::{predict, MatchBy, PastJob, Query};
 
 /// Why a snapshot could not be made (the job is named).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -117,7 +117,16 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
     }
     let requested = count("requested_time_s")?;
     let (walltime, from) = match (history, requested) {
-        (Some(past), _) => match predict(past, job.facts, requested, 1) {
+        (Some(past), _) => match predict(
+            past,
+            Query {
+                facts: job.facts,
+                embedding: None,
+            },
+            requested,
+            1,
+            MatchBy::Meta,
+        ) {
             Ok(p) => (p.seconds, format!("history ({})", p.basis)),
             Err(_) => {
                 return Err(SnapshotError::NoWalltime {
@@ -197,6 +206,7 @@ mod tests {
                 requested_s: Some(7_200),
                 actual_s: Some(3_000),
                 outcome: Outcome::Completed,
+                embedding: None,
             },
         }];
         let predicted = snapshot(&jobs, Some(&past), 2).unwrap();

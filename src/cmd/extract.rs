@@ -9,6 +9,7 @@ use clap::Args;
 use schedlm_eval::openai::{Client, ClientOptions};
 use schedlm_eval::policy::EvalPolicy;
 use schedlm_knowledge::agent::{self, cache_key, AgentOptions, AgentReport, Chat, ChatReply};
+use schedlm_knowledge::embed::{job_text, Embedder, Embedding};
 use schedlm_knowledge::extract::CachedAgent;
 use schedlm_knowledge::{Cache, Extraction};
 
@@ -65,6 +66,14 @@ pub struct ExtractArgs {
     /// Turns per agent run (tool calls and the answer).
     #[arg(long, default_value_t = 8, requires = "llm", value_parser = clap::value_parser!(u16).range(1..=50))]
     pub llm_steps: u16,
+
+    /// Also write the job's sentence embedding (`embedding`: the model's name and a unit
+    /// vector), made by the local sentence-embedding model in DIR (`config.json`,
+    /// `model.safetensors`, `tokenizer.json`; scripts/fetch-minilm.sh installs
+    /// all-MiniLM-L6-v2 under target/models/). It embeds the launch command and the scripts
+    /// and configs read, for `schedlm history match --by text`. Nothing is downloaded.
+    #[arg(long, value_name = "DIR")]
+    pub embed: Option<PathBuf>,
 }
 
 /// Writes one JSON object: `dir`, `facts` (field -> `{value, source, confidence, strength,
@@ -81,6 +90,9 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         Some(spec) => ask_agent(args, spec, &mut cache, &mut extraction)?,
         None => false,
     };
+    if let Some(model) = &args.embed {
+        extraction.embedding = Some(embed(args, model, &extraction)?);
+    }
     if let Some(path) = &args.cache {
         save_cache(path, &cache)?;
     }
@@ -111,6 +123,20 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
 
 /// Fills what the parsers left empty with the LLM agent (or its cached answers); true when
 /// every agent run failed (a dead endpoint, a model that never answers).
+/// The sentence embedding of the job's command and of the scripts and configs extraction read.
+fn embed(args: &ExtractArgs, model: &Path, extraction: &Extraction) -> Result<Embedding> {
+    let embedder = Embedder::load(model)?;
+    let logs: Vec<String> = args.logs.iter().map(|l| l.display().to_string()).collect();
+    let files: Vec<&str> = extraction
+        .read
+        .iter()
+        .filter(|f| !logs.contains(f))
+        .map(String::as_str)
+        .collect();
+    let text = job_text(&args.dir, args.cmd.as_deref(), &files);
+    Ok(embedder.embed_job(&text)?)
+}
+
 fn ask_agent(
     args: &ExtractArgs,
     spec: &str,

@@ -7,7 +7,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use schedlm_knowledge::history::{neighbours, predict, History, NewJob, Outcome};
+use schedlm_knowledge::history::{
+    neighbours, predict, History, MatchBy, NewJob, Outcome, PastJob, Query,
+};
 use schedlm_knowledge::{Extraction, JobFacts};
 
 use crate::args::parse_seconds;
@@ -21,11 +23,14 @@ pub enum HistoryCommand {
     /// --actual 2h15m --outcome completed`.
     Add(AddArgs),
     /// Print the past jobs most similar to a new one, nearest first, as JSON Lines: `id`,
-    /// `name`, `distance`, `actual_s`, `requested_s`, `outcome`.
+    /// `name`, `distance`, `similarity` (text matching), `actual_s`, `requested_s`,
+    /// `outcome`.
     ///
-    /// The distance counts each differing kind (model, dataset, training script, precision)
-    /// as 1 and each size (total GPUs, global batch size, sequence length, max steps, epochs)
-    /// as |ln a - ln b|; a value known on one side only counts 1 (docs/knowledge.md).
+    /// By metadata (the default), the distance counts each differing kind (model, dataset,
+    /// training script, precision) as 1 and each size (total GPUs, global batch size,
+    /// sequence length, max steps, epochs) as |ln a - ln b|; a value known on one side only
+    /// counts 1. By text, the similarity is the cosine of the sentence embeddings of the jobs'
+    /// commands and files, made by `schedlm extract --embed` (docs/knowledge.md).
     Match(MatchArgs),
     /// Predict a new job's run time: the actual run time of the nearest completed job, capped
     /// at the job's requested time; the requested time when no completed job is known. Prints
@@ -49,6 +54,20 @@ pub struct Lookup {
     /// How many past jobs to show.
     #[arg(short, long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
     pub k: u16,
+
+    /// What to match by: `meta` (the extracted metadata) or `text` (the cosine of the
+    /// sentence embeddings; the job and the past jobs need `schedlm extract --embed`, and past
+    /// jobs embedded by another model or not at all are left out).
+    #[arg(long, default_value = "meta", value_parser = parse_match_by)]
+    pub by: MatchBy,
+}
+
+fn parse_match_by(s: &str) -> Result<MatchBy, String> {
+    match s {
+        "meta" => Ok(MatchBy::Meta),
+        "text" => Ok(MatchBy::Text),
+        _ => Err(format!("expected meta or text, got {s:?}")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -132,6 +151,7 @@ fn add(args: &AddArgs) -> Result<()> {
         requested_s,
         actual_s: args.actual,
         outcome: args.outcome,
+        embedding: extraction.embedding,
     };
     let history = open(&args.db)?;
     let id = history.add(&job)?;
@@ -142,12 +162,14 @@ fn add(args: &AddArgs) -> Result<()> {
 fn matches(args: &MatchArgs) -> Result<()> {
     let extraction = read_job(&args.lookup.job)?;
     let past = open_existing(&args.lookup.db)?.jobs()?;
+    report_unembedded(&past, &extraction, args.lookup.by);
     let found = neighbours(
         &past,
-        &extraction.facts,
+        query(&extraction),
         usize::from(args.lookup.k),
         !args.all,
-    );
+        args.lookup.by,
+    )?;
     for n in &found {
         outln!("{}", serde_json::to_string(n)?)?;
     }
@@ -165,11 +187,13 @@ fn prediction(args: &PredictArgs) -> Result<()> {
     let extraction = read_job(&args.lookup.job)?;
     let requested_s = args.requested.or(requested_fact(&extraction.facts)?);
     let past = open_existing(&args.lookup.db)?.jobs()?;
+    report_unembedded(&past, &extraction, args.lookup.by);
     let p = predict(
         &past,
-        &extraction.facts,
+        query(&extraction),
         requested_s,
         usize::from(args.lookup.k),
+        args.lookup.by,
     )?;
     let value = json!({
         "seconds": p.seconds,
@@ -181,6 +205,34 @@ fn prediction(args: &PredictArgs) -> Result<()> {
     Ok(())
 }
 
+fn query(extraction: &Extraction) -> Query<'_> {
+    Query {
+        facts: &extraction.facts,
+        embedding: extraction.embedding.as_ref(),
+    }
+}
+
+/// Says on standard error how many past jobs text matching leaves out (no embedding, or one
+/// from another model), so that a thin match is not mistaken for a thin history.
+fn report_unembedded(past: &[PastJob], extraction: &Extraction, by: MatchBy) {
+    let Some(model) = extraction.embedding.as_ref().map(|e| &e.model) else {
+        return;
+    };
+    if by == MatchBy::Meta {
+        return;
+    }
+    let left_out = past
+        .iter()
+        .filter(|p| p.job.embedding.as_ref().is_none_or(|e| &e.model != model))
+        .count();
+    if left_out > 0 {
+        eprintln!(
+            "history: {left_out} of {} past job(s) have no embedding by {model} and are not matched by text",
+            past.len()
+        );
+    }
+}
+
 fn list(args: &ListArgs) -> Result<()> {
     for p in open_existing(&args.db)?.jobs()? {
         let value = json!({
@@ -190,6 +242,7 @@ fn list(args: &ListArgs) -> Result<()> {
             "requested_s": p.job.requested_s,
             "actual_s": p.job.actual_s,
             "outcome": p.job.outcome,
+            "embedding_model": p.job.embedding.as_ref().map(|e| &e.model),
             "facts": p.job.facts,
         });
         outln!("{}", serde_json::to_string(&value)?)?;

@@ -95,17 +95,17 @@ impl Propagation {
         energetic: bool,
     ) -> bool {
         self.open.clear();
-        for j in 0..problem.jobs() {
+        for (j, &earliest) in est.iter().enumerate().take(problem.jobs()) {
             if d.is_placed(j) {
                 if d.start(j) + problem.walltime(j) > horizon {
                     return true;
                 }
                 continue;
             }
-            if est[j] == Time::MAX {
+            if earliest == Time::MAX {
                 return false;
             }
-            self.est[j] = est[j];
+            self.est[j] = earliest;
             self.lct[j] = horizon - self.tail[j];
             self.open.push(j);
         }
