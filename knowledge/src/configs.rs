@@ -113,6 +113,19 @@ pub fn read_config(
             }
             continue;
         }
+        // An accelerate config (`distributed_type: ...`): its machines and processes (all
+        // machines together, divided by the machines in `extract`).
+        if parent.is_none() && tree.get("distributed_type").is_some() {
+            let field = match key.as_str() {
+                "num_machines" => Some("nodes"),
+                "num_processes" => Some("gpus_total"),
+                _ => None,
+            };
+            if let (Some(field), Some(n)) = (field, value.as_u64().filter(|&n| n > 0)) {
+                facts.set(field, json!(n), source(), 1.0, Strength::Config);
+                continue;
+            }
+        }
         // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`; a `[model]`
         // section's `name` (torchtitan) is the model; FSDP's `mixed_precision` (`PURE`,
         // `DEFAULT`) is how it shards, not the training's precision.
@@ -279,6 +292,21 @@ mod tests {
             "auto says nothing"
         );
         assert_eq!(facts.value("precision").unwrap(), "bf16");
+    }
+
+    #[test]
+    fn accelerate_config_counts_machines_and_processes() {
+        let text =
+            "distributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 2\nnum_processes: 16\n";
+        let mut facts = JobFacts::default();
+        read_config("fsdp.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        assert_eq!(facts.value("nodes").unwrap(), 2);
+        assert_eq!(facts.value("gpus_total").unwrap(), 16);
+        assert_eq!(facts.value("precision").unwrap(), "bf16");
+        // Elsewhere `num_processes` is not a GPU count.
+        let mut facts = JobFacts::default();
+        read_config("data.yaml", "num_processes: 16\n", Syntax::Yaml, &mut facts).unwrap();
+        assert!(facts.value("gpus_total").is_none());
     }
 
     #[test]

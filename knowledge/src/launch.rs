@@ -40,10 +40,21 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("train_batch_size", "global_batch_size", 0.8),
     ("gradient_accumulation_steps", "gradient_accumulation", 1.0),
     ("accumulate_grad_batches", "gradient_accumulation", 1.0),
+    // nanotron, Composer, open_clip, fairseq.
+    (
+        "batch_accumulation_per_replica",
+        "gradient_accumulation",
+        1.0,
+    ),
+    ("grad_accum", "gradient_accumulation", 1.0),
+    ("accum_freq", "gradient_accumulation", 1.0),
+    ("update_freq", "gradient_accumulation", 1.0),
     ("max_seq_length", "sequence_length", 1.0),
     ("max_seq_len", "sequence_length", 1.0),
     ("max_len", "sequence_length", 0.9),
     ("seq_length", "sequence_length", 1.0),
+    ("sequence_length", "sequence_length", 1.0),
+    ("max_sequence_length", "sequence_length", 1.0),
     ("seq_len", "sequence_length", 1.0),
     ("sequence_len", "sequence_length", 1.0),
     ("cutoff_len", "sequence_length", 1.0),
@@ -53,11 +64,15 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("num_train_epochs", "epochs", 1.0),
     ("max_epochs", "epochs", 1.0),
     ("num_epochs", "epochs", 1.0),
+    ("num_epoch", "epochs", 1.0),
     ("epochs", "epochs", 1.0),
     ("max_steps", "max_steps", 1.0),
     ("max_iters", "max_steps", 1.0),
     ("train_iters", "max_steps", 1.0),
     ("total_steps", "max_steps", 1.0),
+    // nanotron's `tokens.train_steps`, fairseq's `--max-update`.
+    ("train_steps", "max_steps", 1.0),
+    ("max_update", "max_steps", 1.0),
     ("steps", "max_steps", 0.8),
     ("learning_rate", "learning_rate", 1.0),
     ("lr", "learning_rate", 1.0),
@@ -65,6 +80,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("dataset", "dataset", 1.0),
     ("data_path", "dataset", 0.9),
     ("train_file", "dataset", 0.9),
+    ("train_data", "dataset", 0.9),
     ("data", "dataset", 0.7),
     ("hf_name", "dataset", 0.9),
     ("num_nodes", "nodes", 1.0),
@@ -176,19 +192,23 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         return false;
     };
     let base = launcher.rsplit('/').next().unwrap_or(launcher);
+    // Read into a scratch first: a command that runs an evaluation script is not the
+    // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`).
+    let mut found = JobFacts::default();
     let mut set = |field: &str, value: Value, confidence: f64| {
-        facts.set(field, value, source.to_string(), confidence, strength)
+        found.set(field, value, source.to_string(), confidence, strength)
     };
     let script_args = match base {
         "torchrun" | "deepspeed" => launcher_flags(base, rest, &mut set),
         "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
             launcher_flags(base, &rest[1..], &mut set)
         }
-        // torchtune's `tune run [torchrun flags] RECIPE --config ... key=value`.
-        "tune" if rest.first().map(String::as_str) == Some("run") => {
+        // torchtune's `tune run [torchrun flags] RECIPE --config ... key=value`, and
+        // ColossalAI's `colossalai run [torchrun flags] SCRIPT ...`.
+        "tune" | "colossalai" if rest.first().map(String::as_str) == Some("run") => {
             launcher_flags("torchrun", &rest[1..], &mut set)
         }
-        b if b.starts_with("python") => match rest {
+        b if b.starts_with("python") => match skip_interpreter_options(rest) {
             [m, module, tail @ ..] if m == "-m" => {
                 if module.starts_with("torch.distributed") {
                     launcher_flags("torchrun", tail, &mut set)
@@ -206,7 +226,47 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         _ => return false,
     };
     read_arguments(script_args, &mut set);
+    let script = found.value("script").and_then(Value::as_str);
+    if script.is_some_and(is_evaluation_script) {
+        return false;
+    }
+    facts.absorb(&found);
     true
+}
+
+/// Whether a script's name says it evaluates, tests or serves a model rather than trains it
+/// (`eval.py`, `evaluate_lm.py`, `scripts/inference.py`).
+fn is_evaluation_script(script: &str) -> bool {
+    let stem = script
+        .rsplit('/')
+        .next()
+        .unwrap_or(script)
+        .to_ascii_lowercase();
+    [
+        "eval",
+        "test",
+        "inference",
+        "infer",
+        "predict",
+        "generate",
+        "serve",
+    ]
+    .iter()
+    .any(|p| stem.starts_with(p))
+}
+
+/// The words after `python` without the interpreter's own options (`-u`, `-O`, `-W ignore`,
+/// `-X dev`), which come before the script or `-m`.
+fn skip_interpreter_options(words: &[String]) -> &[String] {
+    let mut i = 0;
+    while let Some(w) = words.get(i) {
+        match w.as_str() {
+            "-W" | "-X" => i += 2,
+            "-u" | "-O" | "-OO" | "-B" | "-E" | "-s" | "-S" | "-I" | "-b" | "-bb" | "-q" => i += 1,
+            _ => break,
+        }
+    }
+    &words[i.min(words.len())..]
 }
 
 /// Shell arithmetic `$(( A * B ))` as one word (`$((A*B))`), so that its spaces do not split
@@ -235,8 +295,14 @@ fn is_launcher(word: &str) -> bool {
     let base = word.rsplit('/').next().unwrap_or(word);
     matches!(
         base,
-        "torchrun" | "deepspeed" | "accelerate" | "tune" | "bash" | "sh"
+        "torchrun" | "deepspeed" | "accelerate" | "tune" | "colossalai" | "bash" | "sh"
     ) || base.starts_with("python")
+}
+
+/// Whether `word` is a wrapper script that runs the command after it (`run_env.sh python
+/// train.py`): a `.sh` file followed by a launcher.
+fn is_wrapper(word: &str, next: Option<&String>) -> bool {
+    word.ends_with(".sh") && next.is_some_and(|n| is_launcher(n))
 }
 
 /// Short options of `srun` and `mpirun` that take no value (`-l`: label output lines).
@@ -252,19 +318,34 @@ fn strip_prefixes(words: &[String]) -> &[String] {
         let w = words[i].as_str();
         // An unresolved variable in command position (`${AUTO_RESUME} srun ...`) is an optional
         // prefix the job's environment may set; the command follows it.
-        let unresolved = w.starts_with('$') && i + 1 < words.len();
-        if w == "exec" || w == "env" || unresolved || (w.contains('=') && !w.starts_with('-')) {
+        let unresolved = w.starts_with('$') && !is_launcher(w) && i + 1 < words.len();
+        // A wrapper script that runs its arguments (`scripts/run_with_environment.sh python
+        // train.py ...`).
+        let wrapper = is_wrapper(w, words.get(i + 1));
+        if w == "exec"
+            || w == "env"
+            || unresolved
+            || wrapper
+            || (w.contains('=') && !w.starts_with('-'))
+        {
             i += 1;
         } else if w == "srun" || w == "mpirun" || w == "mpiexec" {
             i += 1;
             // Their options: `--flag`, `--flag=value`, `-n 4`, and switches such as `-l`.
             // A long option without `=` takes the next word unless that word is the launch
             // (`--container-image IMG torchrun ...`, pyxis).
-            while i < words.len() && words[i].starts_with('-') {
+            // An unresolved variable among them (`srun $SRUN_ARGS -u bash -c ...`) holds more
+            // options.
+            let option_variable = |w: &str| w.starts_with('$') && !is_launcher(w);
+            while i < words.len() && (words[i].starts_with('-') || option_variable(&words[i])) {
                 let w = words[i].as_str();
-                let next_is_value = words
-                    .get(i + 1)
-                    .is_some_and(|n| !n.starts_with('-') && !is_launcher(n));
+                if option_variable(w) {
+                    i += 1;
+                    continue;
+                }
+                let next_is_value = words.get(i + 1).is_some_and(|n| {
+                    !n.starts_with('-') && !is_launcher(n) && !is_wrapper(n, words.get(i + 2))
+                });
                 let takes_value = !w.contains('=')
                     && !SRUN_SWITCHES.contains(&w)
                     && (w.len() == 2 || next_is_value);
@@ -320,6 +401,16 @@ fn launcher_flags<'w>(
         };
         let (name, value) = match name.split_once('=') {
             Some((n, v)) => (n, Some(v.to_string())),
+            // torchrun's `--tee 3` (a stream spec: digits, `:` and `,`) takes a value.
+            None if name == "tee"
+                && words.get(i + 1).is_some_and(|n| {
+                    n.chars()
+                        .all(|c| c.is_ascii_digit() || c == ':' || c == ',')
+                }) =>
+            {
+                i += 1;
+                (name, None)
+            }
             None if SWITCHES.contains(&name.replace('-', "_").as_str()) => (name, None),
             None => {
                 let next = words.get(i + 1).filter(|n| is_value(n)).cloned();
@@ -436,7 +527,15 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
 }
 
 /// Sections whose settings are not the training run's (`--eval.steps`, `eval: max_iters`).
-pub const NOT_TRAINING: &[&str] = &["eval", "evaluation", "validation", "val", "test"];
+pub const NOT_TRAINING: &[&str] = &[
+    "eval",
+    "evaluation",
+    "validation",
+    "val",
+    "test",
+    // nanotron: the settings of the evaluation jobs it launches.
+    "lighteval",
+];
 
 /// [`setting`] for a name that may be dotted (`--train.batch_size`, `data.max_len=2048`): the
 /// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);
@@ -573,5 +672,31 @@ mod tests {
         assert!(read("python").is_none());
         assert!(read("module load cuda/12.1").is_none());
         assert!(read("unterminated 'quote").is_none());
+        // An evaluation script is not the training run.
+        assert!(read("python eval.py --config_file wt103.yaml --batch_size 8").is_none());
+        assert!(read("torchrun --nproc_per_node 8 scripts/inference.py").is_none());
+    }
+
+    #[test]
+    fn wrappers_interpreter_options_and_other_launchers() {
+        // srun with an options variable, a wrapper script, a python found through $HOME.
+        let olmo = read(
+            "srun $SRUN_ARGS --kill-on-bad-exit scripts/run_env.sh $HOME/envs/bin/python -u \
+             scripts/train.py configs/llama7.yaml --device_train_microbatch_size=6",
+        )
+        .unwrap();
+        assert_eq!(olmo.value("script").unwrap(), "scripts/train.py");
+        assert_eq!(olmo.value("batch_size_per_device").unwrap(), 6);
+        let x = read("python -W ignore -X dev -m trainer.main --num_epoch 3").unwrap();
+        assert_eq!(x.value("script").unwrap(), "trainer.main");
+        assert_eq!(x.value("epochs").unwrap(), 3);
+        // ColossalAI's launcher takes torchrun's flags; torchrun's `--tee 3` takes a value.
+        let c =
+            read("colossalai run --nproc_per_node 4 --master_port 29505 vit.py --lr 2e-4").unwrap();
+        assert_eq!(c.value("gpus_per_node").unwrap(), 4);
+        assert_eq!(c.value("script").unwrap(), "vit.py");
+        let t =
+            read("torchrun --nproc_per_node 8 --tee 3 run_train.py --config-file a.yaml").unwrap();
+        assert_eq!(t.value("script").unwrap(), "run_train.py");
     }
 }

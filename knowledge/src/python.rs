@@ -8,7 +8,9 @@
 //! - fields of a `@dataclass` with a literal default (`lr: float = 3e-4`,
 //!   `model_name: str = field(default="gpt2")`), as in Hugging Face's argument classes;
 //! - module-level assignments of literals (`learning_rate = 6e-4`), only in Python config
-//!   files (a name or folder that says `config`): elsewhere a module-level `lr = 0.1` may be
+//!   files: a name or folder that says `config`, or a module with a block of at least
+//!   [`SETTINGS_BLOCK`] literal assignments of training settings at its top level (lit-llama's
+//!   and mmengine's hyperparameter blocks); elsewhere a module-level `lr = 0.1` may be
 //!   anything.
 //!
 //! Only literals count (numbers, strings, booleans, negative numbers); a value computed at run
@@ -32,11 +34,24 @@ const SETTINGS_CALLS: &[&str] = &[
     "Trainer",
 ];
 
+/// Module-level literal assignments of training settings that make a Python module a config.
+pub const SETTINGS_BLOCK: usize = 3;
+
 /// Reads Python source `name` (its text) into `facts`; an error when it does not parse.
-/// Module-level assignments count only when the path says `config`.
+/// Module-level assignments count only in a config (see the module documentation).
 pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), String> {
     let suite = ast::Suite::parse(text, name).map_err(|e| format!("not valid Python: {e}"))?;
-    let config = name.to_ascii_lowercase().contains("config");
+    let settings = suite
+        .iter()
+        .filter(|stmt| match stmt {
+            Stmt::Assign(a) => match (a.targets.as_slice(), literal(&a.value)) {
+                ([Expr::Name(target)], Some(value)) => setting(target.id.as_str(), value).is_some(),
+                _ => false,
+            },
+            _ => false,
+        })
+        .count();
+    let config = name.to_ascii_lowercase().contains("config") || settings >= SETTINGS_BLOCK;
     let mut reader = Reader { name, text, facts };
     for stmt in &suite {
         reader.statement(stmt, config);
@@ -252,6 +267,19 @@ def main():
         // Computed values, -1 and a false precision flag say nothing.
         assert_eq!(v("gradient_accumulation"), None);
         assert!(read_python("bad.py", "def (:\n", &mut facts).is_err());
+    }
+
+    #[test]
+    fn a_block_of_settings_makes_a_module_a_config() {
+        let block = "learning_rate = 9e-3\nmicro_batch_size = 4\nnum_epochs = 5\nx = f(1)\n";
+        let mut facts = JobFacts::default();
+        read_python("finetune/adapter.py", block, &mut facts).unwrap();
+        assert_eq!(facts.value("learning_rate").unwrap(), 9e-3);
+        assert_eq!(facts.value("epochs").unwrap(), 5);
+        // Two settings are not a block: a script's module-level `lr` may be anything.
+        let mut facts = JobFacts::default();
+        read_python("train.py", "lr = 0.1\nepochs = 2\n", &mut facts).unwrap();
+        assert!(facts.value("learning_rate").is_none());
     }
 
     #[test]

@@ -151,7 +151,8 @@ fn log_excerpts() {
 }
 
 /// The second set (`heldout/`, 14 setups): scored once at 62 of 111 fields before the extractor
-/// saw it (docs/knowledge.md), 91 of 112 since. Held as a floor. The one value counted as
+/// saw it (docs/knowledge.md), 94 of 113 since (one truth amended, see its note). Held as a
+/// floor. The one value counted as
 /// invented is a real ambiguity: `--train_batch_size=1` is DeepSpeed's global batch, but the
 /// script it is passed to documents it as per device.
 #[test]
@@ -165,7 +166,29 @@ fn held_out_setups() {
     let invented: Vec<&String> = problems.iter().filter(|p| p.contains("invented")).collect();
     assert!(invented.len() <= 1, "{invented:?}");
     assert!(
-        right >= 91,
+        right >= 94,
+        "{right}/{total}: a regression\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The third set (`heldout3/`, 12 setups from 11 repositories none of the others came from),
+/// collected and labelled by two passes that did not read the extractor: scored once at 48 of
+/// 113 fields (42 %, nothing invented) before the extractor saw it, 77 of 113 since (general
+/// rules only: wrappers, interpreter options, launchers, key names; docs/knowledge.md). Held
+/// as a floor, with nothing invented.
+#[test]
+fn third_held_out_set() {
+    let (right, total, problems) = score("heldout3");
+    eprintln!(
+        "third held-out set: {right}/{total} determined fields right\n{}",
+        problems.join("\n")
+    );
+    assert!(total >= 100, "{total} determined fields");
+    let invented: Vec<&String> = problems.iter().filter(|p| p.contains("invented")).collect();
+    assert!(invented.is_empty(), "{invented:?}");
+    assert!(
+        right >= 77,
         "{right}/{total}: a regression\n{}",
         problems.join("\n")
     );
