@@ -27,6 +27,11 @@ impl Deadline {
         }
     }
 
+    /// Whether the deadline has passed, looking at the clock now.
+    pub(crate) fn passed_now(&self) -> bool {
+        self.at.is_some_and(|d| Instant::now() >= d)
+    }
+
     /// Whether the deadline has passed, looking at the clock only when `work` (a running count
     /// of units of work) is a multiple of the interval.
     pub(crate) fn passed(&self, work: u64) -> bool {

@@ -277,6 +277,13 @@ fn auto(
         (true, false) => left().mul_f64(0.7),
         (true, true) => left().mul_f64(0.4),
     };
+    // When the MILP's part would be too short to run, branch and bound keeps it (with 2 s,
+    // the makespan used to leave 0.54 s of its limit unused).
+    let share = if milp_time(left().saturating_sub(share)).is_some() {
+        share
+    } else {
+        left()
+    };
     let start = best.order.clone();
     best = best.merge(run_bnb(problem, options, start, share, options.node_limit));
     if best.status != SolveStatus::Optimal && milp {
@@ -295,16 +302,21 @@ fn milp_phase(
     best: Candidate,
     budget: Duration,
 ) -> Candidate {
-    let margin = budget.mul_f64(0.15).max(MILP_SETUP);
-    let time = budget.saturating_sub(margin);
-    if time < MILP_MIN_TIME {
+    let Some(time) = milp_time(budget) else {
         return best;
-    }
+    };
     let start = best.order.clone();
     match run_milp(problem, options, Some(start), time) {
         Ok(milp) => best.merge(milp),
         Err(_) => best,
     }
+}
+
+/// The MILP's time limit inside a `budget`: the budget less HiGHS' uninterruptible setup (15 %,
+/// at least [`MILP_SETUP`]); `None` when that leaves less than [`MILP_MIN_TIME`].
+fn milp_time(budget: Duration) -> Option<Duration> {
+    let time = budget.saturating_sub(budget.mul_f64(0.15).max(MILP_SETUP));
+    (time >= MILP_MIN_TIME).then_some(time)
 }
 
 /// `auto` on a queue longer than [`LONG_QUEUE`]: branch and bound cannot prove such a queue in
