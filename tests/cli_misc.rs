@@ -710,19 +710,22 @@ fn history_matches_by_text_embedding() {
     let plain = dir.path().join("plain.json");
     let out = run(&["extract", &format!("{setups}/deepspeed-chat-opt-1.3b")]).ok();
     std::fs::write(&plain, out.stdout).unwrap();
-    run(&[
-        "history",
-        "add",
-        "--db",
-        &db,
-        "--job",
-        &path_str(&plain),
-        "--actual",
-        "60",
-        "--outcome",
-        "completed",
-    ])
-    .ok();
+    let add = |job: &str, actual: &str| {
+        run(&[
+            "history",
+            "add",
+            "--db",
+            &db,
+            "--job",
+            job,
+            "--actual",
+            actual,
+            "--outcome",
+            "completed",
+        ])
+        .ok()
+    };
+    add(&path_str(&plain), "60");
     let unembedded = run(&[
         "history",
         "match",
@@ -757,20 +760,7 @@ fn history_matches_by_text_embedding() {
         ("deepspeed-chat-opt-66b", "90000"),
         ("alignment-handbook-smollm-sft", "3600"),
     ] {
-        let job = embedded(name);
-        run(&[
-            "history",
-            "add",
-            "--db",
-            &db,
-            "--job",
-            &job,
-            "--actual",
-            actual,
-            "--outcome",
-            "completed",
-        ])
-        .ok();
+        add(&embedded(name), actual);
     }
     let listed = common::parse_jsonl(&run(&["history", "list", "--db", &db]).ok().stdout_text());
     assert_eq!(listed[1]["embedding_model"], "all-MiniLM-L6-v2");

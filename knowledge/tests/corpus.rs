@@ -157,16 +157,22 @@ fn log_excerpts() {
 /// script it is passed to documents it as per device.
 #[test]
 fn held_out_setups() {
-    let (right, total, problems) = score("heldout");
+    hold_floor("heldout", 94, 1);
+}
+
+/// Scores the setups under `set` and fails below `floor` right fields or above `invented`
+/// values invented where the files are silent.
+fn hold_floor(set: &str, floor: usize, invented: usize) {
+    let (right, total, problems) = score(set);
     eprintln!(
-        "held-out setups: {right}/{total} determined fields right\n{}",
+        "{set}: {right}/{total} determined fields right\n{}",
         problems.join("\n")
     );
     assert!(total >= 100, "{total} determined fields");
-    let invented: Vec<&String> = problems.iter().filter(|p| p.contains("invented")).collect();
-    assert!(invented.len() <= 1, "{invented:?}");
+    let made_up: Vec<&String> = problems.iter().filter(|p| p.contains("invented")).collect();
+    assert!(made_up.len() <= invented, "{made_up:?}");
     assert!(
-        right >= 94,
+        right >= floor,
         "{right}/{total}: a regression\n{}",
         problems.join("\n")
     );
@@ -179,17 +185,5 @@ fn held_out_setups() {
 /// as a floor, with nothing invented.
 #[test]
 fn third_held_out_set() {
-    let (right, total, problems) = score("heldout3");
-    eprintln!(
-        "third held-out set: {right}/{total} determined fields right\n{}",
-        problems.join("\n")
-    );
-    assert!(total >= 100, "{total} determined fields");
-    let invented: Vec<&String> = problems.iter().filter(|p| p.contains("invented")).collect();
-    assert!(invented.is_empty(), "{invented:?}");
-    assert!(
-        right >= 77,
-        "{right}/{total}: a regression\n{}",
-        problems.join("\n")
-    );
+    hold_floor("heldout3", 77, 0);
 }
