@@ -765,6 +765,28 @@ fn history_matches_by_text_embedding() {
     let listed = common::parse_jsonl(&run(&["history", "list", "--db", &db]).ok().stdout_text());
     assert_eq!(listed[1]["embedding_model"], "all-MiniLM-L6-v2");
     let query = embedded("deepspeed-chat-opt-1.3b");
+    // With a cache, an unchanged job is embedded once: the second run loads no model.
+    let cache = path_str(&dir.path().join("cache.json"));
+    let opt = format!("{setups}/deepspeed-chat-opt-1.3b");
+    let extract_cached = || run(&["extract", &opt, "--embed", model, "--cache", &cache]).ok();
+    let first = extract_cached();
+    assert!(
+        !first.stderr.contains("embedding reused"),
+        "{}",
+        first.stderr
+    );
+    let again = extract_cached();
+    assert!(
+        again.stderr.contains("embedding reused from the cache"),
+        "{}",
+        again.stderr
+    );
+    let embedding = |r: &common::Run| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(r.stdout_text().trim()).unwrap()["embedding"]
+            .clone()
+    };
+    assert_eq!(embedding(&first), embedding(&again));
+    assert!(embedding(&first)["vector"].is_array());
     let by_text = run(&[
         "history", "match", "--db", &db, "--job", &query, "--by", "text",
     ])

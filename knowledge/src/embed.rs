@@ -19,6 +19,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
 /// Most tokens per text (MiniLM's `max_seq_length`).
@@ -149,6 +150,20 @@ impl Embedder {
             source,
         })
     }
+}
+
+/// The cache key of an embedding: SHA-256 of the job's text, the model's directory and the size
+/// of its weights, so that a resubmitted job with unchanged files loads no model (`extract
+/// --embed --cache`), and another model, or new weights at the same path, embed again.
+pub fn cache_key(text: &str, model: &Path) -> String {
+    let weights = fs::metadata(model.join("model.safetensors")).map_or(0, |m| m.len());
+    let mut hash = Sha256::new();
+    hash.update(text.as_bytes());
+    hash.update([0]);
+    hash.update(model.display().to_string().as_bytes());
+    hash.update([0]);
+    hash.update(weights.to_le_bytes());
+    crate::extract::hex(&hash.finalize())
 }
 
 /// Cosine similarity of two unit vectors (their dot product); 0 when the lengths differ.

@@ -92,6 +92,19 @@ pub struct Cache {
     /// are the same ([`crate::agent::cache_key`]).
     #[serde(default)]
     pub agent: Option<CachedAgent>,
+    /// The job's last sentence embedding, valid while its text and the model are the same
+    /// ([`crate::embed::cache_key`]).
+    #[serde(default)]
+    pub embedding: Option<CachedEmbedding>,
+}
+
+/// A sentence embedding kept in the [`Cache`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CachedEmbedding {
+    /// [`crate::embed::cache_key`] of the text and model that gave it.
+    pub key: String,
+    /// The embedding.
+    pub embedding: crate::embed::Embedding,
 }
 
 /// The agent's answers kept in the [`Cache`].
@@ -168,6 +181,7 @@ pub fn extract_cached(
             version: CACHE_VERSION,
             files: BTreeMap::new(),
             agent: None,
+            embedding: None,
         };
     }
     let mut out = Extraction {

@@ -9,8 +9,8 @@ use clap::Args;
 use schedlm_eval::openai::{Client, ClientOptions};
 use schedlm_eval::policy::EvalPolicy;
 use schedlm_knowledge::agent::{self, cache_key, AgentOptions, AgentReport, Chat, ChatReply};
-use schedlm_knowledge::embed::{job_text, Embedder, Embedding};
-use schedlm_knowledge::extract::CachedAgent;
+use schedlm_knowledge::embed::{cache_key as embed_key, job_text, Embedder, Embedding};
+use schedlm_knowledge::extract::{CachedAgent, CachedEmbedding};
 use schedlm_knowledge::{Cache, Extraction};
 
 use crate::io::create_output;
@@ -71,7 +71,9 @@ pub struct ExtractArgs {
     /// vector), made by the local sentence-embedding model in DIR (`config.json`,
     /// `model.safetensors`, `tokenizer.json`; scripts/fetch-minilm.sh installs
     /// all-MiniLM-L6-v2 under target/models/). It embeds the launch command and the scripts
-    /// and configs read, for `schedlm history match --by text`. Nothing is downloaded.
+    /// and configs read, for `schedlm history match --by text`. Nothing is downloaded. With
+    /// `--cache`, an unchanged job (same text, same model) reuses its embedding without
+    /// loading the model.
     #[arg(long, value_name = "DIR")]
     pub embed: Option<PathBuf>,
 }
@@ -91,7 +93,7 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         None => false,
     };
     if let Some(model) = &args.embed {
-        extraction.embedding = Some(embed(args, model, &extraction)?);
+        extraction.embedding = Some(embed(args, model, &extraction, &mut cache)?);
     }
     if let Some(path) = &args.cache {
         save_cache(path, &cache)?;
@@ -123,9 +125,14 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
 
 /// Fills what the parsers left empty with the LLM agent (or its cached answers); true when
 /// every agent run failed (a dead endpoint, a model that never answers).
-/// The sentence embedding of the job's command and of the scripts and configs extraction read.
-fn embed(args: &ExtractArgs, model: &Path, extraction: &Extraction) -> Result<Embedding> {
-    let embedder = Embedder::load(model)?;
+/// The sentence embedding of the job's command and of the scripts and configs extraction read;
+/// from the cache when the text and the model are unchanged (no model is loaded then).
+fn embed(
+    args: &ExtractArgs,
+    model: &Path,
+    extraction: &Extraction,
+    cache: &mut Cache,
+) -> Result<Embedding> {
     let logs: Vec<String> = args.logs.iter().map(|l| l.display().to_string()).collect();
     let files: Vec<&str> = extraction
         .read
@@ -134,7 +141,17 @@ fn embed(args: &ExtractArgs, model: &Path, extraction: &Extraction) -> Result<Em
         .map(String::as_str)
         .collect();
     let text = job_text(&args.dir, args.cmd.as_deref(), &files);
-    Ok(embedder.embed_job(&text)?)
+    let key = embed_key(&text, model);
+    if let Some(cached) = cache.embedding.as_ref().filter(|c| c.key == key) {
+        eprintln!("extract: embedding reused from the cache");
+        return Ok(cached.embedding.clone());
+    }
+    let embedding = Embedder::load(model)?.embed_job(&text)?;
+    cache.embedding = Some(CachedEmbedding {
+        key,
+        embedding: embedding.clone(),
+    });
+    Ok(embedding)
 }
 
 fn ask_agent(
