@@ -193,7 +193,8 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     };
     let base = launcher.rsplit('/').next().unwrap_or(launcher);
     // Read into a scratch first: a command that runs an evaluation script is not the
-    // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`).
+    // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`);
+    // it only fills what no other command gave (a job that only evaluates still has GPUs).
     let mut found = JobFacts::default();
     let mut set = |field: &str, value: Value, confidence: f64| {
         found.set(field, value, source.to_string(), confidence, strength)
@@ -228,9 +229,20 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     read_arguments(script_args, &mut set);
     let script = found.value("script").and_then(Value::as_str);
     if script.is_some_and(is_evaluation_script) {
-        return false;
+        for (field, fact) in found.iter() {
+            if facts.get(field).is_none() {
+                facts.set(
+                    field,
+                    fact.value.clone(),
+                    fact.source.clone(),
+                    fact.confidence,
+                    fact.strength,
+                );
+            }
+        }
+    } else {
+        facts.absorb(&found);
     }
-    facts.absorb(&found);
     true
 }
 
@@ -672,9 +684,31 @@ mod tests {
         assert!(read("python").is_none());
         assert!(read("module load cuda/12.1").is_none());
         assert!(read("unterminated 'quote").is_none());
-        // An evaluation script is not the training run.
-        assert!(read("python eval.py --config_file wt103.yaml --batch_size 8").is_none());
-        assert!(read("torchrun --nproc_per_node 8 scripts/inference.py").is_none());
+    }
+
+    #[test]
+    fn an_evaluation_command_does_not_override_the_training_one() {
+        let mut facts = JobFacts::default();
+        let strength = Strength::Script;
+        assert!(read_command(
+            "python train.py --batch_size 16",
+            "run.sh:3",
+            strength,
+            &mut facts
+        ));
+        assert!(read_command(
+            "torchrun --nproc_per_node 8 eval.py --batch_size 8",
+            "run.sh:9",
+            strength,
+            &mut facts
+        ));
+        assert_eq!(facts.value("script").unwrap(), "train.py");
+        assert_eq!(facts.value("batch_size_per_device").unwrap(), 16);
+        // What only the evaluation gave is kept: the job still runs on 8 GPUs.
+        assert_eq!(facts.value("gpus_per_node").unwrap(), 8);
+        // A job that only evaluates keeps its facts.
+        let only = read("python evaluate.py --model_name_or_path gpt2").unwrap();
+        assert_eq!(only.value("model").unwrap(), "gpt2");
     }
 
     #[test]
