@@ -115,10 +115,19 @@ pub fn read_config(
         }
         // An accelerate config (`distributed_type: ...`): its machines and processes (all
         // machines together, divided by the machines in `extract`).
+        // Processes are GPUs only when the config runs on GPUs (not `MULTI_CPU`, `XLA`
+        // or `use_cpu: true`).
         if parent.is_none() && tree.get("distributed_type").is_some() {
+            let on_gpus = tree
+                .get("distributed_type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| {
+                    matches!(t, "MULTI_GPU" | "DEEPSPEED" | "FSDP" | "MEGATRON_LM" | "NO")
+                })
+                && tree.get("use_cpu").and_then(Value::as_bool) != Some(true);
             let field = match key.as_str() {
                 "num_machines" => Some("nodes"),
-                "num_processes" => Some("gpus_total"),
+                "num_processes" if on_gpus => Some("gpus_total"),
                 _ => None,
             };
             if let (Some(field), Some(n)) = (field, value.as_u64().filter(|&n| n > 0)) {
@@ -303,10 +312,16 @@ mod tests {
         assert_eq!(facts.value("nodes").unwrap(), 2);
         assert_eq!(facts.value("gpus_total").unwrap(), 16);
         assert_eq!(facts.value("precision").unwrap(), "bf16");
-        // Elsewhere `num_processes` is not a GPU count.
-        let mut facts = JobFacts::default();
-        read_config("data.yaml", "num_processes: 16\n", Syntax::Yaml, &mut facts).unwrap();
-        assert!(facts.value("gpus_total").is_none());
+        // Elsewhere, or on CPUs, `num_processes` is not a GPU count.
+        for text in [
+            "num_processes: 16\n",
+            "distributed_type: MULTI_CPU\nnum_processes: 16\n",
+            "distributed_type: MULTI_GPU\nuse_cpu: true\nnum_processes: 16\n",
+        ] {
+            let mut facts = JobFacts::default();
+            read_config("a.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+            assert!(facts.value("gpus_total").is_none(), "{text}");
+        }
     }
 
     #[test]

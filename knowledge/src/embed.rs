@@ -13,6 +13,7 @@
 //! the average.
 
 use std::fs;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
@@ -152,18 +153,44 @@ impl Embedder {
     }
 }
 
-/// The cache key of an embedding: SHA-256 of the job's text, the model's directory and the size
-/// of its weights, so that a resubmitted job with unchanged files loads no model (`extract
-/// --embed --cache`), and another model, or new weights at the same path, embed again.
+/// The cache key of an embedding: SHA-256 of the job's text and the model's [`fingerprint`],
+/// so that a resubmitted job with unchanged files loads no model (`extract --embed
+/// --cache`), and another model, or new weights at the same path, embed again.
 pub fn cache_key(text: &str, model: &Path) -> String {
-    let weights = fs::metadata(model.join("model.safetensors")).map_or(0, |m| m.len());
     let mut hash = Sha256::new();
     hash.update(text.as_bytes());
     hash.update([0]);
-    hash.update(model.display().to_string().as_bytes());
-    hash.update([0]);
-    hash.update(weights.to_le_bytes());
+    hash.update(fingerprint(model).as_bytes());
     crate::extract::hex(&hash.finalize())
+}
+
+/// Bytes of the weights file read, at each end, for the model's [`fingerprint`].
+const FINGERPRINT_BYTES: u64 = 64 * 1024;
+
+/// A short hash that tells models apart without reading all of their weights: `config.json`,
+/// `tokenizer.json`, the weights' length and their first and last 64 KiB (a fine-tuned
+/// checkpoint of the same shape differs there). Files that cannot be read count as empty.
+pub fn fingerprint(model: &Path) -> String {
+    let mut hash = Sha256::new();
+    for name in ["config.json", "tokenizer.json"] {
+        hash.update(fs::read(model.join(name)).unwrap_or_default());
+        hash.update([0]);
+    }
+    if let Ok(mut file) = fs::File::open(model.join("model.safetensors")) {
+        let length = file.metadata().map_or(0, |m| m.len());
+        hash.update(length.to_le_bytes());
+        let mut chunk = Vec::new();
+        for from in [0, length.saturating_sub(FINGERPRINT_BYTES)] {
+            chunk.clear();
+            let read = file
+                .seek(SeekFrom::Start(from))
+                .and_then(|_| (&mut file).take(FINGERPRINT_BYTES).read_to_end(&mut chunk));
+            if read.is_ok() {
+                hash.update(&chunk);
+            }
+        }
+    }
+    crate::extract::hex(&hash.finalize()[..6])
 }
 
 /// Cosine similarity of two unit vectors (their dot product); 0 when the lengths differ.
@@ -178,19 +205,23 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// compared).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Embedding {
-    /// The model's name: the last component of its directory (`all-MiniLM-L6-v2`).
+    /// The model's name: the last component of its directory and its fingerprint
+    /// (`all-MiniLM-L6-v2@1f2e3d4c5b6a`, see [`Embedder::name`]).
     pub model: String,
     /// The unit vector.
     pub vector: Vec<f32>,
 }
 
 impl Embedder {
-    /// The model's name as recorded in an [`Embedding`]: its directory's last component.
+    /// The model's name as recorded in an [`Embedding`]: its directory's last component and
+    /// its [`fingerprint`] (`all-MiniLM-L6-v2@1f2e3d4c5b6a`), so that two models kept under
+    /// directories of the same name are not compared.
     pub fn name(&self) -> String {
-        self.dir.file_name().map_or_else(
+        let dir = self.dir.file_name().map_or_else(
             || self.dir.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
-        )
+        );
+        format!("{dir}@{}", fingerprint(&self.dir))
     }
 
     /// The embedding of a job's text ([`job_text`]), with the model's name.

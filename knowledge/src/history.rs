@@ -253,15 +253,7 @@ impl History {
                 ))
                 .map_err(|e| history.error("cannot create the jobs table", e))?;
         } else if version == 1 {
-            // Version 1 had no embeddings: the columns are added, every job without one.
-            history
-                .conn
-                .execute_batch(&format!(
-                    "ALTER TABLE jobs ADD COLUMN embedding_model TEXT;
-                     ALTER TABLE jobs ADD COLUMN embedding BLOB;
-                     PRAGMA user_version = {SCHEMA_VERSION};"
-                ))
-                .map_err(|e| history.error("cannot upgrade the schema from version 1", e))?;
+            history.upgrade_from_1()?;
         } else if version != SCHEMA_VERSION {
             return Err(HistoryError::Version {
                 path: history.path,
@@ -270,6 +262,33 @@ impl History {
             });
         }
         Ok(history)
+    }
+
+    /// Version 1 had no embeddings: the columns are added (every job without one) in one
+    /// transaction that first takes the write lock and reads the version again, so an
+    /// interrupted or concurrent upgrade leaves version 1 or version 2, never half of it.
+    fn upgrade_from_1(&self) -> Result<(), HistoryError> {
+        let fail = |e| self.error("cannot upgrade the schema from version 1", e);
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(fail)?;
+        let upgrade = if version == 1 {
+            format!(
+                "ALTER TABLE jobs ADD COLUMN embedding_model TEXT;
+                 ALTER TABLE jobs ADD COLUMN embedding BLOB;
+                 PRAGMA user_version = {SCHEMA_VERSION};
+                 COMMIT"
+            )
+        } else {
+            "COMMIT".to_string()
+        };
+        if let Err(e) = self.conn.execute_batch(&upgrade) {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(fail(e));
+        }
+        Ok(())
     }
 
     fn error(&self, what: &str, source: rusqlite::Error) -> HistoryError {
@@ -468,7 +487,7 @@ pub struct Query<'a> {
 /// The `k` past jobs nearest to `query` by `by`, nearest first, the most recent first on
 /// ties; only completed jobs with an actual run time when `completed_only`. Text matching
 /// needs the query's embedding ([`HistoryError::NoEmbedding`] otherwise) and considers only
-/// past jobs embedded by the same model.
+/// past jobs embedded by the same model (same name and vector length).
 pub fn neighbours(
     history: &[PastJob],
     query: Query,
@@ -509,8 +528,14 @@ pub fn neighbours(
     };
     let mut scored: Vec<(f64, &PastJob)> = newest_first
         .filter_map(|p| {
-            let e = p.job.embedding.as_ref().filter(|e| e.model == text.model)?;
-            Some((f64::from(cosine(&text.vector, &e.vector)), p))
+            let e = p
+                .job
+                .embedding
+                .as_ref()
+                .filter(|e| e.model == text.model && e.vector.len() == text.vector.len())?;
+            // A stored vector that is not a unit vector (zeros, NaN) matches nothing.
+            let cos = f64::from(cosine(&text.vector, &e.vector));
+            cos.is_finite().then_some((cos, p))
         })
         .collect();
     // Stable: among equals the newest stays first.

@@ -227,8 +227,9 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         _ => return false,
     };
     read_arguments(script_args, &mut set);
+    // The user's own `--cmd` is what runs, whatever its script is called.
     let script = found.value("script").and_then(Value::as_str);
-    if script.is_some_and(is_evaluation_script) {
+    if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
         for (field, fact) in found.iter() {
             if facts.get(field).is_none() {
                 facts.set(
@@ -246,26 +247,33 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     true
 }
 
-/// Whether a script's name says it evaluates, tests or serves a model rather than trains it
-/// (`eval.py`, `evaluate_lm.py`, `scripts/inference.py`).
+/// Whether a script's name says it evaluates, validates, tests or serves a model rather than
+/// trains it: a word of its name (split at `_`, `-`, `.`) is one of [`EVALUATION_WORDS`] or
+/// starts with `eval` (`eval.py`, `run_eval.py`, `lm_eval`, `validate.py`, `scripts/inference.py`).
 fn is_evaluation_script(script: &str) -> bool {
-    let stem = script
+    let name = script
         .rsplit('/')
         .next()
         .unwrap_or(script)
         .to_ascii_lowercase();
-    [
-        "eval",
-        "test",
-        "inference",
-        "infer",
-        "predict",
-        "generate",
-        "serve",
-    ]
-    .iter()
-    .any(|p| stem.starts_with(p))
+    let stem = name.strip_suffix(".py").unwrap_or(&name);
+    stem.split(['_', '-', '.'])
+        .any(|word| word.starts_with("eval") || EVALUATION_WORDS.contains(&word))
 }
+
+/// Words of a script's name that mark an evaluation, not a training run.
+const EVALUATION_WORDS: &[&str] = &[
+    "val",
+    "valid",
+    "validate",
+    "validation",
+    "test",
+    "inference",
+    "infer",
+    "predict",
+    "generate",
+    "serve",
+];
 
 /// The words after `python` without the interpreter's own options (`-u`, `-O`, `-W ignore`,
 /// `-X dev`), which come before the script or `-m`.
@@ -709,6 +717,38 @@ mod tests {
         // A job that only evaluates keeps its facts.
         let only = read("python evaluate.py --model_name_or_path gpt2").unwrap();
         assert_eq!(only.value("model").unwrap(), "gpt2");
+        for name in [
+            "run_eval.py",
+            "val.py",
+            "tools/validate.py",
+            "lm_eval",
+            "test.py",
+        ] {
+            assert!(is_evaluation_script(name), "{name}");
+        }
+        for name in [
+            "train.py",
+            "pretrain_gpt.py",
+            "finetune/adapter.py",
+            "retrieval_train.py",
+        ] {
+            assert!(!is_evaluation_script(name), "{name}");
+        }
+        // The user's own command wins, whatever its script is called.
+        let mut facts = JobFacts::default();
+        read_command(
+            "python train.py --batch_size 16",
+            "run.sh:3",
+            Strength::Script,
+            &mut facts,
+        );
+        read_command(
+            "python eval.py --batch_size 64",
+            "command",
+            Strength::Command,
+            &mut facts,
+        );
+        assert_eq!(facts.value("batch_size_per_device").unwrap(), 64);
     }
 
     #[test]

@@ -8,10 +8,9 @@
 //! - fields of a `@dataclass` with a literal default (`lr: float = 3e-4`,
 //!   `model_name: str = field(default="gpt2")`), as in Hugging Face's argument classes;
 //! - module-level assignments of literals (`learning_rate = 6e-4`), only in Python config
-//!   files: a name or folder that says `config`, or a module with a block of at least
-//!   [`SETTINGS_BLOCK`] literal assignments of training settings at its top level (lit-llama's
-//!   and mmengine's hyperparameter blocks); elsewhere a module-level `lr = 0.1` may be
-//!   anything.
+//!   files: a name or folder that says `config`, or a module with at least [`SETTINGS_BLOCK`]
+//!   top-level literal assignments of training settings, anywhere in it (lit-llama's and
+//!   mmengine's hyperparameter blocks); elsewhere a module-level `lr = 0.1` may be anything.
 //!
 //! Only literals count (numbers, strings, booleans, negative numbers); a value computed at run
 //! time says nothing. These are defaults, the weakest source: a flag on the command line, the

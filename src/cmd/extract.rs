@@ -123,8 +123,6 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
     Ok(())
 }
 
-/// Fills what the parsers left empty with the LLM agent (or its cached answers); true when
-/// every agent run failed (a dead endpoint, a model that never answers).
 /// The sentence embedding of the job's command and of the scripts and configs extraction read;
 /// from the cache when the text and the model are unchanged (no model is loaded then).
 fn embed(
@@ -154,6 +152,8 @@ fn embed(
     Ok(embedding)
 }
 
+/// Fills what the parsers left empty with the LLM agent (or its cached answers); true when
+/// every agent run failed (a dead endpoint, a model that never answers).
 fn ask_agent(
     args: &ExtractArgs,
     spec: &str,

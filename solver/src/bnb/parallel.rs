@@ -178,7 +178,8 @@ fn items(root: &mut Search) -> (Vec<Item>, Option<f64>) {
     } else {
         0.0
     };
-    let Some(root_bound) = root.node_bound(0, zero, f64::NEG_INFINITY) else {
+    let destructive = root.destructive_root_bound();
+    let Some(root_bound) = root.node_bound(0, zero, destructive) else {
         return (Vec::new(), None);
     };
     let mut items = Vec::new();

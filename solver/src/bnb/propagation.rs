@@ -125,17 +125,20 @@ impl Propagation {
     /// [`Propagation::refutes`] at the root, with the energetic check and shaving: each job's
     /// start is tried in the first half of what is left of its window, and when propagation
     /// refutes that, the window loses that half (at most [`SHAVE_STEPS`] halvings per job).
+    /// `stop` is asked before each job's trials; when it says stop, the test ends without a
+    /// refutation (never an unsound answer).
     pub(super) fn refutes_shaved(
         &mut self,
         problem: &Problem,
         d: &Dispatcher,
         est: &[Time],
         horizon: Time,
+        stop: &mut dyn FnMut() -> bool,
     ) -> bool {
         if let Some(known) = self.load(problem, d, est, horizon) {
             return known;
         }
-        self.fixpoint(problem, d) || self.shave(problem, d) || self.energy_overload(problem)
+        self.fixpoint(problem, d) || self.shave(problem, d, stop) || self.energy_overload(problem)
     }
 
     /// Sets the windows of the unplaced jobs for `horizon`: `Some(true)` when a placed job
@@ -194,8 +197,11 @@ impl Propagation {
 
     /// Shaving (see [`Propagation::refutes_shaved`]), from both ends of each window; whether
     /// the horizon is refuted.
-    fn shave(&mut self, problem: &Problem, d: &Dispatcher) -> bool {
+    fn shave(&mut self, problem: &Problem, d: &Dispatcher, stop: &mut dyn FnMut() -> bool) -> bool {
         for a in 0..self.open.len() {
+            if stop() {
+                return false;
+            }
             let j = self.open[a];
             for early in [true, false] {
                 for _ in 0..SHAVE_STEPS {
@@ -485,9 +491,11 @@ impl Propagation {
         false
     }
 
-    /// The destructive bound: the earliest absolute horizon in `[low, high]` that the test does
-    /// not refute, searched by bisection (`low` when it refutes nothing). A valid lower bound on
-    /// the latest completion of any completion of the partial schedule, whenever `low` is one.
+    /// The destructive bound: one more than the latest absolute horizon in `[low, high)` that
+    /// a bisection finds refuted (`low` when it finds none; the test need not be monotone, so
+    /// this is not always the earliest horizon left unrefuted). A valid lower bound on the
+    /// latest completion of any completion of the partial schedule whenever `low` is one: a
+    /// refuted horizon is a proof. Shaving runs only while `stop` allows.
     pub(super) fn destructive(
         &mut self,
         problem: &Problem,
@@ -511,7 +519,7 @@ impl Propagation {
         let mut hi = high;
         while lo < hi && !stop() {
             let mid = lo + (hi - lo) / 2;
-            if self.refutes_shaved(problem, d, est, mid) {
+            if self.refutes_shaved(problem, d, est, mid, stop) {
                 lo = mid + 1;
             } else {
                 hi = mid;
