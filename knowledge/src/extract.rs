@@ -128,6 +128,10 @@ pub struct CachedFile {
     pub sha256: String,
     /// What reading it gave.
     pub outcome: Outcome,
+    /// The files a script `source`d, with their SHA-256 then: the entry holds only while
+    /// they are unchanged too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sourced: Vec<(String, String)>,
 }
 
 /// What reading one file gave.
@@ -207,19 +211,25 @@ pub fn extract_cached(
             continue;
         };
         let sha256 = hex(&Sha256::digest(&bytes));
-        let outcome = match cache.files.get(&rel) {
-            Some(cached) if cached.sha256 == sha256 => {
+        let unchanged = |c: &CachedFile| {
+            c.sha256 == sha256
+                && c.sourced
+                    .iter()
+                    .all(|(file, sha)| file_sha256(&dir.join(file)).as_ref() == Some(sha))
+        };
+        let (outcome, sourced) = match cache.files.get(&rel) {
+            Some(cached) if unchanged(cached) => {
                 if !matches!(cached.outcome, Outcome::Other) {
                     out.reused += 1;
                 }
-                cached.outcome.clone()
+                (cached.outcome.clone(), cached.sourced.clone())
             }
             _ => {
-                let outcome = read_file(&path, &rel, bytes);
+                let (outcome, sourced) = read_file(dir, &path, &rel, bytes);
                 if !matches!(outcome, Outcome::Other) {
                     out.parsed += 1;
                 }
-                outcome
+                (outcome, sourced)
             }
         };
         match &outcome {
@@ -233,7 +243,14 @@ pub fn extract_cached(
             }),
             Outcome::Other => {}
         }
-        seen.insert(rel, CachedFile { sha256, outcome });
+        seen.insert(
+            rel,
+            CachedFile {
+                sha256,
+                outcome,
+                sourced,
+            },
+        );
     }
     cache.files = seen;
     if let Some(command) = command {
@@ -324,34 +341,44 @@ fn config_kind(path: &Path) -> Option<Syntax> {
     Syntax::of_extension(extension(path))
 }
 
-/// Parses one file (its bytes) if it is a job script or a configuration file.
-fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
+/// Parses one file (its bytes) if it is a job script or a configuration file; with the files a
+/// script `source`d (relative to `dir`, with their SHA-256), for the cache.
+fn read_file(
+    dir: &Path,
+    path: &Path,
+    rel: &str,
+    bytes: Vec<u8>,
+) -> (Outcome, Vec<(String, String)>) {
     let config = config_kind(path);
     let python = extension(path) == "py";
     let by_name = config.is_some() || python || SCRIPT_EXTENSIONS.contains(&extension(path));
     if !by_name && !bytes.starts_with(b"#!") {
-        return Outcome::Other;
+        return (Outcome::Other, Vec::new());
     }
     let Ok(text) = String::from_utf8(bytes) else {
-        return Outcome::Skipped {
-            reason: "not UTF-8 text".into(),
-        };
+        let reason = "not UTF-8 text".into();
+        return (Outcome::Skipped { reason }, Vec::new());
     };
     let mut facts = JobFacts::default();
     if python {
-        return match python::read_python(rel, &text, &mut facts) {
+        let outcome = match python::read_python(rel, &text, &mut facts) {
             Ok(()) => Outcome::Read { facts },
             Err(reason) => Outcome::Skipped { reason },
         };
+        return (outcome, Vec::new());
     }
     if let Some(syntax) = config {
-        return match configs::read_config(rel, &text, syntax, &mut facts) {
+        let outcome = match configs::read_config(rel, &text, syntax, &mut facts) {
             Ok(()) => Outcome::Read { facts },
             Err(reason) => Outcome::Skipped { reason },
         };
+        return (outcome, Vec::new());
     }
     scheduler::read_headers(rel, &text, &mut facts);
-    for (line, command) in commands(&text) {
+    let mut sourced = Vec::new();
+    let here = path.parent().unwrap_or(dir);
+    let mut source = |name: &str| read_sourced(dir, here, name, &mut sourced);
+    for (line, command) in commands(&text, &mut source) {
         launch::read_command(
             &command,
             &format!("{rel}:{line}"),
@@ -359,7 +386,35 @@ fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
             &mut facts,
         );
     }
-    Outcome::Read { facts }
+    (Outcome::Read { facts }, sourced)
+}
+
+/// The text of a file a script sources (`source env.sh`, `. ./env.sh`), looked up beside the
+/// script, then in the job directory; `None` for a file outside the job directory (`source
+/// ~/.bashrc`, `/etc/profile`), missing or not UTF-8. Records what it read in `sourced`.
+fn read_sourced(
+    dir: &Path,
+    here: &Path,
+    name: &str,
+    sourced: &mut Vec<(String, String)>,
+) -> Option<String> {
+    let root = dir.canonicalize().ok()?;
+    let path = [here.join(name), dir.join(name)]
+        .into_iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .find(|p| p.starts_with(&root) && p.is_file())?;
+    let bytes = fs::read(&path).ok()?;
+    let rel = path.strip_prefix(&root).ok()?.display().to_string();
+    let sha = hex(&Sha256::digest(&bytes));
+    if !sourced.iter().any(|(f, _)| f == &rel) {
+        sourced.push((rel, sha));
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// SHA-256 of a file's bytes, hex; `None` when it cannot be read.
+fn file_sha256(path: &Path) -> Option<String> {
+    fs::read(path).ok().map(|b| hex(&Sha256::digest(&b)))
 }
 
 /// The command lines of a shell script with their first line numbers: continuations
@@ -367,10 +422,36 @@ fn read_file(path: &Path, rel: &str, bytes: Vec<u8>) -> Outcome {
 /// value (`N=8`, `export N=8`, `CMD="torchrun --nproc_per_node 8 train.py"`; a here-document
 /// read into a variable) substituted where they are used. What a value refers to and is not
 /// known stays as written (`N=$1` makes `$N` read `$1`), so a flag whose value depends on it
-/// is not read; `${N:-8}` gives its default, 8.
-fn commands(text: &str) -> Vec<(usize, String)> {
+/// is not read; `${N:-8}` gives its default, 8. A file the script sources (`source env.sh`,
+/// `. ./env.sh`; its text from `source`, `None` when it is not to be read) sets variables too,
+/// up to [`MAX_SOURCE_DEPTH`] files deep; its commands are not the job's.
+fn commands(text: &str, source: &mut dyn FnMut(&str) -> Option<String>) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
+    scan(text, &mut vars, source, 0, &mut out);
+    out
+}
+
+/// Files sourced within sourced files, at most.
+const MAX_SOURCE_DEPTH: usize = 4;
+
+/// `source FILE` or `. FILE`: the file's name as written.
+fn sourced_name(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_prefix("source ")
+        .or_else(|| line.strip_prefix(". "))?;
+    rest.split_whitespace().next()
+}
+
+/// [`commands`] of one file at `depth` (0: the script; above: a sourced file, whose
+/// commands are dropped), with the variables set so far.
+fn scan(
+    text: &str,
+    vars: &mut HashMap<String, String>,
+    source: &mut dyn FnMut(&str) -> Option<String>,
+    depth: usize,
+    out: &mut Vec<(usize, String)>,
+) {
     let mut lines = text.lines().enumerate();
     let mut current: Option<(usize, String)> = None;
     while let Some((index, line)) = lines.next() {
@@ -395,7 +476,7 @@ fn commands(text: &str) -> Vec<(usize, String)> {
                 .map(|l| l.trim().trim_end_matches('\\').trim())
                 .collect();
             if let Some(var) = var {
-                vars.insert(var, substitute(&body.join(" "), &vars));
+                vars.insert(var, substitute(&body.join(" "), vars));
             }
             continue;
         }
@@ -411,7 +492,7 @@ fn commands(text: &str) -> Vec<(usize, String)> {
                     .trim()
                     .trim_end_matches('\\');
                 if !text.starts_with('#') {
-                    words.push(substitute(text.trim(), &vars));
+                    words.push(substitute(text.trim(), vars));
                 }
             };
             // A line closes the array when it has more `)` than `(` (`$(hostname)` does not).
@@ -447,7 +528,7 @@ fn commands(text: &str) -> Vec<(usize, String)> {
             continue;
         }
         if let Some((name, value)) = assignment(&joined) {
-            let value = substitute(&value, &vars);
+            let value = substitute(&value, vars);
             // One shell word (quoted text may hold a whole command: `CMD="torchrun ..."`).
             // References left unresolved stay as written (`$1`, `$(nproc)`), so a flag whose
             // value holds one is still not read; command substitution by backquotes, or
@@ -462,10 +543,22 @@ fn commands(text: &str) -> Vec<(usize, String)> {
             }
             continue;
         }
-        out.push((start, substitute(&joined, &vars)));
+        if let Some(name) = sourced_name(&joined) {
+            let name = substitute(name, vars);
+            if depth < MAX_SOURCE_DEPTH {
+                if let Some(inner) = source(&name) {
+                    scan(&inner, vars, source, depth + 1, &mut Vec::new());
+                }
+            }
+            continue;
+        }
+        if depth == 0 {
+            out.push((start, substitute(&joined, vars)));
+        }
     }
-    out.extend(current);
-    out
+    if depth == 0 {
+        out.extend(current);
+    }
 }
 
 /// The start of an array assignment `[declare -a] NAME=(` or `NAME+=(`: (name, whether it
@@ -653,7 +746,7 @@ mod tests {
     #[test]
     fn variables_and_here_documents_are_substituted() {
         let script = "GPUS=8\nOUT=$1\nread -r -d '' ARGS <<EOF\ntrain.py \\\n  --lr 1e-5 \\\n  --output_dir $OUT\nEOF\ntorchrun --nproc_per_node ${GPUS} $ARGS\n";
-        let commands = commands(script);
+        let commands = commands(script, &mut |_| None);
         assert_eq!(commands.len(), 1, "{commands:?}");
         assert_eq!(
             commands[0].1,
@@ -662,7 +755,7 @@ mod tests {
         // A whole command in a variable, with a reference it cannot resolve.
         let built = "L=\"accelerate launch --num_processes $((N * 4))\"\nexport CMD=\"$L run.py --lr 3e-4\"\nsrun $CMD\n";
         assert_eq!(
-            super::commands(built)[0].1,
+            super::commands(built, &mut |_| None)[0].1,
             "srun accelerate launch --num_processes $((N * 4)) run.py --lr 3e-4"
         );
         assert_eq!(
@@ -745,6 +838,40 @@ mod tests {
         );
         // The same facts as a run without a cache.
         assert_eq!(changed.facts, extract(dir.path(), None, &[]).unwrap().facts);
+    }
+
+    #[test]
+    fn a_sourced_file_sets_variables_and_its_changes_reach_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        write(
+            "conf/cluster.env",
+            "export NPROC=4\nMODEL=gpt2\npython other.py --lr 9\n",
+        );
+        write(
+            "scripts/run.sh",
+            "#!/bin/bash\nsource ../conf/cluster.env\nsource ~/.bashrc\n. /etc/profile\n\
+             torchrun --nproc_per_node $NPROC train.py --model_name_or_path $MODEL\n",
+        );
+        let mut cache = Cache::default();
+        let first = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        let value = |e: &Extraction, f: &str| e.facts.value(f).cloned();
+        assert_eq!(value(&first, "gpus_per_node"), Some(serde_json::json!(4)));
+        assert_eq!(value(&first, "model"), Some(serde_json::json!("gpt2")));
+        // The sourced file's own commands are not the job's.
+        assert_eq!(value(&first, "learning_rate"), None);
+        assert_eq!(value(&first, "script"), Some(serde_json::json!("train.py")));
+        let again = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!(again.parsed, 0);
+        // A change to the sourced file re-derives the script that sources it.
+        write("conf/cluster.env", "export NPROC=8\nMODEL=gpt2\n");
+        let changed = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!(changed.parsed, 1, "the script sourcing it");
+        assert_eq!(value(&changed, "gpus_per_node"), Some(serde_json::json!(8)));
     }
 
     #[test]
