@@ -108,6 +108,16 @@ impl JobFacts {
         }
     }
 
+    /// Takes in the facts of `other` only for the fields not set yet (a weaker reading that may
+    /// fill gaps but never overrides, whatever its strength).
+    pub fn fill(&mut self, other: &JobFacts) {
+        for (field, fact) in &other.fields {
+            if !self.fields.contains_key(field) {
+                self.fields.insert(field.clone(), fact.clone());
+            }
+        }
+    }
+
     /// Takes in the facts of one more source (a file read on its own, or from the cache), as
     /// if its values had been set here one by one: the same precedence, and its own losers
     /// kept in `also`.

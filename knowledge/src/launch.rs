@@ -230,17 +230,7 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     // The user's own `--cmd` is what runs, whatever its script is called.
     let script = found.value("script").and_then(Value::as_str);
     if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
-        for (field, fact) in found.iter() {
-            if facts.get(field).is_none() {
-                facts.set(
-                    field,
-                    fact.value.clone(),
-                    fact.source.clone(),
-                    fact.confidence,
-                    fact.strength,
-                );
-            }
-        }
+        facts.fill(&found);
     } else {
         facts.absorb(&found);
     }
