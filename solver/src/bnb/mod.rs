@@ -251,17 +251,15 @@ struct Search<'p> {
     energies: Vec<f64>,
     completion: Vec<f64>,
     slopes: Vec<f64>,
-    /// Energy-bound evaluations and how many of them pruned (see `energy_worthwhile`).
-    energy_calls: u64,
-    energy_prunes: u64,
+    /// When to evaluate the pooled-energy bound ([`Sampling`]).
+    energy_sampling: Sampling,
     /// Makespan on one server: bit i of `conflict[j]` when jobs i and j can never overlap;
     /// empty otherwise (no clique bound).
     conflict: Vec<u128>,
     /// Makespan on queues of at most `PROPAGATION_MAX_JOBS`: the time-window test
-    /// (`propagation.rs`), with its evaluations and prunes (see `window_test_prunes`).
+    /// (`propagation.rs`), and when to run it at a node ([`Sampling`]).
     windows: Option<Propagation>,
-    window_calls: u64,
-    window_prunes: u64,
+    window_sampling: Sampling,
     /// Queue indices, longest walltime first (the greedy clique's order).
     by_length: Vec<usize>,
     /// Clique scratch: (earliest start, walltime) of its members.
@@ -322,15 +320,13 @@ impl<'p> Search<'p> {
             total_capacity,
             usable: UsableCapacity::new(problem),
             energies: Vec::with_capacity(n),
-            energy_calls: 0,
-            energy_prunes: 0,
+            energy_sampling: Sampling::default(),
             completion: vec![0.0; n],
             slopes: Vec::with_capacity(n),
             windows: (objective == Objective::Makespan && n <= PROPAGATION_MAX_JOBS)
                 .then(|| Propagation::new(problem, &conflicts(problem, objective))),
             conflict: conflicts(problem, objective),
-            window_calls: 0,
-            window_prunes: 0,
+            window_sampling: Sampling::default(),
             by_length: {
                 let mut jobs: Vec<usize> = (0..n).collect();
                 jobs.sort_by_key(|&j| (std::cmp::Reverse(problem.walltime(j)), j));
@@ -415,7 +411,7 @@ impl<'p> Search<'p> {
     /// the incumbent's makespan less one second (makespans are whole seconds), which prunes
     /// it. Only on one server: with several, pooling their capacity makes the timetable too
     /// weak to pay for itself per node (4-server `uniform`, 12 jobs: the median time to proof
-    /// tripled). Evaluated adaptively, like the energy bound; without the energetic check,
+    /// tripled). Sampled like the energy bound ([`Sampling`]); without the energetic check,
     /// which costs 8x as much per node and pruned almost nothing more on PSPLIB j30.
     fn window_test_prunes(&mut self, level: usize) -> bool {
         if self.servers > 1 {
@@ -424,18 +420,14 @@ impl<'p> Search<'p> {
         let Some(windows) = self.windows.as_mut() else {
             return false;
         };
-        let worthwhile = self.window_calls < 256
-            || self.window_prunes * 64 >= self.window_calls
-            || self.nodes.is_multiple_of(16);
-        if !worthwhile || !self.best_total.is_finite() {
+        if !self.window_sampling.worthwhile(self.nodes) || !self.best_total.is_finite() {
             return false;
         }
-        self.window_calls += 1;
         let horizon = self.problem.now() + self.best_total as Time - 1;
         let n = self.n;
         let est = &self.emin[level * n..(level + 1) * n];
         let refuted = windows.refutes(self.problem, &self.d, est, horizon, false);
-        self.window_prunes += refuted as u64;
+        self.window_sampling.record(refuted);
         refuted
     }
 
@@ -623,17 +615,6 @@ impl<'p> Search<'p> {
         }
     }
 
-    /// Whether to evaluate the pooled-energy bound at this node. It costs about as much as the
-    /// rest of a node and on many instances never prunes: after 256 evaluations, if fewer than
-    /// 1 in 64 pruned, it runs only on every 16th node (still sampling, so it comes back if it
-    /// starts to prune). Skipping a bound never changes the result, only the node count; the
-    /// rule depends on counts alone, so runs stay deterministic.
-    fn energy_worthwhile(&self) -> bool {
-        self.energy_calls < 256
-            || self.energy_prunes * 64 >= self.energy_calls
-            || self.nodes.is_multiple_of(16)
-    }
-
     fn table_key(&self, level: usize) -> StateKey {
         let last = match (self.variant, level) {
             (Variant::Strict, l) if l > 0 => {
@@ -713,12 +694,12 @@ impl<'p> Search<'p> {
         if self.prunes(bound) {
             return None;
         }
-        if self.energy_worthwhile() {
-            self.energy_calls += 1;
+        if self.energy_sampling.worthwhile(self.nodes) {
             let energy = self.energy_bound(level);
             bound = bound.max(self.cost.round_up(self.cost.add(g, energy)));
-            if self.prunes(bound) {
-                self.energy_prunes += 1;
+            let pruned = self.prunes(bound);
+            self.energy_sampling.record(pruned);
+            if pruned {
                 return None;
             }
         }
@@ -831,6 +812,30 @@ impl<'p> Search<'p> {
             (at.start as u64) ^ (job as u64).rotate_left(41) ^ (at.server as u64).rotate_left(23);
         self.h1 ^= mix(x, 0x51_7cc1_b727_220a);
         self.h2 ^= mix(x, 0x2545_f491_4f6c_dd1d);
+    }
+}
+
+/// When to evaluate a bound that costs about as much as the rest of a node and on many
+/// instances never prunes (the pooled energy, the time-window test): after 256 evaluations, if
+/// fewer than 1 in 64 pruned, only on every 16th node (still sampling, so it comes back if it
+/// starts to prune). Skipping a bound never changes the result, only the node count; the rule
+/// depends on counts alone, so runs stay deterministic.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sampling {
+    calls: u64,
+    prunes: u64,
+}
+
+impl Sampling {
+    /// Whether to evaluate the bound at node number `nodes`.
+    fn worthwhile(&self, nodes: u64) -> bool {
+        self.calls < 256 || self.prunes * 64 >= self.calls || nodes.is_multiple_of(16)
+    }
+
+    /// Counts one evaluation, and whether it pruned.
+    fn record(&mut self, pruned: bool) {
+        self.calls += 1;
+        self.prunes += u64::from(pruned);
     }
 }
 
