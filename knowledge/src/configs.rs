@@ -87,6 +87,15 @@ pub fn read_config(
             Strength::Config,
         );
     }
+    // An accelerate config (`distributed_type: ...`) counts its machines and processes (all
+    // machines together, divided by the machines in `extract`); its processes are GPUs only
+    // when it runs on GPUs (not `MULTI_CPU`, `XLA` or `use_cpu: true`). `Some(on GPUs)` for
+    // such a config.
+    let accelerate = tree.get("distributed_type").map(|kind| {
+        kind.as_str()
+            .is_some_and(|t| matches!(t, "MULTI_GPU" | "DEEPSPEED" | "FSDP" | "MEGATRON_LM" | "NO"))
+            && tree.get("use_cpu").and_then(Value::as_bool) != Some(true)
+    });
     for (parent, key, value) in leaves {
         let source = || format!("{name}:{}", line_of(text, &key));
         let key = key.replace('-', "_");
@@ -113,18 +122,7 @@ pub fn read_config(
             }
             continue;
         }
-        // An accelerate config (`distributed_type: ...`): its machines and processes (all
-        // machines together, divided by the machines in `extract`).
-        // Processes are GPUs only when the config runs on GPUs (not `MULTI_CPU`, `XLA`
-        // or `use_cpu: true`).
-        if parent.is_none() && tree.get("distributed_type").is_some() {
-            let on_gpus = tree
-                .get("distributed_type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| {
-                    matches!(t, "MULTI_GPU" | "DEEPSPEED" | "FSDP" | "MEGATRON_LM" | "NO")
-                })
-                && tree.get("use_cpu").and_then(Value::as_bool) != Some(true);
+        if let (None, Some(on_gpus)) = (parent.as_deref(), accelerate) {
             let field = match key.as_str() {
                 "num_machines" => Some("nodes"),
                 "num_processes" if on_gpus => Some("gpus_total"),

@@ -21,6 +21,8 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::extract::Extraction;
 use tokenizers::{Tokenizer, TruncationParams};
 
 /// Most tokens per text (MiniLM's `max_seq_length`).
@@ -231,6 +233,30 @@ impl Embedder {
             vector: self.embed(text)?,
         })
     }
+}
+
+/// The text of an extracted job: [`job_text`] of `dir` with the scripts and configs
+/// extraction read (its `read` list without the logs, which say what ran, not what was
+/// asked).
+pub fn extraction_text(
+    extraction: &Extraction,
+    dir: &Path,
+    command: Option<&str>,
+    logs: &[PathBuf],
+) -> String {
+    let logs: Vec<String> = logs.iter().map(|l| l.display().to_string()).collect();
+    let files: Vec<&str> = extraction
+        .read
+        .iter()
+        .filter(|f| !logs.contains(f))
+        .map(String::as_str)
+        .collect();
+    job_text(dir, command, &files)
+}
+
+/// Whether two embeddings can be compared: made by the same model, of the same length.
+pub fn comparable(a: &Embedding, b: &Embedding) -> bool {
+    a.model == b.model && a.vector.len() == b.vector.len()
 }
 
 /// The text that describes a job: its launch command, then each of `files` (paths relative to

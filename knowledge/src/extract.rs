@@ -210,7 +210,7 @@ pub fn extract_cached(
         let Some(bytes) = read_bytes(&path, &rel, &mut out) else {
             continue;
         };
-        let sha256 = hex(&Sha256::digest(&bytes));
+        let sha256 = sha256_hex(&bytes);
         let unchanged = |c: &CachedFile| {
             c.sha256 == sha256
                 && c.sourced
@@ -277,6 +277,11 @@ pub fn extract_cached(
 /// Bytes as lower-case hexadecimal (SHA-256 digests in the cache).
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of `bytes`, hex: the content hashes of the cache.
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 /// Every file under `dir` (sorted, depth-limited, skipped folders left out).
@@ -405,7 +410,7 @@ fn read_sourced(
         .find(|p| p.starts_with(&root) && p.is_file())?;
     let bytes = fs::read(&path).ok()?;
     let rel = path.strip_prefix(&root).ok()?.display().to_string();
-    let sha = hex(&Sha256::digest(&bytes));
+    let sha = sha256_hex(&bytes);
     if !sourced.iter().any(|(f, _)| f == &rel) {
         sourced.push((rel, sha));
     }
@@ -414,7 +419,7 @@ fn read_sourced(
 
 /// SHA-256 of a file's bytes, hex; `None` when it cannot be read.
 fn file_sha256(path: &Path) -> Option<String> {
-    fs::read(path).ok().map(|b| hex(&Sha256::digest(&b)))
+    fs::read(path).ok().map(|b| sha256_hex(&b))
 }
 
 /// The command lines of a shell script with their first line numbers: continuations

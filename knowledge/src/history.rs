@@ -47,7 +47,7 @@ use schedlm_generator::similar::{self, kind_of, Descriptor, Match};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::embed::{cosine, Embedding};
+use crate::embed::{comparable, cosine, Embedding};
 use crate::facts::JobFacts;
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
@@ -528,11 +528,7 @@ pub fn neighbours(
     };
     let mut scored: Vec<(f64, &PastJob)> = newest_first
         .filter_map(|p| {
-            let e = p
-                .job
-                .embedding
-                .as_ref()
-                .filter(|e| e.model == text.model && e.vector.len() == text.vector.len())?;
+            let e = p.job.embedding.as_ref().filter(|e| comparable(e, text))?;
             // A stored vector that is not a unit vector (zeros, NaN) matches nothing.
             let cos = f64::from(cosine(&text.vector, &e.vector));
             cos.is_finite().then_some((cos, p))

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlm_knowledge::embed::{cosine, job_text, EmbedError, Embedder};
+use schedlm_knowledge::embed::{cosine, extraction_text, EmbedError, Embedder};
 use schedlm_knowledge::history::{neighbours, MatchBy, NewJob, Outcome, PastJob, Query};
 use serde_json::Value;
 
@@ -117,8 +117,7 @@ fn setup(model: &Embedder, corpus: &Path, dir: &Path, index: usize) -> Setup {
     )
     .unwrap();
     let mut extraction = schedlm_knowledge::extract(dir, None, &[]).unwrap();
-    let files: Vec<&str> = extraction.read.iter().map(String::as_str).collect();
-    let text = job_text(dir, None, &files);
+    let text = extraction_text(&extraction, dir, None, &[]);
     extraction.embedding = Some(model.embed_job(&text).unwrap());
     Setup {
         framework: name.split('-').next().unwrap().to_string(),

@@ -9,7 +9,7 @@ use clap::Args;
 use schedlm_eval::openai::{Client, ClientOptions};
 use schedlm_eval::policy::EvalPolicy;
 use schedlm_knowledge::agent::{self, cache_key, AgentOptions, AgentReport, Chat, ChatReply};
-use schedlm_knowledge::embed::{cache_key as embed_key, job_text, Embedder, Embedding};
+use schedlm_knowledge::embed::{cache_key as embed_key, extraction_text, Embedder, Embedding};
 use schedlm_knowledge::extract::{CachedAgent, CachedEmbedding};
 use schedlm_knowledge::{Cache, Extraction};
 
@@ -131,14 +131,7 @@ fn embed(
     extraction: &Extraction,
     cache: &mut Cache,
 ) -> Result<Embedding> {
-    let logs: Vec<String> = args.logs.iter().map(|l| l.display().to_string()).collect();
-    let files: Vec<&str> = extraction
-        .read
-        .iter()
-        .filter(|f| !logs.contains(f))
-        .map(String::as_str)
-        .collect();
-    let text = job_text(&args.dir, args.cmd.as_deref(), &files);
+    let text = extraction_text(extraction, &args.dir, args.cmd.as_deref(), &args.logs);
     let key = embed_key(&text, model);
     if let Some(cached) = cache.embedding.as_ref().filter(|c| c.key == key) {
         eprintln!("extract: embedding reused from the cache");

@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use schedlm_knowledge::embed::comparable;
 use schedlm_knowledge::history::{
     neighbours, predict, History, MatchBy, NewJob, Outcome, PastJob, Query,
 };
@@ -215,7 +216,7 @@ fn query(extraction: &Extraction) -> Query<'_> {
 /// Says on standard error how many past jobs text matching leaves out (no embedding, or one
 /// from another model), so that a thin match is not mistaken for a thin history.
 fn report_unembedded(past: &[PastJob], extraction: &Extraction, by: MatchBy) {
-    let Some(model) = extraction.embedding.as_ref().map(|e| &e.model) else {
+    let Some(query) = extraction.embedding.as_ref() else {
         return;
     };
     if by == MatchBy::Meta {
@@ -223,8 +224,14 @@ fn report_unembedded(past: &[PastJob], extraction: &Extraction, by: MatchBy) {
     }
     let left_out = past
         .iter()
-        .filter(|p| p.job.embedding.as_ref().is_none_or(|e| &e.model != model))
+        .filter(|p| {
+            !p.job
+                .embedding
+                .as_ref()
+                .is_some_and(|e| comparable(e, query))
+        })
         .count();
+    let model = &query.model;
     if left_out > 0 {
         eprintln!(
             "history: {left_out} of {} past job(s) have no embedding by {model} and are not matched by text",
