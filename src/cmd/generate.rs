@@ -98,16 +98,11 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         return from_jobs(args);
     }
     if let Some(path) = &args.from_trace {
-        let mut given = args.shape.cluster_options_given();
-        if args.family.is_some() {
-            given.insert(0, "--family");
-        }
-        if !given.is_empty() {
-            bail!(
-                "--from-trace takes the cluster and its jobs from the trace: drop {}",
-                given.join(", ")
-            );
-        }
+        refuse_shape_options(
+            args,
+            &[],
+            "--from-trace takes the cluster and its jobs from the trace",
+        )?;
         return from_trace(args, path);
     }
     let family = args.family.unwrap_or(Family::Hpc);
@@ -175,19 +170,27 @@ fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Fails when `--family` or options that shape a sampled cluster (but those in `keep`) were
+/// given to a source that does not sample one; `source` says why they mean nothing there.
+fn refuse_shape_options(args: &GenerateArgs, keep: &[&str], source: &str) -> Result<()> {
+    let mut given = args.shape.cluster_options_given();
+    given.retain(|o| !keep.contains(o));
+    if args.family.is_some() {
+        given.insert(0, "--family");
+    }
+    if !given.is_empty() {
+        bail!("{source}: drop {}", given.join(", "));
+    }
+    Ok(())
+}
+
 /// `generate --from-jobs`: one snapshot of extracted training jobs.
 fn from_jobs(args: &GenerateArgs) -> Result<()> {
-    let mut refused: Vec<&str> = args.shape.cluster_options_given();
-    refused.retain(|o| *o != "--servers");
-    if args.family.is_some() {
-        refused.insert(0, "--family");
-    }
-    if !refused.is_empty() {
-        bail!(
-            "--from-jobs makes its queue from the jobs' files: drop {}",
-            refused.join(", ")
-        );
-    }
+    refuse_shape_options(
+        args,
+        &["--servers"],
+        "--from-jobs makes its queue from the jobs' files",
+    )?;
     let mut extracted = Vec::new();
     for dir in &args.from_jobs {
         let name = dir
