@@ -28,7 +28,7 @@
 //!   its dependents; propagating dependencies, the timetable of compulsory parts and
 //!   disjunctive pairs through the windows (and, at the root, an energetic check and
 //!   shaving) can show that no completion meets `T`. At the root this gives a destructive
-//!   bound (the earliest horizon not refuted, by bisection); at a node on one server, a
+//!   bound (a bisection over horizons: one more than the latest refuted); at a node on one server, a
 //!   refuted "incumbent less one second" prunes it. On PSPLIB j30 it is what proves the
 //!   tightest set (j305) in seconds.
 //!
@@ -293,6 +293,7 @@ impl<'p> Search<'p> {
         let total_capacity = (0..r)
             .map(|q| (0..servers).map(|s| problem.capacity(s)[q]).sum())
             .collect();
+        let conflict = conflicts(problem, objective);
         Search {
             problem,
             cost: Cost::new(problem, objective),
@@ -324,8 +325,8 @@ impl<'p> Search<'p> {
             completion: vec![0.0; n],
             slopes: Vec::with_capacity(n),
             windows: (objective == Objective::Makespan && n <= PROPAGATION_MAX_JOBS)
-                .then(|| Propagation::new(problem, &conflicts(problem, objective))),
-            conflict: conflicts(problem, objective),
+                .then(|| Propagation::new(problem, &conflict)),
+            conflict,
             window_sampling: Sampling::default(),
             by_length: {
                 let mut jobs: Vec<usize> = (0..n).collect();
@@ -379,21 +380,18 @@ impl<'p> Search<'p> {
     }
 
     /// The destructive bound of the root (a makespan total; minus infinity without window
-    /// propagation): the earliest horizon between the earliest-start bound and the incumbent
-    /// that propagation and the energetic check do not refute.
+    /// propagation): one more than the latest horizon between the earliest-start bound and
+    /// the incumbent that the bisection of `Propagation::destructive` finds refuted.
     fn destructive_root_bound(&mut self) -> f64 {
-        let Some(windows) = self.windows.as_mut() else {
-            return f64::NEG_INFINITY;
-        };
-        if !self.best_total.is_finite() {
+        if self.windows.is_none() || !self.best_total.is_finite() {
             return f64::NEG_INFINITY;
         }
         let now = self.problem.now();
-        let low = (0..self.n)
-            .map(|j| self.emin[j].saturating_add(self.problem.walltime(j)))
-            .max()
-            .unwrap_or(now);
+        let low = now + self.start_bound(0) as Time;
         let high = now + self.best_total as Time;
+        let Some(windows) = self.windows.as_mut() else {
+            return f64::NEG_INFINITY;
+        };
         let deadline = self.deadline;
         let mut stop = || deadline.passed_now();
         let bound = windows.destructive(
