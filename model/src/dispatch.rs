@@ -352,6 +352,31 @@ impl<'p> Dispatcher<'p> {
         self.profiles[s].earliest(p.demand(j), p.capacity(s), p.walltime(j), lower, Time::MAX)
     }
 
+    /// Whether job `j` fits server `s` starting exactly at `t >= now`, given the jobs placed so
+    /// far (dependencies and the strict rule aside, as in [`Dispatcher::earliest_on`]).
+    pub fn fits_at(&self, j: usize, s: usize, t: Time) -> bool {
+        let p = self.problem;
+        p.fits(j, s)
+            && self.profiles[s].earliest(p.demand(j), p.capacity(s), p.walltime(j), t, t + 1)
+                == Some(t)
+    }
+
+    /// Whether servers `a` and `b` have the same capacity and the same used capacity at every
+    /// instant from `t` on, so that whatever fits one from `t` fits the other. A breakpoint
+    /// that changes nothing can make two equal profiles look different (then `false`).
+    pub fn same_from(&self, a: usize, b: usize, t: Time) -> bool {
+        let p = self.problem;
+        if p.capacity(a) != p.capacity(b) {
+            return false;
+        }
+        let r = p.resources();
+        let (pa, pb) = (&self.profiles[a], &self.profiles[b]);
+        let (ka, kb) = (pa.segment(t), pb.segment(t));
+        pa.times.len() - ka == pb.times.len() - kb
+            && pa.times[ka + 1..] == pb.times[kb + 1..]
+            && pa.usage[ka * r..] == pb.usage[kb * r..]
+    }
+
     /// Used capacity of server `s` as a step function: segment `k` starts at `times[k]` (the
     /// first at `now`) and uses `usage[k * R..(k + 1) * R]` until the next breakpoint; the
     /// last segment runs forever. Counts running jobs and the jobs placed so far.

@@ -559,48 +559,10 @@ impl Propagation {
 #[cfg(test)]
 mod tests {
     use super::Propagation;
+    use crate::bnb::testing::{earliest_starts, problem};
     use crate::brute::brute_force;
-    use schedlm_generator::{generate_one, Config, Family};
-    use schedlm_model::{dispatch, Dispatcher, Objective, Problem, Time, Variant};
-
-    fn problem(family: Family, deps: f64, servers: usize, index: u64) -> Problem {
-        let mut config = Config::new(family, 20_261_124);
-        config.queue_min = 3;
-        config.queue_max = 7;
-        config.dep_prob = deps;
-        config.servers = Some(servers);
-        let instance = generate_one(&config, index).expect("generator config is valid");
-        Problem::new(&instance).expect("generated instances are valid")
-    }
-
-    /// Earliest starts of the unplaced jobs as branch and bound computes them: dependencies
-    /// chained, the strict floor, the first fit on any server.
-    fn earliest_starts(p: &Problem, d: &Dispatcher, variant: Variant) -> Vec<Time> {
-        let floor = match variant {
-            Variant::Strict => d.placed_order().last().map_or(Time::MIN, |j| d.start(j)),
-            Variant::Serial => Time::MIN,
-        };
-        let mut est = vec![Time::MAX; p.jobs()];
-        for j in p.topological_order() {
-            if d.is_placed(j) {
-                continue;
-            }
-            let mut lower = p.released(j).max(floor);
-            for &dep in p.deps(j) {
-                let end = if d.is_placed(dep) {
-                    d.start(dep) + p.walltime(dep)
-                } else {
-                    est[dep].saturating_add(p.walltime(dep))
-                };
-                lower = lower.max(end);
-            }
-            est[j] = (0..p.servers())
-                .filter_map(|s| d.earliest_on(j, s, lower))
-                .min()
-                .unwrap_or(Time::MAX);
-        }
-        est
-    }
+    use schedlm_generator::Family;
+    use schedlm_model::{dispatch, Dispatcher, Objective, Time, Variant};
 
     /// Soundness against brute force: the horizon an optimal order meets is refuted neither at
     /// the root nor after any prefix of that order, and the destructive bound, with nothing
@@ -612,7 +574,7 @@ mod tests {
             for (deps, servers) in [(0.0, 1), (0.4, 1), (0.4, 2), (0.0, 3)] {
                 for variant in [Variant::Serial, Variant::Strict] {
                     for index in 0..12 {
-                        let p = problem(family, deps, servers, index);
+                        let p = problem(family, deps, servers, None, index);
                         let (order, best) = brute_force(&p, Objective::Makespan, variant);
                         let horizon = p.now() + best as Time;
                         let conflict = crate::bnb::conflicts(&p, Objective::Makespan);
