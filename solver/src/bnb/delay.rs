@@ -37,9 +37,10 @@
 //!    less than `needed`; if no such choice fits, the jobs cost at least `needed` more.
 //!
 //! The increment is the larger of the cover and the smallest of 2 and 3 (when 1 or the cover
-//! shows that someone waits), or `needed` when 5 refutes every cheaper set of waits; it is
-//! added to the earliest-start bound. Costs must not
-//! decrease with the start (bounded slowdown, wait and flow do not). With queued dependencies a
+//! shows that someone waits). At a node where the two smallest deltas cannot reach `needed`,
+//! 2 and 3 are skipped (they could not prune) and the increment is the cover, or `needed`
+//! when 5 refutes every cheaper set of waits. It is added to the earliest-start bound. Costs
+//! must not decrease with the start (bounded slowdown, wait and flow do not). With queued dependencies a
 //! delayed job would move its dependents too, and under `strict` a start may also equal an
 //! earlier start; both are left out (no increment).
 
@@ -399,6 +400,9 @@ impl DelayBound {
         moved: Option<usize>,
         stop: &mut dyn FnMut() -> bool,
     ) -> Fit {
+        if !self.take_step(stop) {
+            return Fit::Unknown;
+        }
         let servers = d.problem().servers();
         self.fit.copy_from_slice(&self.fit0);
         self.count.copy_from_slice(&self.count0);
@@ -423,6 +427,19 @@ impl DelayBound {
         self.lost.clear();
         self.allowance = 0.0;
         self.search(d, self.jobs.len(), stop)
+    }
+
+    /// Spends one step of the budget (each call of `fits` and each node of the server search
+    /// counts); `false` when none is left or `stop` says so (asked every 1,024 steps).
+    fn take_step(&mut self, stop: &mut dyn FnMut() -> bool) -> bool {
+        if self.steps.is_multiple_of(1024) && stop() {
+            self.steps = 0;
+        }
+        if self.steps == 0 {
+            return false;
+        }
+        self.steps -= 1;
+        true
     }
 
     /// Part 5 of the module docs: whether some set of jobs whose deltas sum to less than
@@ -476,13 +493,9 @@ impl DelayBound {
             }
             return Fit::Yes;
         }
-        if self.steps.is_multiple_of(1024) && stop() {
-            self.steps = 0;
-        }
-        if self.steps == 0 {
+        if !self.take_step(stop) {
             return Fit::Unknown;
         }
-        self.steps -= 1;
         let (j, from) = self.most_constrained(d);
         let servers = d.problem().servers();
         let t = self.starts[j];
@@ -517,11 +530,12 @@ impl DelayBound {
         let delta = self.delta_of[j];
         if delta < self.allowance {
             // j waits: it leaves the fixed starts (and its room to the others) at cost delta.
+            let allowance = self.allowance;
             self.allowance -= delta;
             self.assigned[j] = true;
             result = self.search(d, left - 1, stop);
             self.assigned[j] = false;
-            self.allowance += delta;
+            self.allowance = allowance;
         }
         result
     }
@@ -692,9 +706,13 @@ mod tests {
                                 // would be pruned if the bound passed the optimum.
                                 let slack = optimum - placed - base;
                                 let mut extra: f64 = 0.0;
-                                for (node, needed) in
-                                    [(None, 0.0), (Some(k as u64), slack + 2.0 * eps)]
-                                {
+                                // Also with a budget that runs out.
+                                for (node, needed, budget) in [
+                                    (None, 0.0, 1 << 20),
+                                    (Some(k as u64), slack + 2.0 * eps, 1 << 20),
+                                    (None, 0.0, 3),
+                                    (Some(k as u64), slack + 2.0 * eps, 3),
+                                ] {
                                     let e = bound.increment(
                                         &mut d,
                                         &cost,
@@ -702,7 +720,7 @@ mod tests {
                                         &on,
                                         node,
                                         needed,
-                                        1 << 20,
+                                        budget,
                                         &mut || false,
                                     );
                                     extra = extra.max(e);

@@ -228,8 +228,10 @@ struct Found {
 
 const NO_FIT: Time = Time::MAX;
 
-/// Step budgets of the delay bound's server search (`delay.rs`) at the root and at a node.
+/// Step budgets of one evaluation of the delay bound (`delay.rs`: its server searches and
+/// fit checks together) at the root and at a node.
 const DELAY_ROOT_STEPS: u64 = 1 << 16;
+const DELAY_NODE_STEPS: u64 = 1 << 10;
 /// Fewest unplaced jobs at a node for the delay bound: below, the subtree it could prune is
 /// smaller than what it costs (three 14-job `hpc` instances: 1.3-2.6x the time of the search
 /// without it when evaluated at every node; ten 16-job `uniform` ones: 1.24x from 7 jobs
@@ -237,7 +239,6 @@ const DELAY_ROOT_STEPS: u64 = 1 << 16;
 const DELAY_MIN_UNPLACED: usize = 10;
 /// Longest queue with the delay bound: it costs O(n^2) per evaluation.
 const DELAY_MAX_JOBS: usize = 128;
-const DELAY_NODE_STEPS: u64 = 1 << 10;
 
 /// Longest queue on which the makespan search propagates time windows (`propagation.rs`): the
 /// root's destructive bound runs an O(n^3) energetic check per horizon it tries.
@@ -712,7 +713,8 @@ impl<'p> Search<'p> {
 
     /// The bound of the node at `level` whose placed jobs cost `g` (never below `inherited`,
     /// its parent's), or `None` when it prunes the node: earliest starts, then pooled energy
-    /// (when worthwhile), then the clique bound, each only while the node survives.
+    /// (when worthwhile), the delay bound, the clique bound and the time-window test, each
+    /// only while the node survives.
     fn node_bound(&mut self, level: usize, g: f64, inherited: f64) -> Option<f64> {
         let mut bound = inherited.max(
             self.cost
