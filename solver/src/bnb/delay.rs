@@ -40,9 +40,9 @@
 //! shows that someone waits). At a node where the two smallest deltas cannot reach `needed`,
 //! 2 and 3 are skipped (they could not prune) and the increment is the cover, or `needed`
 //! when 5 refutes every cheaper set of waits. It is added to the earliest-start bound. Costs
-//! must not decrease with the start (bounded slowdown, wait and flow do not). With queued dependencies a
-//! delayed job would move its dependents too, and under `strict` a start may also equal an
-//! earlier start; both are left out (no increment).
+//! must not decrease with the start (bounded slowdown, wait and flow do not). With queued
+//! dependencies a delayed job would move its dependents too, and under `strict` a start may
+//! also equal an earlier start; both are left out (no increment).
 
 use schedlm_model::{Dispatcher, Placement, Problem, Time};
 
@@ -146,10 +146,11 @@ impl DelayBound {
     }
 
     /// Lower bound (>= 0) on what the unplaced jobs of `d` cost above their earliest starts
-    /// `est` (indexed by job; `on[j * servers + s]` its earliest start on each server), at the root or at node number `node` of the search, where it
-    /// helps prune a node whose bound is `needed` short of the incumbent. At a node, each part
-    /// (the cover; the fixed starts with one delayed job) is evaluated as [`Sampling`] decides
-    /// from how often it reached `needed`, and the second only when it can reach it. The
+    /// `est` (indexed by job; `on[j * servers + s]` its earliest start on each server), at the
+    /// root or at node number `node` of the search, where it helps prune a node whose bound is
+    /// `needed` short of the incumbent. At a node, each part (the cover; the fixed starts with
+    /// one delayed job; several waits) is evaluated as [`Sampling`] decides from how often it
+    /// reached `needed`, the second only when it can reach it, the third only when not. The
     /// server searches share `budget` steps and stop when `stop` says so (asked every 1,024
     /// steps); out of steps, the jobs not yet examined count with their `delta`.
     #[allow(clippy::too_many_arguments)]
@@ -421,12 +422,7 @@ impl DelayBound {
         if self.witness_fits(d) {
             return Fit::Yes;
         }
-        for &j in &self.jobs {
-            self.assigned[j] = false;
-        }
-        self.lost.clear();
-        self.allowance = 0.0;
-        self.search(d, self.jobs.len(), stop)
+        self.search_all(d, 0.0, stop)
     }
 
     /// Spends one step of the budget (each call of `fits` and each node of the server search
@@ -453,6 +449,17 @@ impl DelayBound {
     ) -> Fit {
         self.fit.copy_from_slice(&self.fit0);
         self.count.copy_from_slice(&self.count0);
+        self.search_all(d, allowance, stop)
+    }
+
+    /// The server search over every unplaced job from the table in `fit` and `count`, the
+    /// waits it may add costing less than `allowance` in all.
+    fn search_all(
+        &mut self,
+        d: &mut Dispatcher,
+        allowance: f64,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Fit {
         for &j in &self.jobs {
             self.assigned[j] = false;
         }

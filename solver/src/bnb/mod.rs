@@ -39,8 +39,9 @@
 //!   such wait (one job moved to the first end at which the rest still fits, or two jobs each
 //!   moved to their first possible end), or a fractional cover of the excess at an instant,
 //!   is added to the earliest-start bound; at a node, a search over which jobs wait shows
-//!   when every set of waits cheaper than what would prune it leaves the rest unable to fit. On lightly loaded clusters, where orders differ by
-//!   the seconds one long job waits, this is what proves the optimum.
+//!   when every set of waits cheaper than what would prune it leaves the rest unable to fit.
+//!   On lightly loaded clusters, where orders differ by the seconds one long job waits, this is
+//!   what proves the optimum.
 //!
 //! Dominance:
 //! - **interchangeable jobs** (same demand, walltime, release, queued deps and dependents, and
