@@ -990,3 +990,45 @@ fn advise_replay_compares_defaults_with_advice() {
     let bad = run(&["advise", "replay", "--share", "1.5"]).failed();
     assert!(bad.stderr.contains("--share"), "{}", bad.stderr);
 }
+
+#[test]
+fn history_replay_compares_plans() {
+    let out = run(&[
+        "history", "replay", "--jobs", "80", "--seed", "3", "--rules", "fcfs,sjf", "--json",
+    ])
+    .ok();
+    let rows = common::parse_jsonl(&out.stdout_text());
+    // 2 rules x 2 start rules x 4 plans, then one error line per plan.
+    assert_eq!(rows.len(), 16 + 4, "{rows:?}");
+    let (replays, errors) = rows.split_at(16);
+    let plans: Vec<&str> = errors.iter().map(|e| e["plan"].as_str().unwrap()).collect();
+    assert_eq!(plans, ["request", "history", "throughput", "oracle"]);
+    assert_eq!(errors[3]["mape"], 0.0);
+    assert_eq!(errors[0]["under"], 0.0);
+    for r in replays {
+        assert_eq!(r["jobs"], 80);
+        assert_eq!(r["killed"], 0, "{r}");
+    }
+    // FCFS under `strict` never looks at a plan: the four plans replay alike.
+    let wait = |i: usize| replays[i]["mean_wait"].as_f64().unwrap();
+    assert_eq!(replays[0]["rule"], "fcfs");
+    assert_eq!(replays[0]["start"], "strict");
+    for i in 1..4 {
+        assert_eq!(wait(i), wait(0));
+    }
+    // SJF does: its plans give different schedules.
+    assert_eq!(replays[8]["rule"], "sjf");
+    let sjf: Vec<f64> = (8..12).map(wait).collect();
+    assert!(sjf.iter().any(|&w| w != sjf[0]), "{sjf:?}");
+    let table = run(&["history", "replay", "--jobs", "40"])
+        .ok()
+        .stdout_text();
+    assert!(table.contains("median APE %"), "{table}");
+    assert!(table.contains("throughput"), "{table}");
+    let bad = run(&["history", "replay", "--plans", "guess"]).failed();
+    assert!(
+        bad.stderr.contains("`guess` is not a plan"),
+        "{}",
+        bad.stderr
+    );
+}

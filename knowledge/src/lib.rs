@@ -9,7 +9,8 @@
 //! puts them together for one job directory. [`history`] keeps past jobs in SQLite and
 //! predicts a new job's duration from the most similar of them; [`advice`] learns which
 //! configurations fit and how fast they run from past runs, and fills a job's GPU count and
-//! batch size; [`snapshot`] turns extracted jobs into the queue of a scheduling snapshot. The design, the precedence between sources and the
+//! batch size; [`planning`] replays a workload planned with the request, the history's
+//! prediction or the learned throughput; [`snapshot`] turns extracted jobs into the queue of a scheduling snapshot. The design, the precedence between sources and the
 //! slices still to come (configs, Python defaults, the version cache, the LLM agent, history,
 //! configuration advice) are in docs/knowledge.md.
 
@@ -24,6 +25,7 @@ pub mod facts;
 pub mod history;
 pub mod launch;
 pub mod logs;
+pub mod planning;
 pub mod python;
 pub mod replay;
 pub mod scheduler;

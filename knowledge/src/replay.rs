@@ -58,6 +58,8 @@ pub struct ReplayJob {
     pub job: DlJob,
     /// Its run-time noise: true run time over the noise-free one.
     pub noise: f64,
+    /// Its true run time in its user's configuration (the snapshot's `runtime`).
+    pub runtime: i64,
     /// Whether it leaves its configuration out.
     pub leaves_out: bool,
 }
@@ -143,6 +145,7 @@ pub fn jobs_of(instance: &Instance, share: f64, seed: u64) -> Result<Vec<ReplayJ
             submit: q.submit,
             job,
             noise: runtime as f64 / ideal_runtime(&job),
+            runtime,
             leaves_out: ((h % 1_000_000) as f64) < share * 1_000_000.0,
         });
     }
@@ -198,7 +201,12 @@ fn true_runtime(r: &ReplayJob, gpus: i64, local: i64) -> i64 {
 
 /// The advisor's predicted run time of `job` in a configuration (start-up and staging added
 /// to the predicted compute time).
-fn predicted_runtime(k: &Knowledge, r: &ReplayJob, gpus: i64, local: i64) -> Option<f64> {
+pub(crate) fn predicted_runtime(
+    k: &Knowledge,
+    r: &ReplayJob,
+    gpus: i64,
+    local: i64,
+) -> Option<f64> {
     let t = k.throughput(r.job.model.name, 1, gpus as u32, local as u32)?;
     let work = (r.job.epochs * r.job.samples) as f64;
     Some(STARTUP_S + STAGE_S_PER_GB * r.job.dataset_gb + work / t.samples_per_s)

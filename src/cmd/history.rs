@@ -39,6 +39,7 @@ pub enum HistoryCommand {
     Predict(PredictArgs),
     /// Print every job of the history as JSON Lines, in the order added.
     List(ListArgs),
+    Replay(crate::cmd::history_replay::ReplayArgs),
 }
 
 /// The history file and the job to look up, shared by `match` and `predict`.
@@ -136,6 +137,7 @@ pub fn run(command: &HistoryCommand) -> Result<()> {
         HistoryCommand::Match(a) => matches(a),
         HistoryCommand::Predict(a) => prediction(a),
         HistoryCommand::List(a) => list(a),
+        HistoryCommand::Replay(a) => crate::cmd::history_replay::run(a),
     }
 }
 

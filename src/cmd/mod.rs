@@ -11,6 +11,7 @@ mod extract;
 pub mod finetune;
 pub mod generate;
 pub mod history;
+pub mod history_replay;
 mod import;
 mod pipeline;
 pub mod predict;
