@@ -27,6 +27,11 @@ impl Deadline {
         }
     }
 
+    /// Whether there is a deadline at all.
+    pub(crate) fn is_set(&self) -> bool {
+        self.at.is_some()
+    }
+
     /// Whether the deadline has passed, looking at the clock now.
     pub(crate) fn passed_now(&self) -> bool {
         self.at.is_some_and(|d| Instant::now() >= d)

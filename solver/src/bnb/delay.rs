@@ -26,20 +26,34 @@
 //!    starts (with `j` at `e`) still fit gives the cost `cost(j, e) - cost(j, est_j)`.
 //!
 //! 4. Instant cover: if at the start `t` of an unplaced job the jobs that would run then need
-//!    `x` more of a resource than all servers hold together, jobs holding at least `x` of it
+//!    `x` more of a resource than they can occupy at `t`, jobs holding at least `x` of it
 //!    start after `t` (a job that would run at `t` cannot end before it), each costing at least
 //!    its cost at the first end after `t`; the fractional knapsack of the cheapest per unit
-//!    bounds that set's cost. This one counts several delayed jobs, and longer delays.
+//!    bounds that set's cost. What they can occupy is counted per server: its free capacity
+//!    beside the running and placed jobs, but only as much as those of them that fit in it
+//!    alone demand (free cores on a server without free memory hold nothing). This one counts
+//!    several delayed jobs, and longer delays.
 //!
-//! 5. Several waits (at a node, where the bound only matters if it reaches the `needed`
-//!    that prunes it, and when the two smallest deltas do not): the server search of 1 may
-//!    also let a job wait, at its `delta`, leaving its room to the others, while the waits cost
-//!    less than `needed`; if no such choice fits, the jobs cost at least `needed` more.
+//! 5. Several waits (where the bound only matters if it reaches a given `needed`: at a node,
+//!    what prunes it; at the root, the incumbent, asked again whenever it improves; and when
+//!    the two smallest deltas do not reach it): the server search of 1 may also let a job
+//!    wait, at its `delta`, leaving its room to the others, while the waits cost less than
+//!    `needed`; if no such choice fits, the jobs cost at least `needed` more. At the root the
+//!    waiting jobs are also followed to where they fit: a waiting job starts at the first end
+//!    after its earliest start or later, at a time it fits beside the jobs fixed so far, which
+//!    it is charged (more fixed jobs never make that time earlier); and once every other job
+//!    is fixed, the waiting jobs are started in time order (the cascade): of those whose
+//!    earliest such start is `t`, the ones that start at `t` must be given servers together,
+//!    the others start at an end after `t` or later (a job ends after its earliest start plus
+//!    its walltime; a server's usage changes only at its breakpoints), where they fit; an
+//!    assignment whose waits reach `needed` this way fails. The true schedule's waiting jobs
+//!    are among the choices at every step, each at or after the start it is charged. At nodes
+//!    that costs more than it prunes, so there the waiting jobs are charged their deltas only.
 //!
 //! The increment is the larger of the cover and the smallest of 2 and 3 (when 1 or the cover
-//! shows that someone waits). At a node where the two smallest deltas cannot reach `needed`,
-//! 2 and 3 are skipped (they could not prune) and the increment is the cover, or `needed`
-//! when 5 refutes every cheaper set of waits. It is added to the earliest-start bound. Costs
+//! shows that someone waits). Where the two smallest deltas cannot reach `needed`, 2 and 3
+//! are skipped (they could not prune) and the increment is the cover, or `needed` when 5
+//! refutes every cheaper set of waits. It is added to the earliest-start bound. Costs
 //! must not decrease with the start (bounded slowdown, wait and flow do not). With queued
 //! dependencies a delayed job would move its dependents too, and under `strict` a start may
 //! also equal an earlier start; both are left out (no increment).
@@ -53,6 +67,19 @@ use super::{Sampling, NO_FIT};
 /// A part of the bound is evaluated at every node while it prunes at least one node in this
 /// many (it costs several nodes' work), else on one node in 16 ([`Sampling`]).
 const PRUNE_ONE_IN: u64 = 8;
+
+/// Search nodes of [`DelayBound::cascade`] at one complete assignment of part 5 (beyond them
+/// the waits count as affordable). With the server search's steps they bound one call's work.
+const CASCADE_NODES: u64 = 1024;
+
+/// One instant of [`DelayBound::cascade`]: the waiting jobs at `t` and the others, and the
+/// first possible end after `t`.
+struct Frame<'a> {
+    t: Time,
+    next: Time,
+    group: &'a [usize],
+    rest: &'a [(Time, usize)],
+}
 
 /// Scratch space of the delay bound for one search.
 #[derive(Debug)]
@@ -82,17 +109,36 @@ pub(super) struct DelayBound {
     /// The server of each job in the last assignment the search found (`usize::MAX`: none).
     witness: Vec<usize>,
     lost: Vec<(usize, usize)>,
-    /// Total capacity of all servers per resource, and the pooled need at an instant.
-    capacity: Vec<i64>,
+    /// At an instant, per resource: the unplaced jobs' demand, the room they can occupy
+    /// ([`DelayBound::instant_need`]), and one server's share of it.
     need: Vec<i64>,
+    room: Vec<i64>,
+    fitting: Vec<i64>,
+    /// The jobs [`DelayBound::fill_room`] counts, and the waiting jobs of part 5 by start.
+    group: Vec<usize>,
+    waiting: Vec<(Time, usize)>,
+
     /// Instant cover: (cost per unit, units) of the jobs that could make room.
     items: Vec<(f64, f64)>,
     /// When to evaluate each part at a node.
     cover_sampling: Sampling,
     single_sampling: Sampling,
     waits_sampling: Sampling,
-    /// Part 5: each unplaced job's delta, and what the waiting jobs may still cost.
+    /// Part 5: each unplaced job's delta and the first end after its earliest start (where
+    /// its delta is taken), what the waiting jobs may cost in all and may still cost.
     delta_of: Vec<f64>,
+    wait_from: Vec<Time>,
+    waits_total: f64,
+    /// Whether the waiting jobs are followed to where they fit (at the root) or only charged
+    /// their deltas (at nodes, where that costs too much for what it prunes).
+    follow_waits: bool,
+    /// Nodes left to the cascade of one assignment, and nodes of all cascades (the clock is
+    /// asked every 1,024).
+    cascade_nodes: u64,
+    cascade_ticks: u64,
+    /// Whether cascade nodes also spend the call's step budget ([`DelayBound::bound_cascades`]).
+    cascade_counts_steps: bool,
+
     allowance: f64,
 }
 
@@ -132,15 +178,24 @@ impl DelayBound {
             count0: vec![0; n],
             witness: vec![usize::MAX; n],
             lost: Vec::with_capacity(n * problem.servers()),
-            capacity: (0..problem.resources())
-                .map(|q| (0..problem.servers()).map(|s| problem.capacity(s)[q]).sum())
-                .collect(),
             need: vec![0; problem.resources()],
+            room: vec![0; problem.resources()],
+            fitting: vec![0; problem.resources()],
+            group: Vec::with_capacity(n),
+            waiting: Vec::with_capacity(n),
+
             items: Vec::with_capacity(n),
             cover_sampling: Sampling::default(),
             single_sampling: Sampling::default(),
             waits_sampling: Sampling::default(),
             delta_of: vec![0.0; n],
+            wait_from: vec![Time::MAX; n],
+            waits_total: 0.0,
+            follow_waits: false,
+            cascade_nodes: 0,
+            cascade_ticks: 0,
+            cascade_counts_steps: false,
+
             allowance: 0.0,
         })
     }
@@ -195,6 +250,7 @@ impl DelayBound {
         let (mut low, mut second) = (f64::INFINITY, f64::INFINITY);
         for &j in &self.jobs {
             let first = self.first_end_after(j, est[j]);
+            self.wait_from[j] = first;
             let delta = if first == Time::MAX {
                 f64::INFINITY
             } else {
@@ -213,14 +269,15 @@ impl DelayBound {
         }
         if bound < needed {
             // One wait cannot reach `needed`; several may have to (part 5).
-            if node.is_none_or(|n| !self.waits_sampling.worthwhile_at(n, PRUNE_ONE_IN)) {
+            if node.is_some_and(|n| !self.waits_sampling.worthwhile_at(n, PRUNE_ONE_IN)) {
                 return cover;
             }
             for &(delta, j) in &self.deltas {
                 self.delta_of[j] = delta;
             }
             self.fill_table(d.problem().servers(), est, on);
-            let refuted = self.fits_with_waits(d, needed, stop) == Fit::No;
+            self.follow_waits = node.is_none();
+            let refuted = self.fits_with_waits(d, cost, needed, stop) == Fit::No;
             self.waits_sampling.record(refuted);
             return if refuted { needed.max(cover) } else { cover };
         }
@@ -282,7 +339,8 @@ impl DelayBound {
     }
 
     /// The instant cover: if at the start `t` of an unplaced job the jobs running then (all at
-    /// their earliest starts) need `x` more of a resource than all servers hold together, jobs
+    /// their earliest starts) need `x` more of a resource than they can occupy at `t`
+    /// ([`DelayBound::instant_need`]), jobs
     /// of at least `x` of it must not run at `t`, which for a job that would run at `t` means
     /// starting after `t`: at the first end after `t` or later. The cheapest such set is
     /// bounded below by its fractional knapsack (cheapest per unit of the resource first).
@@ -295,9 +353,9 @@ impl DelayBound {
             if self.jobs[..i].iter().any(|&k| est[k] == t) {
                 continue;
             }
-            self.pooled_need(d, t);
+            self.instant_need(d, t);
             for q in 0..p.resources() {
-                let mut excess = (self.need[q] - self.capacity[q]) as f64;
+                let excess = (self.need[q] - self.room[q]) as f64;
                 if excess <= 0.0 {
                     continue;
                 }
@@ -310,17 +368,7 @@ impl DelayBound {
                         self.items.push((extra / dq as f64, dq as f64));
                     }
                 }
-                self.items.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-                let mut lp = 0.0;
-                for &(per_unit, dq) in &self.items {
-                    let take = dq.min(excess);
-                    lp += per_unit * take;
-                    excess -= take;
-                    if excess <= 0.0 {
-                        break;
-                    }
-                }
-                best = best.max(lp);
+                best = best.max(cheapest_cover(&mut self.items, excess));
             }
         }
         best
@@ -416,17 +464,24 @@ impl DelayBound {
             }
             self.count[j] = count;
         }
-        if self.jobs.iter().any(|&j| self.count[j] == 0) || self.pooled_overflow(d) {
+        if self.jobs.iter().any(|&j| self.count[j] == 0) || self.instant_overflow(d) {
             return Fit::No;
         }
         if self.witness_fits(d) {
             return Fit::Yes;
         }
-        self.search_all(d, 0.0, stop)
+        self.search_all(d, None, 0.0, stop)
     }
 
     /// Spends one step of the budget (each call of `fits` and each node of the server search
     /// counts); `false` when none is left or `stop` says so (asked every 1,024 steps).
+    /// Whether the cascades of part 5 spend the step budget of a call too, which bounds the
+    /// call's work by its budget (for searches without a time limit, which must not depend on
+    /// the clock); otherwise the clock (`stop`) bounds them.
+    pub(super) fn bound_cascades(&mut self, by_steps: bool) {
+        self.cascade_counts_steps = by_steps;
+    }
+
     fn take_step(&mut self, stop: &mut dyn FnMut() -> bool) -> bool {
         if self.steps.is_multiple_of(1024) && stop() {
             self.steps = 0;
@@ -444,19 +499,21 @@ impl DelayBound {
     fn fits_with_waits(
         &mut self,
         d: &mut Dispatcher,
+        cost: &Cost,
         allowance: f64,
         stop: &mut dyn FnMut() -> bool,
     ) -> Fit {
         self.fit.copy_from_slice(&self.fit0);
         self.count.copy_from_slice(&self.count0);
-        self.search_all(d, allowance, stop)
+        self.search_all(d, Some(cost), allowance, stop)
     }
 
-    /// The server search over every unplaced job from the table in `fit` and `count`, the
-    /// waits it may add costing less than `allowance` in all.
+    /// The server search over every unplaced job from the table in `fit` and `count`; with
+    /// `cost`, jobs may also wait, their waits costing less than `allowance` in all.
     fn search_all(
         &mut self,
         d: &mut Dispatcher,
+        cost: Option<&Cost>,
         allowance: f64,
         stop: &mut dyn FnMut() -> bool,
     ) -> Fit {
@@ -465,7 +522,250 @@ impl DelayBound {
         }
         self.lost.clear();
         self.allowance = allowance;
-        self.search(d, self.jobs.len(), stop)
+        self.waits_total = allowance;
+        self.search(d, cost, self.jobs.len(), stop)
+    }
+
+    /// What waiting costs `j` at least, given the jobs in `d` (running, placed, and the
+    /// unplaced ones the server search has fixed so far): it starts at the first end after its
+    /// earliest start or later, at a time it fits beside them on some server. More jobs in `d`
+    /// never make that start earlier, so the charge stays a lower bound as the search goes on.
+    fn wait_charge(&self, d: &Dispatcher, cost: &Cost, j: usize) -> f64 {
+        let from = self.wait_from[j];
+        if from == Time::MAX {
+            return f64::INFINITY;
+        }
+        match Self::earliest_anywhere(d, j, from) {
+            Some(t) => cost.job(j, t) - cost.job(j, self.starts[j]),
+            None => f64::INFINITY,
+        }
+    }
+
+    /// A lower bound on the first end after `t` of any job at a complete assignment of part 5:
+    /// the first change of a server's usage in `d` after `t`, or the end of a waiting job at
+    /// its earliest start or later (`t + 1` when that is not after `t`).
+    fn next_end_after(d: &Dispatcher, t: Time, waiting: &[(Time, usize)]) -> Time {
+        let p = d.problem();
+        let mut next = Time::MAX;
+        for s in 0..p.servers() {
+            let (times, _) = d.usage(s);
+            if let Some(&x) = times.get(times.partition_point(|&x| x <= t)) {
+                next = next.min(x);
+            }
+        }
+        for &(start, k) in waiting {
+            next = next.min((start + p.walltime(k)).max(t + 1));
+        }
+        next
+    }
+
+    /// The earliest start >= `from` of `j` on any server beside the jobs in `d`.
+    fn earliest_anywhere(d: &Dispatcher, j: usize, from: Time) -> Option<Time> {
+        (0..d.problem().servers())
+            .filter_map(|s| d.earliest_on(j, s, from))
+            .min()
+    }
+
+    /// At a complete assignment: whether the waiting jobs (assigned, not in `d`) can still
+    /// start with their waits costing less than the search's allowance (`Yes`), cannot
+    /// (`No`), or the search ran out of steps. Each starts at its earliest start beside every
+    /// fixed job or later ([`DelayBound::wait_charge`]), and they must also find room beside
+    /// each other ([`DelayBound::cascade`]).
+    fn waits_affordable(
+        &mut self,
+        d: &mut Dispatcher,
+        cost: &Cost,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Fit {
+        let mut total = 0.0;
+        self.waiting.clear();
+        for &j in &self.jobs {
+            if d.is_placed(j) {
+                continue;
+            }
+            let from = self.wait_from[j];
+            let Some(t) = (from != Time::MAX)
+                .then(|| Self::earliest_anywhere(d, j, from))
+                .flatten()
+            else {
+                return Fit::No;
+            };
+            total += cost.job(j, t) - cost.job(j, self.starts[j]);
+            self.waiting.push((t, j));
+        }
+        if total >= self.waits_total {
+            return Fit::No;
+        }
+        let waiting = std::mem::take(&mut self.waiting);
+        self.cascade_nodes = CASCADE_NODES;
+        let result = self.cascade(d, cost, waiting.clone(), total, stop);
+        self.waiting = waiting;
+        match result {
+            Some(false) => Fit::No,
+            // Out of time: unknown; out of this assignment's cascade nodes: counted as
+            // affordable, and the server search goes on.
+            None if self.steps == 0 => Fit::Unknown,
+            _ => Fit::Yes,
+        }
+    }
+
+    /// Whether the waiting jobs, each not before its start in `waiting`, can start with
+    /// their waits costing less than the allowance in all, `spent` so far (`None`: out of
+    /// steps). The earliest waiting jobs, all at `t`: those that start at `t` are given
+    /// servers together beside the jobs in `d`; the others start at an end after `t` or
+    /// later ([`DelayBound::next_end_after`]), where they fit; and so on, in time order.
+    fn cascade(
+        &mut self,
+        d: &mut Dispatcher,
+        cost: &Cost,
+        waiting: Vec<(Time, usize)>,
+        spent: f64,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Option<bool> {
+        let Some(t) = waiting.iter().map(|w| w.0).min() else {
+            return Some(true);
+        };
+        let next = Self::next_end_after(d, t, &waiting);
+        let (group, rest): (Vec<_>, Vec<_>) = waiting.into_iter().partition(|w| w.0 == t);
+        let group: Vec<usize> = group.into_iter().map(|w| w.1).collect();
+        if group.len() >= 2
+            && spent + self.group_cover(d, cost, t, next, &group) >= self.waits_total
+        {
+            return Some(false);
+        }
+        let mut deferred = Vec::with_capacity(group.len());
+        let frame = Frame {
+            t,
+            next,
+            group: &group,
+            rest: &rest,
+        };
+        self.assign_group(d, cost, &frame, 0, &mut deferred, spent, 0.0, stop)
+    }
+
+    /// A lower bound on what the waiting jobs of `group`, all at their earliest start `t`,
+    /// add by not all starting there: where they need more than they can occupy at `t`
+    /// ([`DelayBound::fill_room`]), jobs holding the excess start from `next` on; the
+    /// fractional knapsack of those extra costs, the largest over resources.
+    fn group_cover(
+        &mut self,
+        d: &Dispatcher,
+        cost: &Cost,
+        t: Time,
+        next: Time,
+        group: &[usize],
+    ) -> f64 {
+        let p = d.problem();
+        self.group.clear();
+        self.group.extend_from_slice(group);
+        self.fill_room(d, t);
+        let mut best: f64 = 0.0;
+        for q in 0..p.resources() {
+            let excess = (self.need[q] - self.room[q]) as f64;
+            if excess <= 0.0 {
+                continue;
+            }
+            self.items.clear();
+            for &j in group {
+                let dq = p.demand(j)[q];
+                if dq > 0 {
+                    let extra = Self::earliest_anywhere(d, j, next)
+                        .map_or(f64::INFINITY, |u| cost.job(j, u) - cost.job(j, t));
+                    self.items.push((extra / dq as f64, dq as f64));
+                }
+            }
+            best = best.max(cheapest_cover(&mut self.items, excess));
+        }
+        best
+    }
+
+    /// [`DelayBound::cascade`] at one instant, from the `i`-th job of the group on: it starts
+    /// at `t` on a server where it fits, or waits (`deferred`). `spent` is what the waits cost
+    /// up to `t`, `pending` a lower bound on what the deferred jobs add.
+    #[allow(clippy::too_many_arguments)]
+    fn assign_group(
+        &mut self,
+        d: &mut Dispatcher,
+        cost: &Cost,
+        frame: &Frame,
+        i: usize,
+        deferred: &mut Vec<usize>,
+        spent: f64,
+        pending: f64,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Option<bool> {
+        if spent + pending >= self.waits_total {
+            return Some(false);
+        }
+        if self.cascade_nodes == 0 || (self.cascade_counts_steps && self.steps == 0) {
+            return None;
+        }
+        self.cascade_nodes -= 1;
+        if self.cascade_counts_steps {
+            self.steps -= 1;
+        }
+        self.cascade_ticks += 1;
+        if self.cascade_ticks.is_multiple_of(1024) && stop() {
+            self.steps = 0;
+            self.cascade_nodes = 0;
+            return None;
+        }
+        let t = frame.t;
+        if i == frame.group.len() {
+            let mut waiting = frame.rest.to_vec();
+            let mut spent = spent;
+            for &j in deferred.iter() {
+                let Some(u) = Self::earliest_anywhere(d, j, frame.next) else {
+                    return Some(false);
+                };
+                spent += cost.job(j, u) - cost.job(j, t);
+                waiting.push((u, j));
+            }
+            if spent >= self.waits_total {
+                return Some(false);
+            }
+            return self.cascade(d, cost, waiting, spent, stop);
+        }
+        let j = frame.group[i];
+        let mut result = Some(false);
+        for s in 0..d.problem().servers() {
+            if !d.fits_at(j, s, t) || (0..s).any(|a| d.same_from(a, s, t)) {
+                continue;
+            }
+            d.place_at(
+                j,
+                Placement {
+                    start: t,
+                    server: s,
+                },
+            );
+            let r = self.assign_group(d, cost, frame, i + 1, deferred, spent, pending, stop);
+            d.undo();
+            match r {
+                Some(false) => {}
+                None => return None,
+                Some(true) => return Some(true),
+            }
+        }
+        // j waits: at least until it fits from the next end on, beside the jobs in `d` now.
+        let later = Self::earliest_anywhere(d, j, frame.next)
+            .map_or(f64::INFINITY, |u| cost.job(j, u) - cost.job(j, t));
+        if spent + pending + later < self.waits_total {
+            deferred.push(j);
+            let r = self.assign_group(
+                d,
+                cost,
+                frame,
+                i + 1,
+                deferred,
+                spent,
+                pending + later,
+                stop,
+            );
+            deferred.pop();
+            result = r;
+        }
+        result
     }
 
     /// Whether the servers of the last assignment found still hold every unplaced job at its
@@ -493,8 +793,20 @@ impl DelayBound {
         placed == self.jobs.len()
     }
 
-    fn search(&mut self, d: &mut Dispatcher, left: usize, stop: &mut dyn FnMut() -> bool) -> Fit {
+    fn search(
+        &mut self,
+        d: &mut Dispatcher,
+        cost: Option<&Cost>,
+        left: usize,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Fit {
         if left == 0 {
+            if let (true, Some(c)) = (self.follow_waits, cost) {
+                match self.waits_affordable(d, c, stop) {
+                    Fit::Yes => {}
+                    other => return other,
+                }
+            }
             for &j in &self.jobs {
                 self.witness[j] = d.server(j);
             }
@@ -523,7 +835,7 @@ impl DelayBound {
             self.assigned[j] = true;
             let mark = self.lost.len();
             let fit = if self.narrow(d, s) {
-                self.search(d, left - 1, stop)
+                self.search(d, cost, left - 1, stop)
             } else {
                 Fit::No
             };
@@ -534,53 +846,89 @@ impl DelayBound {
                 return fit;
             }
         }
-        let delta = self.delta_of[j];
-        if delta < self.allowance {
-            // j waits: it leaves the fixed starts (and its room to the others) at cost delta.
+        let Some(c) = cost else {
+            return result;
+        };
+        let charge = if self.delta_of[j] >= self.allowance {
+            f64::INFINITY
+        } else if self.follow_waits {
+            self.wait_charge(d, c, j)
+        } else {
+            self.delta_of[j]
+        };
+        if charge < self.allowance {
+            // j waits: it leaves the fixed starts (and its room to the others), at least to a
+            // time it fits beside the jobs fixed so far.
             let allowance = self.allowance;
-            self.allowance -= delta;
+            self.allowance -= charge;
             self.assigned[j] = true;
-            result = self.search(d, left - 1, stop);
+            result = self.search(d, cost, left - 1, stop);
             self.assigned[j] = false;
             self.allowance = allowance;
         }
         result
     }
 
-    /// Whether, at the start of some unplaced job, the jobs running then (running, placed and
-    /// unplaced at `starts`) need more of a resource than all servers hold together.
-    fn pooled_overflow(&mut self, d: &Dispatcher) -> bool {
+    /// Whether, at the start of some unplaced job, the unplaced jobs running then (at `starts`)
+    /// need more of a resource than they can occupy ([`DelayBound::instant_need`]).
+    fn instant_overflow(&mut self, d: &Dispatcher) -> bool {
         for i in 0..self.jobs.len() {
             let t = self.starts[self.jobs[i]];
             if self.jobs[..i].iter().any(|&k| self.starts[k] == t) {
                 continue;
             }
-            self.pooled_need(d, t);
-            if self.need.iter().zip(&self.capacity).any(|(n, c)| n > c) {
+            self.instant_need(d, t);
+            if self.need.iter().zip(&self.room).any(|(n, c)| n > c) {
                 return true;
             }
         }
         false
     }
 
-    /// Fills `need` with what all servers hold at instant `t`: running and placed jobs, and
-    /// the unplaced jobs at `starts`.
-    fn pooled_need(&mut self, d: &Dispatcher, t: Time) {
+    /// At instant `t`, fills `need` with the demand of the unplaced jobs running then (at
+    /// `starts`) and `room` with the most of each resource they can occupy together
+    /// ([`DelayBound::fill_room`]).
+    fn instant_need(&mut self, d: &Dispatcher, t: Time) {
+        let p = d.problem();
+        self.group.clear();
+        for &j in &self.jobs {
+            if self.starts[j] <= t && t < self.starts[j] + p.walltime(j) {
+                self.group.push(j);
+            }
+        }
+        self.fill_room(d, t);
+    }
+
+    /// Fills `need` with the demand of the jobs in `group` and `room` with the most of each
+    /// resource they can occupy together at instant `t` beside the jobs in `d`: on each
+    /// server, its free capacity at `t`, but no more than the demand of those of them that
+    /// fit in it alone. A server whose free cores come without free memory holds none.
+    fn fill_room(&mut self, d: &Dispatcher, t: Time) {
         let p = d.problem();
         let r = p.resources();
         self.need.fill(0);
+        self.room.fill(0);
+        for &j in &self.group {
+            for (q, dq) in p.demand(j).iter().enumerate() {
+                self.need[q] += dq;
+            }
+        }
         for s in 0..p.servers() {
             let (times, usage) = d.usage(s);
             let k = times.partition_point(|&x| x <= t) - 1;
-            for q in 0..r {
-                self.need[q] += usage[k * r + q];
-            }
-        }
-        for &j in &self.jobs {
-            if self.starts[j] <= t && t < self.starts[j] + p.walltime(j) {
-                for (q, dq) in p.demand(j).iter().enumerate() {
-                    self.need[q] += dq;
+            let used = &usage[k * r..(k + 1) * r];
+            let capacity = p.capacity(s);
+            self.fitting.fill(0);
+            for &j in &self.group {
+                let demand = p.demand(j);
+                if (0..r).all(|q| used[q] + demand[q] <= capacity[q]) {
+                    for (f, dq) in self.fitting.iter_mut().zip(demand) {
+                        *f += dq;
+                    }
                 }
+            }
+            for q in 0..r {
+                self.room[q] += (capacity[q] - used[q]).min(self.fitting[q]);
             }
         }
     }
@@ -632,6 +980,22 @@ impl DelayBound {
         }
         (best.1, from)
     }
+}
+
+/// The fractional knapsack: the least cost of `excess` units from `items` (cost per unit,
+/// units), cheapest first; infinite when they hold less than `excess`. Sorts `items`.
+fn cheapest_cover(items: &mut [(f64, f64)], mut excess: f64) -> f64 {
+    items.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut cost = 0.0;
+    for &(per_unit, units) in items.iter() {
+        let take = units.min(excess);
+        cost += per_unit * take;
+        excess -= take;
+        if excess <= 0.0 {
+            return cost;
+        }
+    }
+    f64::INFINITY
 }
 
 #[cfg(test)]
@@ -714,11 +1078,16 @@ mod tests {
                                 let slack = optimum - placed - base;
                                 let mut extra: f64 = 0.0;
                                 // Also with a budget that runs out.
+                                // At the root (`None`) waiting jobs are also followed to
+                                // where they fit (the check after an incumbent improves).
+                                let reach = slack + 2.0 * eps;
                                 for (node, needed, budget) in [
                                     (None, 0.0, 1 << 20),
-                                    (Some(k as u64), slack + 2.0 * eps, 1 << 20),
+                                    (Some(k as u64), reach, 1 << 20),
+                                    (None, reach, 1 << 20),
                                     (None, 0.0, 3),
-                                    (Some(k as u64), slack + 2.0 * eps, 3),
+                                    (Some(k as u64), reach, 3),
+                                    (None, reach, 3),
                                 ] {
                                     let e = bound.increment(
                                         &mut d,

@@ -40,6 +40,10 @@
 //!   moved to their first possible end), or a fractional cover of the excess at an instant,
 //!   is added to the earliest-start bound; at a node, a search over which jobs wait shows
 //!   when every set of waits cheaper than what would prune it leaves the rest unable to fit.
+//!   The same search, following the waiting jobs to where they fit, runs at the root at the
+//!   start and whenever the incumbent improves: when no set of waits cheaper than the
+//!   incumbent's excess over the root's earliest-start bound exists, the incumbent is optimal
+//!   and the search ends.
 //!   On lightly loaded clusters, where orders differ by the seconds one long job waits, this is
 //!   what proves the optimum.
 //!
@@ -238,6 +242,9 @@ const DELAY_NODE_STEPS: u64 = 1 << 10;
 /// without it when evaluated at every node; ten 16-job `uniform` ones: 1.24x from 7 jobs
 /// left, 1.00x from 10, with `delay::PRUNE_ONE_IN`; see docs/benchmarks.md).
 const DELAY_MIN_UNPLACED: usize = 10;
+/// How often (in nodes) a search looks again whether the root may try to reach an improved
+/// incumbent it put off.
+const ROOT_RETRY_NODES: u64 = 1 << 16;
 /// Longest queue with the delay bound: it costs O(n^2) per evaluation.
 const DELAY_MAX_JOBS: usize = 128;
 
@@ -267,6 +274,15 @@ struct Search<'p> {
     deadline: Deadline,
     stopped: Option<Status>,
     open_bound: f64,
+    /// The earliest-start bound of the root, and whether the root's delay bound has since
+    /// reached the incumbent (which ends the search: the incumbent is optimal).
+    root_base: f64,
+    closed: bool,
+    /// Whether the incumbent improved since the root last tried to reach it, the time those
+    /// tries took, and when the search started.
+    root_pending: bool,
+    root_time: Duration,
+    started: Instant,
     // Energy-bound scratch.
     pooled_times: Vec<Time>,
     pooled_usage: Vec<i64>,
@@ -344,6 +360,11 @@ impl<'p> Search<'p> {
             deadline: Deadline::new(started, options.time_limit, problem.jobs(), 256),
             stopped: None,
             open_bound: f64::INFINITY,
+            root_base: f64::NEG_INFINITY,
+            closed: false,
+            root_pending: true,
+            root_time: Duration::ZERO,
+            started,
             pooled_times: Vec::new(),
             pooled_usage: Vec::new(),
             total_capacity,
@@ -407,7 +428,63 @@ impl<'p> Search<'p> {
             0.0
         };
         let root = self.destructive_root_bound();
+        self.root_base = self.cost.add(start, self.start_bound(0));
+        self.try_root();
         self.dfs(0, start, root);
+    }
+
+    /// Asks the root to reach the incumbent ([`Search::root_reaches_best`]), unless, under a
+    /// time limit, those tries have taken half the search's time so far: then it waits
+    /// (looking again every [`ROOT_RETRY_NODES`] nodes). Without a time limit it always asks,
+    /// so a search under a node limit stays deterministic.
+    fn try_root(&mut self) {
+        if self.delay.is_none()
+            || (self.deadline.is_set() && self.root_time * 2 > self.started.elapsed())
+        {
+            return;
+        }
+        let asked = Instant::now();
+        self.closed = self.root_reaches_best();
+        self.root_time += asked.elapsed();
+        self.root_pending = false;
+    }
+
+    /// Whether the root's delay bound (`delay.rs`), asked to reach the incumbent, does: the
+    /// incumbent is then optimal. Its search over which jobs wait can only refute waits
+    /// cheaper than a given amount, so it runs at the start and again whenever the incumbent
+    /// improves (the root's first evaluation knows no amount to reach). Sequential searches
+    /// only (a worker of a parallel search holds only its own incumbent).
+    fn root_reaches_best(&mut self) -> bool {
+        if self.shared.is_some() || self.n < DELAY_MIN_UNPLACED || !self.best_total.is_finite() {
+            return false;
+        }
+        let needed = self.best_total - self.eps() - self.root_base;
+        let (n, ns) = (self.n, self.n * self.servers);
+        let deadline = self.deadline;
+        let Some(delay) = self.delay.as_mut() else {
+            return false;
+        };
+        if needed <= 0.0 {
+            return false;
+        }
+        let mut root = Dispatcher::new(self.problem, self.variant);
+        delay.bound_cascades(!deadline.is_set());
+        // Under a time limit one try takes at most twice as long as the search has run (at
+        // least a millisecond).
+        let until = deadline
+            .is_set()
+            .then(|| Instant::now() + (self.started.elapsed() * 2).max(Duration::from_millis(1)));
+        let extra = delay.increment(
+            &mut root,
+            &self.cost,
+            &self.emin[..n],
+            &self.est[..ns],
+            None,
+            needed,
+            DELAY_ROOT_STEPS,
+            &mut || deadline.passed_now() || until.is_some_and(|u| Instant::now() >= u),
+        );
+        extra >= needed
     }
 
     /// The destructive bound of the root (a makespan total; minus infinity without window
@@ -661,6 +738,15 @@ impl<'p> Search<'p> {
     /// incumbent improved).
     fn dfs(&mut self, level: usize, g: f64, inherited: f64) {
         self.nodes += 1;
+        if self.closed {
+            return;
+        }
+        if self.root_pending && self.nodes.is_multiple_of(ROOT_RETRY_NODES) {
+            self.try_root();
+            if self.closed {
+                return;
+            }
+        }
         // Below the root, a child also looks at the clock before its bounds: on a long queue a
         // node has hundreds of children, each costing an update of every job's earliest start,
         // and children pruned by their bound would otherwise never look. The parent records
@@ -673,6 +759,8 @@ impl<'p> Search<'p> {
             if g < self.best_total - self.eps() {
                 self.best_total = g;
                 self.best_order = self.d.placed_order().collect();
+                self.root_pending = true;
+                self.try_root();
                 if let Some(shared) = &self.shared {
                     let bits = g.to_bits();
                     let _ = shared.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
@@ -706,6 +794,9 @@ impl<'p> Search<'p> {
             self.d.undo();
             if self.stopped.is_some() {
                 self.open_bound = self.open_bound.min(bound);
+                break;
+            }
+            if self.closed {
                 break;
             }
         }
