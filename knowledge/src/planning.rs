@@ -228,14 +228,10 @@ pub fn plan_error(jobs: &[SimJob]) -> PlanError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlm_generator::{generate_one, Config, Family, Load};
+    use crate::replay::dl_workload;
 
     fn dl(seed: u64, queue: usize) -> Instance {
-        let mut c = Config::new(Family::Dl, seed);
-        c.queue_min = queue;
-        c.queue_max = queue;
-        c.load = Some(Load::Fraction(0.0));
-        generate_one(&c, 0).unwrap()
+        dl_workload(seed, queue, None).unwrap()
     }
 
     #[test]

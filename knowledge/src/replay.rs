@@ -29,6 +29,7 @@ use std::collections::BinaryHeap;
 
 use schedlm_generator::family::dl::{ideal_runtime, model, DlJob, STAGE_S_PER_GB, STARTUP_S};
 use schedlm_generator::similar::kind_of;
+use schedlm_generator::{generate_one, Config, Family, Load};
 use schedlm_model::instance::Instance;
 use serde::Serialize;
 
@@ -101,6 +102,22 @@ pub struct ReplayResult {
     pub mean_bsld: f64,
     /// Mean GPUs of the jobs that left their configuration out.
     pub mean_gpus_left_out: f64,
+}
+
+/// The workload of the replays: a `dl` snapshot with `jobs` queued jobs (submitted as the
+/// family draws them) and no running jobs, on `servers` nodes (the family's default when
+/// `None`).
+pub fn dl_workload(
+    seed: u64,
+    jobs: usize,
+    servers: Option<usize>,
+) -> Result<Instance, schedlm_generator::GenError> {
+    let mut c = Config::new(Family::Dl, seed);
+    c.queue_min = jobs;
+    c.queue_max = jobs;
+    c.servers = servers;
+    c.load = Some(Load::Fraction(0.0));
+    generate_one(&c, 0)
 }
 
 /// The jobs of a `dl` snapshot's queue; a share `share` of them (by a hash of `seed` and the
@@ -352,14 +369,9 @@ pub fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlm_generator::{generate_one, Config, Family, Load};
 
     fn dl(seed: u64, queue: usize) -> Instance {
-        let mut c = Config::new(Family::Dl, seed);
-        c.queue_min = queue;
-        c.queue_max = queue;
-        c.load = Some(Load::Fraction(0.0));
-        generate_one(&c, 0).unwrap()
+        dl_workload(seed, queue, None).unwrap()
     }
 
     #[test]

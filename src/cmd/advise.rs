@@ -7,9 +7,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use schedlm_generator::{generate_one, Config, Family, Load};
 use schedlm_knowledge::advice::{advise, read_runs, score, Knowledge, Request};
-use schedlm_knowledge::replay::{jobs_of, knowledge_of, replay, Filling, Policy};
+use schedlm_knowledge::replay::{dl_workload, jobs_of, knowledge_of, replay, Filling, Policy};
 
 #[derive(Debug, Subcommand)]
 pub enum AdviseCommand {
@@ -120,12 +119,8 @@ fn replay_dl(args: &ReplayArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&args.share) {
         bail!("--share must lie in [0, 1], got {}", args.share);
     }
-    let snapshot = |seed: u64| -> Result<_> {
-        let mut c = Config::new(Family::Dl, seed);
-        c.queue_min = args.jobs as usize;
-        c.queue_max = args.jobs as usize;
-        c.load = Some(Load::Fraction(0.0));
-        generate_one(&c, 0).context("cannot generate the dl snapshot")
+    let snapshot = |seed: u64| {
+        dl_workload(seed, args.jobs as usize, None).context("cannot generate the dl snapshot")
     };
     let past = jobs_of(&snapshot(args.seed)?, 0.0, args.seed)?;
     let knowledge = knowledge_of(&past);

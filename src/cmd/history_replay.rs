@@ -5,10 +5,9 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use schedlm_generator::{generate_one, Config, Family, Load};
 use schedlm_knowledge::planning::{plan_error, Plan, PlanError, Planner};
+use schedlm_knowledge::replay::dl_workload;
 use schedlm_model::sim::{SimResult, Simulation, StartRule};
-use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::Rule;
 use serde::Serialize;
@@ -105,13 +104,9 @@ struct PlanRow {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
-    let snapshot = |seed: u64| -> Result<Instance> {
-        let mut c = Config::new(Family::Dl, seed);
-        c.queue_min = args.jobs as usize;
-        c.queue_max = args.jobs as usize;
-        c.servers = Some(args.servers as usize);
-        c.load = Some(Load::Fraction(0.0));
-        generate_one(&c, 0).context("cannot generate the dl snapshot")
+    let snapshot = |seed: u64| {
+        dl_workload(seed, args.jobs as usize, Some(args.servers as usize))
+            .context("cannot generate the dl snapshot")
     };
     let planner = Planner::learn(&snapshot(args.seed)?)?;
     let workload = snapshot(args.seed.wrapping_add(1))?;

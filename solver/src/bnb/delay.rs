@@ -278,7 +278,9 @@ impl DelayBound {
             self.fill_table(d.problem().servers(), est, on);
             self.follow_waits = node.is_none();
             let refuted = self.fits_with_waits(d, cost, needed, stop) == Fit::No;
-            self.waits_sampling.record(refuted);
+            if node.is_some() {
+                self.waits_sampling.record(refuted);
+            }
             return if refuted { needed.max(cover) } else { cover };
         }
         self.deltas.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
@@ -473,8 +475,6 @@ impl DelayBound {
         self.search_all(d, None, 0.0, stop)
     }
 
-    /// Spends one step of the budget (each call of `fits` and each node of the server search
-    /// counts); `false` when none is left or `stop` says so (asked every 1,024 steps).
     /// Whether the cascades of part 5 spend the step budget of a call too, which bounds the
     /// call's work by its budget (for searches without a time limit, which must not depend on
     /// the clock); otherwise the clock (`stop`) bounds them.
@@ -482,6 +482,8 @@ impl DelayBound {
         self.cascade_counts_steps = by_steps;
     }
 
+    /// Spends one step of the budget (each call of `fits` and each node of the server search
+    /// counts); `false` when none is left or `stop` says so (asked every 1,024 steps).
     fn take_step(&mut self, stop: &mut dyn FnMut() -> bool) -> bool {
         if self.steps.is_multiple_of(1024) && stop() {
             self.steps = 0;
@@ -960,13 +962,19 @@ impl DelayBound {
     }
 
     /// The unassigned job with the fewest servers it fits at its start (ties: the larger first
-    /// demand, then the lower index), and the earliest start of the unassigned jobs.
+    /// demand, then the lower index), and the earliest start still to come: of the unassigned
+    /// jobs, and of the waiting ones when they are followed to where they fit.
     fn most_constrained(&self, d: &Dispatcher) -> (usize, Time) {
         let p = d.problem();
         let mut best = (usize::MAX, usize::MAX);
         let mut from = Time::MAX;
         for &j in &self.jobs {
             if self.assigned[j] {
+                // A waiting job followed to where it fits starts from its first end on: two
+                // servers are interchangeable only from the earliest start still to come.
+                if self.follow_waits && !d.is_placed(j) {
+                    from = from.min(self.wait_from[j]);
+                }
                 continue;
             }
             from = from.min(self.starts[j]);
@@ -1005,7 +1013,7 @@ mod tests {
     use crate::brute::brute_force;
     use crate::cost::Cost;
     use schedlm_generator::Family;
-    use schedlm_model::{dispatch, Dispatcher, Objective, Time, Variant};
+    use schedlm_model::{dispatch, Dispatcher, Objective, Problem, Time, Variant};
 
     /// Two jobs that each fit alone at `now` but not together (only one server has room for
     /// either, though both servers together have room for both, so the energy bound sees no
@@ -1051,69 +1059,9 @@ mod tests {
                             let case = format!(
                                 "{family:?} servers={servers} load={load:?} {objective:?} #{index}"
                             );
-                            let (order, best) = brute_force(&p, objective, Variant::Serial);
-                            let cost = Cost::new(&p, objective);
-                            let optimum = cost.total(best);
-                            let eps = 1e-9 * optimum.abs().max(1.0);
-                            let schedule =
-                                dispatch(&p, &order, Variant::Serial).expect("valid order");
-                            let mut bound = DelayBound::new(&p).expect("no queued deps");
-                            let mut d = Dispatcher::new(&p, Variant::Serial);
-                            let mut placed = 0.0;
-                            for (k, &j) in schedule.order.iter().enumerate() {
-                                let est = earliest_starts(&p, &d, Variant::Serial);
-                                let on: Vec<Time> = (0..p.jobs())
-                                    .flat_map(|j| (0..p.servers()).map(move |s| (j, s)))
-                                    .map(|(j, s)| {
-                                        d.earliest_on(j, s, p.released(j)).unwrap_or(Time::MAX)
-                                    })
-                                    .collect();
-                                let base: f64 = (0..p.jobs())
-                                    .filter(|&i| !d.is_placed(i))
-                                    .map(|i| cost.job(i, est[i]))
-                                    .sum();
-                                let before = d.schedule();
-                                // As at the root (nothing to reach), and as at a node that
-                                // would be pruned if the bound passed the optimum.
-                                let slack = optimum - placed - base;
-                                let mut extra: f64 = 0.0;
-                                // Also with a budget that runs out.
-                                // At the root (`None`) waiting jobs are also followed to
-                                // where they fit (the check after an incumbent improves).
-                                let reach = slack + 2.0 * eps;
-                                for (node, needed, budget) in [
-                                    (None, 0.0, 1 << 20),
-                                    (Some(k as u64), reach, 1 << 20),
-                                    (None, reach, 1 << 20),
-                                    (None, 0.0, 3),
-                                    (Some(k as u64), reach, 3),
-                                    (None, reach, 3),
-                                ] {
-                                    let e = bound.increment(
-                                        &mut d,
-                                        &cost,
-                                        &est,
-                                        &on,
-                                        node,
-                                        needed,
-                                        budget,
-                                        &mut || false,
-                                    );
-                                    extra = extra.max(e);
-                                }
-                                assert_eq!(d.schedule(), before, "{case}: dispatcher changed");
-                                assert!(
-                                    placed + base + extra <= optimum + eps,
-                                    "{case}, after {k} placements: {placed} + {base} + {extra} \
-                                     > optimum {optimum}"
-                                );
-                                lifted += usize::from(extra > 0.0);
-                                cases += 1;
-                                let at = d.earliest(j);
-                                assert_eq!(at.start, schedule.start[j]);
-                                d.place_at(j, at);
-                                placed += cost.job(j, at.start);
-                            }
+                            let (l, c) = check_against_brute_force(&p, objective, &case);
+                            lifted += l;
+                            cases += c;
                         }
                     }
                 }
@@ -1121,5 +1069,87 @@ mod tests {
         }
         // Not vacuous: the bound rises above the earliest starts on a share of the nodes.
         assert!(lifted * 20 > cases, "lifted on {lifted} of {cases} nodes");
+    }
+
+    /// Two servers identical from the unfixed jobs' earliest start on are not identical for a
+    /// waiting job that starts before it: `w` (100 s) must follow `x` on n0 at 5 while `j`
+    /// takes n1 at 10 (optimal, flow 5 s above the earliest starts); merging n0 and n1 for `j`
+    /// would leave `w` only n1 at 10 and refute the optimum. (Found in review.)
+    #[test]
+    fn a_waiting_job_keeps_servers_apart() {
+        let instance: schedlm_model::Instance = serde_json::from_str(
+            r#"{"now": 0, "resources": ["a", "b"],
+                "servers": [{"id": "n0", "capacity": [2, 1]}, {"id": "n1", "capacity": [2, 1]},
+                            {"id": "n2", "capacity": [1, 0]}],
+                "running": [{"id": "r0", "server": "n0", "demand": [0, 1], "end": 10},
+                            {"id": "r1", "server": "n1", "demand": [2, 1], "end": 10},
+                            {"id": "r2", "server": "n2", "demand": [1, 0], "end": 7}],
+                "queue": [{"id": "x", "submit": 0, "demand": [2, 0], "walltime": 5},
+                          {"id": "w", "submit": 0, "demand": [2, 0], "walltime": 100},
+                          {"id": "j", "submit": 0, "demand": [2, 1], "walltime": 50,
+                           "weight": 1000},
+                          {"id": "z", "submit": 0, "demand": [1, 0], "walltime": 3}]}"#,
+        )
+        .expect("valid JSON");
+        let p = Problem::new(&instance).expect("valid instance");
+        check_against_brute_force(&p, Objective::Flow, "review case");
+    }
+
+    /// At the root and after every prefix of an optimal order of `p`: the placed jobs' cost,
+    /// the earliest-start bound and the increment (asked for nothing, and asked to reach what
+    /// would prune that prefix, at a node and at the root, with ample and with exhausted step
+    /// budgets) never pass the optimum, and the dispatcher is left as it was. Returns on how
+    /// many of the prefixes the increment was positive, and how many there were.
+    fn check_against_brute_force(p: &Problem, objective: Objective, case: &str) -> (usize, usize) {
+        let (mut lifted, mut cases) = (0, 0);
+        let (order, best) = brute_force(p, objective, Variant::Serial);
+        let cost = Cost::new(p, objective);
+        let optimum = cost.total(best);
+        let eps = 1e-9 * optimum.abs().max(1.0);
+        let schedule = dispatch(p, &order, Variant::Serial).expect("valid order");
+        let mut bound = DelayBound::new(p).expect("no queued deps");
+        let mut d = Dispatcher::new(p, Variant::Serial);
+        let mut placed = 0.0;
+        for (k, &j) in schedule.order.iter().enumerate() {
+            let est = earliest_starts(p, &d, Variant::Serial);
+            let on: Vec<Time> = (0..p.jobs())
+                .flat_map(|j| (0..p.servers()).map(move |s| (j, s)))
+                .map(|(j, s)| d.earliest_on(j, s, p.released(j)).unwrap_or(Time::MAX))
+                .collect();
+            let base: f64 = (0..p.jobs())
+                .filter(|&i| !d.is_placed(i))
+                .map(|i| cost.job(i, est[i]))
+                .sum();
+            let before = d.schedule();
+            let reach = optimum - placed - base + 2.0 * eps;
+            let mut extra: f64 = 0.0;
+            // `None`: the root's form, which also follows the waiting jobs to where they fit.
+            for (node, needed, budget) in [
+                (None, 0.0, 1 << 20),
+                (Some(k as u64), reach, 1 << 20),
+                (None, reach, 1 << 20),
+                (None, 0.0, 3),
+                (Some(k as u64), reach, 3),
+                (None, reach, 3),
+            ] {
+                let e =
+                    bound.increment(&mut d, &cost, &est, &on, node, needed, budget, &mut || {
+                        false
+                    });
+                extra = extra.max(e);
+            }
+            assert_eq!(d.schedule(), before, "{case}: dispatcher changed");
+            assert!(
+                placed + base + extra <= optimum + eps,
+                "{case}, after {k} placements: {placed} + {base} + {extra} > optimum {optimum}"
+            );
+            lifted += usize::from(extra > 0.0);
+            cases += 1;
+            let at = d.earliest(j);
+            assert_eq!(at.start, schedule.start[j]);
+            d.place_at(j, at);
+            placed += cost.job(j, at.start);
+        }
+        (lifted, cases)
     }
 }

@@ -34,8 +34,8 @@
 //!
 //! - **delay** (bsld, wait and flow; serial dispatcher; no queued dependencies; queues of at
 //!   most 128 jobs; `delay.rs`): when the unplaced jobs cannot all start at their earliest
-//!   starts (their servers cannot be assigned with those starts fixed, or their pooled demand
-//!   at some instant exceeds all servers), at least one waits until some job ends; the cheapest
+//!   starts (their servers cannot be assigned with those starts fixed, or their demand at some
+//!   instant exceeds the room the servers have for them), at least one waits until some job ends; the cheapest
 //!   such wait (one job moved to the first end at which the rest still fits, or two jobs each
 //!   moved to their first possible end), or a fractional cover of the excess at an instant,
 //!   is added to the earliest-start bound; at a node, a search over which jobs wait shows
@@ -433,13 +433,21 @@ impl<'p> Search<'p> {
         self.dfs(0, start, root);
     }
 
-    /// Asks the root to reach the incumbent ([`Search::root_reaches_best`]), unless, under a
-    /// time limit, those tries have taken half the search's time so far: then it waits
-    /// (looking again every [`ROOT_RETRY_NODES`] nodes). Without a time limit it always asks,
-    /// so a search under a node limit stays deterministic.
+    /// Whether the root's tries are paced by the clock: under a time limit without a node
+    /// limit. With a node limit (a search that must give the same answer on every machine)
+    /// or without a time limit, each try has a fixed budget of work instead.
+    fn timed_root(&self) -> bool {
+        self.deadline.is_set() && self.node_limit == u64::MAX
+    }
+
+    /// Asks the root to reach the incumbent ([`Search::root_reaches_best`]), unless, when
+    /// paced by the clock ([`Search::timed_root`]), those tries have taken half its time so far: then it waits
+    /// (looking again every [`ROOT_RETRY_NODES`] nodes). One try may run up to twice as long
+    /// as the search has, so the tries can take up to about two thirds of a search. Otherwise
+    /// it always asks, so a search under a node limit stays deterministic.
     fn try_root(&mut self) {
         if self.delay.is_none()
-            || (self.deadline.is_set() && self.root_time * 2 > self.started.elapsed())
+            || (self.timed_root() && self.root_time * 2 > self.started.elapsed())
         {
             return;
         }
@@ -461,6 +469,7 @@ impl<'p> Search<'p> {
         let needed = self.best_total - self.eps() - self.root_base;
         let (n, ns) = (self.n, self.n * self.servers);
         let deadline = self.deadline;
+        let timed = self.timed_root();
         let Some(delay) = self.delay.as_mut() else {
             return false;
         };
@@ -468,11 +477,9 @@ impl<'p> Search<'p> {
             return false;
         }
         let mut root = Dispatcher::new(self.problem, self.variant);
-        delay.bound_cascades(!deadline.is_set());
-        // Under a time limit one try takes at most twice as long as the search has run (at
-        // least a millisecond).
-        let until = deadline
-            .is_set()
+        delay.bound_cascades(!timed);
+        // Timed: one try takes at most twice as long as the search has run (at least 1 ms).
+        let until = timed
             .then(|| Instant::now() + (self.started.elapsed() * 2).max(Duration::from_millis(1)));
         let extra = delay.increment(
             &mut root,
