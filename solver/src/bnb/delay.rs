@@ -114,10 +114,10 @@ pub(super) struct DelayBound {
     need: Vec<i64>,
     room: Vec<i64>,
     fitting: Vec<i64>,
-    /// The jobs [`DelayBound::fill_room`] counts, and the waiting jobs of part 5 by start.
+    /// The jobs [`DelayBound::fill_room`] counts, and what each of them costs more if it
+    /// starts later ([`DelayBound::excess_cost`]).
     group: Vec<usize>,
-    waiting: Vec<(Time, usize)>,
-
+    extra: Vec<f64>,
     /// Instant cover: (cost per unit, units) of the jobs that could make room.
     items: Vec<(f64, f64)>,
     /// When to evaluate each part at a node.
@@ -182,7 +182,7 @@ impl DelayBound {
             room: vec![0; problem.resources()],
             fitting: vec![0; problem.resources()],
             group: Vec::with_capacity(n),
-            waiting: Vec::with_capacity(n),
+            extra: Vec::with_capacity(n),
 
             items: Vec::with_capacity(n),
             cover_sampling: Sampling::default(),
@@ -356,22 +356,49 @@ impl DelayBound {
                 continue;
             }
             self.instant_need(d, t);
-            for q in 0..p.resources() {
-                let excess = (self.need[q] - self.room[q]) as f64;
-                if excess <= 0.0 {
-                    continue;
-                }
-                self.items.clear();
-                for &j in &self.jobs {
-                    let dq = p.demand(j)[q];
-                    if dq > 0 && est[j] <= t && t < est[j] + p.walltime(j) {
-                        let first = self.first_end_after(j, t);
-                        let extra = cost.job(j, first) - cost.job(j, est[j]);
-                        self.items.push((extra / dq as f64, dq as f64));
-                    }
-                }
-                best = best.max(cheapest_cover(&mut self.items, excess));
+            if !self.has_excess() {
+                continue;
             }
+            self.extra.clear();
+            for g in 0..self.group.len() {
+                let j = self.group[g];
+                let first = self.first_end_after(j, t);
+                self.extra.push(if first == Time::MAX {
+                    f64::INFINITY
+                } else {
+                    cost.job(j, first) - cost.job(j, est[j])
+                });
+            }
+            best = best.max(self.excess_cost(p));
+        }
+        best
+    }
+
+    /// Whether the jobs of `group` need more of some resource than they can occupy
+    /// ([`DelayBound::fill_room`] filled both).
+    fn has_excess(&self) -> bool {
+        self.need.iter().zip(&self.room).any(|(n, r)| n > r)
+    }
+
+    /// The least cost of making room: for each resource the jobs of `group` need more of than
+    /// they can occupy, jobs holding the excess start later, each at `extra` more (aligned
+    /// with `group`); the fractional knapsack of the cheapest per unit, the largest over
+    /// resources.
+    fn excess_cost(&mut self, p: &Problem) -> f64 {
+        let mut best: f64 = 0.0;
+        for q in 0..p.resources() {
+            let excess = (self.need[q] - self.room[q]) as f64;
+            if excess <= 0.0 {
+                continue;
+            }
+            self.items.clear();
+            for (&j, &extra) in self.group.iter().zip(&self.extra) {
+                let dq = p.demand(j)[q];
+                if dq > 0 {
+                    self.items.push((extra / dq as f64, dq as f64));
+                }
+            }
+            best = best.max(cheapest_cover(&mut self.items, excess));
         }
         best
     }
@@ -533,14 +560,18 @@ impl DelayBound {
     /// earliest start or later, at a time it fits beside them on some server. More jobs in `d`
     /// never make that start earlier, so the charge stays a lower bound as the search goes on.
     fn wait_charge(&self, d: &Dispatcher, cost: &Cost, j: usize) -> f64 {
+        self.wait_start(d, j).map_or(f64::INFINITY, |t| {
+            cost.job(j, t) - cost.job(j, self.starts[j])
+        })
+    }
+
+    /// The earliest start of waiting job `j` beside the jobs in `d`: from the first end after
+    /// its earliest start on, where it fits (`None`: nowhere).
+    fn wait_start(&self, d: &Dispatcher, j: usize) -> Option<Time> {
         let from = self.wait_from[j];
-        if from == Time::MAX {
-            return f64::INFINITY;
-        }
-        match Self::earliest_anywhere(d, j, from) {
-            Some(t) => cost.job(j, t) - cost.job(j, self.starts[j]),
-            None => f64::INFINITY,
-        }
+        (from != Time::MAX)
+            .then(|| Self::earliest_anywhere(d, j, from))
+            .flatten()
     }
 
     /// A lower bound on the first end after `t` of any job at a complete assignment of part 5:
@@ -580,29 +611,22 @@ impl DelayBound {
         stop: &mut dyn FnMut() -> bool,
     ) -> Fit {
         let mut total = 0.0;
-        self.waiting.clear();
+        let mut waiting = Vec::new();
         for &j in &self.jobs {
             if d.is_placed(j) {
                 continue;
             }
-            let from = self.wait_from[j];
-            let Some(t) = (from != Time::MAX)
-                .then(|| Self::earliest_anywhere(d, j, from))
-                .flatten()
-            else {
+            let Some(t) = self.wait_start(d, j) else {
                 return Fit::No;
             };
             total += cost.job(j, t) - cost.job(j, self.starts[j]);
-            self.waiting.push((t, j));
+            waiting.push((t, j));
         }
         if total >= self.waits_total {
             return Fit::No;
         }
-        let waiting = std::mem::take(&mut self.waiting);
         self.cascade_nodes = CASCADE_NODES;
-        let result = self.cascade(d, cost, waiting.clone(), total, stop);
-        self.waiting = waiting;
-        match result {
+        match self.cascade(d, cost, waiting, total, stop) {
             Some(false) => Fit::No,
             // Out of time: unknown; out of this assignment's cascade nodes: counted as
             // affordable, and the server search goes on.
@@ -657,28 +681,20 @@ impl DelayBound {
         next: Time,
         group: &[usize],
     ) -> f64 {
-        let p = d.problem();
         self.group.clear();
         self.group.extend_from_slice(group);
         self.fill_room(d, t);
-        let mut best: f64 = 0.0;
-        for q in 0..p.resources() {
-            let excess = (self.need[q] - self.room[q]) as f64;
-            if excess <= 0.0 {
-                continue;
-            }
-            self.items.clear();
-            for &j in group {
-                let dq = p.demand(j)[q];
-                if dq > 0 {
-                    let extra = Self::earliest_anywhere(d, j, next)
-                        .map_or(f64::INFINITY, |u| cost.job(j, u) - cost.job(j, t));
-                    self.items.push((extra / dq as f64, dq as f64));
-                }
-            }
-            best = best.max(cheapest_cover(&mut self.items, excess));
+        if !self.has_excess() {
+            return 0.0;
         }
-        best
+        self.extra.clear();
+        for &j in group {
+            self.extra.push(
+                Self::earliest_anywhere(d, j, next)
+                    .map_or(f64::INFINITY, |u| cost.job(j, u) - cost.job(j, t)),
+            );
+        }
+        self.excess_cost(d.problem())
     }
 
     /// [`DelayBound::cascade`] at one instant, from the `i`-th job of the group on: it starts
@@ -880,7 +896,7 @@ impl DelayBound {
                 continue;
             }
             self.instant_need(d, t);
-            if self.need.iter().zip(&self.room).any(|(n, c)| n > c) {
+            if self.has_excess() {
                 return true;
             }
         }
