@@ -32,6 +32,11 @@ impl Deadline {
         self.at.is_some()
     }
 
+    /// Whether at least `time` is left before the deadline (always without one).
+    pub(crate) fn leaves(&self, time: Duration) -> bool {
+        self.at.is_none_or(|d| Instant::now() + time < d)
+    }
+
     /// Whether the deadline has passed, looking at the clock now.
     pub(crate) fn passed_now(&self) -> bool {
         self.at.is_some_and(|d| Instant::now() >= d)
@@ -48,6 +53,17 @@ impl Deadline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tells_how_much_time_is_left() {
+        let now = Instant::now();
+        let passed = Deadline::new(now, Some(Duration::ZERO), 16, 256);
+        assert!(!passed.leaves(Duration::ZERO));
+        let later = Deadline::new(now, Some(Duration::from_secs(3600)), 16, 256);
+        assert!(later.leaves(Duration::from_secs(1)));
+        assert!(!later.leaves(Duration::from_secs(7200)));
+        assert!(Deadline::new(now, None, 16, 256).leaves(Duration::MAX / 2));
+    }
 
     #[test]
     fn looks_more_often_on_long_queues() {

@@ -235,3 +235,25 @@ fn the_root_proves_what_the_waits_cost() {
     assert_eq!(out.nodes, 1, "{out:?}");
     assert!((out.value - 9.963_476_080_246_915).abs() < 1e-12, "{out:?}");
 }
+
+/// A 20-job `hpc` instance (`generate --family hpc --queue 20 --servers 8 --seed 1`, line 9)
+/// whose first incumbent is optimal but whose servers are packed so tightly that the root's
+/// search over which jobs wait found no answer in a million steps until it was pruned by the
+/// waits' charges and the cover of the jobs still to assign (`delay.rs`, part 6). Proven at
+/// the root; without that pruning the node limit stops the search.
+#[test]
+fn the_root_prunes_its_server_search() {
+    let instance = serde_json::from_str(include_str!("data/hpc-20-packing.json")).unwrap();
+    let problem = Problem::new(&instance).unwrap();
+    let options = BnbOptions {
+        node_limit: Some(1_000),
+        ..BnbOptions::default()
+    };
+    let out = bnb::solve(&problem, Objective::Bsld, Variant::Serial, &options);
+    assert_eq!(out.status, Status::Optimal, "{out:?}");
+    assert_eq!(out.nodes, 1, "{out:?}");
+    assert!(
+        (out.value - 11.638_630_787_037_036).abs() < 1e-12,
+        "{out:?}"
+    );
+}

@@ -242,6 +242,17 @@ const DELAY_NODE_STEPS: u64 = 1 << 10;
 /// without it when evaluated at every node; ten 16-job `uniform` ones: 1.24x from 7 jobs
 /// left, 1.00x from 10, with `delay::PRUNE_ONE_IN`; see docs/benchmarks.md).
 const DELAY_MIN_UNPLACED: usize = 10;
+/// What one try of the root to reach the incumbent ([`Search::root_reaches_best`]) showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RootTry {
+    /// The root's bound reaches the incumbent, which is optimal.
+    Reached,
+    /// It does not, or the try was not made.
+    Short,
+    /// The clock stopped the try before it decided.
+    Cut,
+}
+
 /// How often (in nodes) a search looks again whether the root may try to reach an improved
 /// incumbent it put off.
 const ROOT_RETRY_NODES: u64 = 1 << 16;
@@ -281,6 +292,8 @@ struct Search<'p> {
     /// Whether the incumbent improved since the root last tried to reach it, the time those
     /// tries took, and when the search started.
     root_pending: bool,
+    /// Whether the pending try repeats one the clock cut.
+    root_retry: bool,
     root_time: Duration,
     started: Instant,
     // Energy-bound scratch.
@@ -317,6 +330,8 @@ struct Search<'p> {
     // Identical-state table.
     table: HashMap<StateKey, f64>,
     table_limit: usize,
+    /// How long the table's last growth took.
+    table_growth: Duration,
     use_table: bool,
     mask: u128,
     h1: u64,
@@ -363,6 +378,7 @@ impl<'p> Search<'p> {
             root_base: f64::NEG_INFINITY,
             closed: false,
             root_pending: true,
+            root_retry: false,
             root_time: Duration::ZERO,
             started,
             pooled_times: Vec::new(),
@@ -391,6 +407,7 @@ impl<'p> Search<'p> {
             item: 0,
             table: HashMap::new(),
             table_limit: options.table_limit,
+            table_growth: Duration::ZERO,
             use_table: n <= 128 && options.table_limit > 0,
             mask: 0,
             h1: 0,
@@ -441,20 +458,32 @@ impl<'p> Search<'p> {
     }
 
     /// Asks the root to reach the incumbent ([`Search::root_reaches_best`]), unless, when
-    /// paced by the clock ([`Search::timed_root`]), those tries have taken half its time so far: then it waits
-    /// (looking again every [`ROOT_RETRY_NODES`] nodes). One try may run up to twice as long
-    /// as the search has, so the tries can take up to about two thirds of a search. Otherwise
-    /// it always asks, so a search under a node limit stays deterministic.
+    /// paced by the clock ([`Search::timed_root`]), those tries have taken half its time so
+    /// far: then it waits (looking again every [`ROOT_RETRY_NODES`] nodes). One try may run up
+    /// to twice as long as the search has, so the tries can take up to about two thirds of a
+    /// search; each has at most [`DELAY_ROOT_STEPS`] steps. A try the clock or its steps cut
+    /// is made again from the start, later, without a step limit: once the tries have taken
+    /// at most an eighth of the search, for a sixteenth of the time it has run (so the repeats
+    /// cost at most about a seventh). Otherwise it always asks, with a fixed budget, so a
+    /// search under a node limit stays deterministic.
     fn try_root(&mut self) {
-        if self.delay.is_none()
-            || (self.timed_root() && self.root_time * 2 > self.started.elapsed())
-        {
+        let elapsed = self.started.elapsed();
+        // A try the clock cut repeats work already done: it waits until the tries have
+        // taken at most an eighth of the search, and gets a sixteenth of its time.
+        let (share, time, steps) = if self.root_retry {
+            (8, elapsed / 16, u64::MAX)
+        } else {
+            (2, elapsed * 2, DELAY_ROOT_STEPS)
+        };
+        if self.delay.is_none() || (self.timed_root() && self.root_time * share > elapsed) {
             return;
         }
         let asked = Instant::now();
-        self.closed = self.root_reaches_best();
+        let outcome = self.root_reaches_best(time.max(Duration::from_millis(1)), steps);
         self.root_time += asked.elapsed();
-        self.root_pending = false;
+        self.closed = outcome == RootTry::Reached;
+        self.root_pending = outcome == RootTry::Cut;
+        self.root_retry = self.root_pending;
     }
 
     /// Whether the root's delay bound (`delay.rs`), asked to reach the incumbent, does: the
@@ -462,25 +491,23 @@ impl<'p> Search<'p> {
     /// cheaper than a given amount, so it runs at the start and again whenever the incumbent
     /// improves (the root's first evaluation knows no amount to reach). Sequential searches
     /// only (a worker of a parallel search holds only its own incumbent).
-    fn root_reaches_best(&mut self) -> bool {
+    fn root_reaches_best(&mut self, time: Duration, steps: u64) -> RootTry {
         if self.shared.is_some() || self.n < DELAY_MIN_UNPLACED || !self.best_total.is_finite() {
-            return false;
+            return RootTry::Short;
         }
         let needed = self.best_total - self.eps() - self.root_base;
         let (n, ns) = (self.n, self.n * self.servers);
         let deadline = self.deadline;
         let timed = self.timed_root();
         let Some(delay) = self.delay.as_mut() else {
-            return false;
+            return RootTry::Short;
         };
         if needed <= 0.0 {
-            return false;
+            return RootTry::Short;
         }
         let mut root = Dispatcher::new(self.problem, self.variant);
         delay.bound_cascades(!timed);
-        // Timed: one try takes at most twice as long as the search has run (at least 1 ms).
-        let until = timed
-            .then(|| Instant::now() + (self.started.elapsed() * 2).max(Duration::from_millis(1)));
+        let until = timed.then(|| Instant::now() + time);
         let extra = delay.increment(
             &mut root,
             &self.cost,
@@ -488,10 +515,16 @@ impl<'p> Search<'p> {
             &self.est[..ns],
             None,
             needed,
-            DELAY_ROOT_STEPS,
+            if timed { steps } else { DELAY_ROOT_STEPS },
             &mut || deadline.passed_now() || until.is_some_and(|u| Instant::now() >= u),
         );
-        extra >= needed
+        if extra >= needed {
+            RootTry::Reached
+        } else if timed && delay.ran_out() {
+            RootTry::Cut
+        } else {
+            RootTry::Short
+        }
     }
 
     /// The destructive bound of the root (a makespan total; minus infinity without window
@@ -767,6 +800,7 @@ impl<'p> Search<'p> {
                 self.best_total = g;
                 self.best_order = self.d.placed_order().collect();
                 self.root_pending = true;
+                self.root_retry = false;
                 self.try_root();
                 if let Some(shared) = &self.shared {
                     let bits = g.to_bits();
@@ -912,7 +946,17 @@ impl<'p> Search<'p> {
             Some(seen) if *seen <= g + eps => return true,
             Some(seen) => *seen = g,
             None if !full => {
+                // Growing rehashes the whole table at once (130 ms at 0.9 M states): near the
+                // deadline the table stays as it is, so the time limit holds.
+                let grows = self.table.len() == self.table.capacity();
+                if grows && !self.deadline.leaves(self.table_growth * 4) {
+                    return false;
+                }
+                let asked = grows.then(Instant::now);
                 self.table.insert(key, g);
+                if let Some(asked) = asked {
+                    self.table_growth = asked.elapsed();
+                }
             }
             None => {}
         }
