@@ -450,9 +450,9 @@ impl<'p> Search<'p> {
         self.dfs(0, start, root);
     }
 
-    /// Whether the root's tries are paced by the clock: under a time limit without a node
-    /// limit. With a node limit (a search that must give the same answer on every machine)
-    /// or without a time limit, each try has a fixed budget of work instead.
+    /// Whether the root's tries (and the table's growth) are paced by the clock: under a time
+    /// limit without a node limit. With a node limit (a search that must give the same answer
+    /// on every machine) or without a time limit, each try has a fixed budget of work instead.
     fn timed_root(&self) -> bool {
         self.deadline.is_set() && self.node_limit == u64::MAX
     }
@@ -947,9 +947,10 @@ impl<'p> Search<'p> {
             Some(seen) => *seen = g,
             None if !full => {
                 // Growing rehashes the whole table at once (130 ms at 0.9 M states): near the
-                // deadline the table stays as it is, so the time limit holds.
+                // deadline the table stays as it is, so the time limit holds. Not under a node
+                // limit, whose searches must not depend on the clock before their deadline.
                 let grows = self.table.len() == self.table.capacity();
-                if grows && !self.deadline.leaves(self.table_growth * 4) {
+                if grows && self.timed_root() && !self.deadline.leaves(self.table_growth * 4) {
                     return false;
                 }
                 let asked = grows.then(Instant::now);
