@@ -504,7 +504,7 @@ impl DelayBound {
             }
             self.count[j] = count;
         }
-        if self.jobs.iter().any(|&j| self.count[j] == 0) || self.instant_overflow(d) {
+        if self.jobs.iter().any(|&j| self.count[j] == 0) || self.waits_needed(d, None) > 0.0 {
             return Fit::No;
         }
         if self.witness_fits(d) {
@@ -949,13 +949,7 @@ impl DelayBound {
             {
                 continue;
             }
-            self.group.clear();
-            for &k in &self.jobs {
-                if !self.assigned[k] && self.starts[k] <= t && t < self.starts[k] + p.walltime(k) {
-                    self.group.push(k);
-                }
-            }
-            self.fill_room(d, t);
+            self.instant_need(d, t);
             if !self.has_excess() {
                 continue;
             }
@@ -973,30 +967,15 @@ impl DelayBound {
         best
     }
 
-    /// Whether, at the start of some unplaced job, the unplaced jobs running then (at `starts`)
-    /// need more of a resource than they can occupy ([`DelayBound::instant_need`]).
-    fn instant_overflow(&mut self, d: &Dispatcher) -> bool {
-        for i in 0..self.jobs.len() {
-            let t = self.starts[self.jobs[i]];
-            if self.jobs[..i].iter().any(|&k| self.starts[k] == t) {
-                continue;
-            }
-            self.instant_need(d, t);
-            if self.has_excess() {
-                return true;
-            }
-        }
-        false
-    }
-
     /// At instant `t`, fills `need` with the demand of the unplaced jobs running then (at
-    /// `starts`) and `room` with the most of each resource they can occupy together
+    /// `starts`) that the server search has not assigned (outside a search, none is) and
+    /// `room` with the most of each resource they can occupy together
     /// ([`DelayBound::fill_room`]).
     fn instant_need(&mut self, d: &Dispatcher, t: Time) {
         let p = d.problem();
         self.group.clear();
         for &j in &self.jobs {
-            if self.starts[j] <= t && t < self.starts[j] + p.walltime(j) {
+            if !self.assigned[j] && self.starts[j] <= t && t < self.starts[j] + p.walltime(j) {
                 self.group.push(j);
             }
         }

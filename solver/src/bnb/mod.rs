@@ -515,7 +515,7 @@ impl<'p> Search<'p> {
             &self.est[..ns],
             None,
             needed,
-            if timed { steps } else { DELAY_ROOT_STEPS },
+            steps,
             &mut || deadline.passed_now() || until.is_some_and(|u| Instant::now() >= u),
         );
         if extra >= needed {
