@@ -12,9 +12,19 @@
 //!   top-level literal assignments of training settings, anywhere in it (lit-llama's and
 //!   mmengine's hyperparameter blocks); elsewhere a module-level `lr = 0.1` may be anything.
 //!
-//! Only literals count (numbers, strings, booleans, negative numbers); a value computed at run
-//! time says nothing. These are defaults, the weakest source: a flag on the command line, the
-//! script's command or a config file wins over them.
+//! - the first argument of a model class's `from_pretrained("org/name")` (`AutoModelFor...`,
+//!   `LlamaForCausalLM`, ...; not tokenizers, configs or adapters) as the model, and of
+//!   `load_dataset("org/name")` as the data set (not the file-format builders `json`, `csv`,
+//!   ...).
+//!
+//! Only literals count (numbers, strings, booleans, negative numbers), written in place or
+//! through a name bound exactly once, to a literal, in the same function or module
+//! (`model_id = "gpt2"` then `from_pretrained(model_id)`; `lr = 2e-4` then
+//! `SFTConfig(learning_rate=lr)`); the fact then cites the line of that binding. A value computed
+//! at run time, a parameter or a name bound twice says nothing. These are defaults, the weakest
+//! source: a flag on the command line, the script's command or a config file wins over them.
+
+use std::collections::HashMap;
 
 use rustpython_parser::ast::{self, Constant, Expr, Stmt};
 use rustpython_parser::Parse;
@@ -31,6 +41,19 @@ const SETTINGS_CALLS: &[&str] = &[
     "DPOConfig",
     "GRPOConfig",
     "Trainer",
+];
+
+/// `load_dataset` builders that name a file format, not a data set.
+const DATASET_BUILDERS: &[&str] = &[
+    "json",
+    "csv",
+    "parquet",
+    "text",
+    "arrow",
+    "pandas",
+    "imagefolder",
+    "audiofolder",
+    "webdataset",
 ];
 
 /// Module-level literal assignments of training settings that make a Python module a config.
@@ -51,7 +74,12 @@ pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), S
         })
         .count();
     let config = name.to_ascii_lowercase().contains("config") || settings >= SETTINGS_BLOCK;
-    let mut reader = Reader { name, text, facts };
+    let mut reader = Reader {
+        name,
+        text,
+        facts,
+        scopes: vec![Scope::of(&suite, &[])],
+    };
     for stmt in &suite {
         reader.statement(stmt, config);
     }
@@ -62,6 +90,105 @@ struct Reader<'a> {
     name: &'a str,
     text: &'a str,
     facts: &'a mut JobFacts,
+    /// The module's scope, then the function being read (if any).
+    scopes: Vec<Scope>,
+}
+
+/// The names of one scope (a module, or a function body with its nested blocks but without its
+/// nested functions and classes) that are bound exactly once, to a literal: name -> (value,
+/// byte offset of the binding). A name bound otherwise (twice, to a computed value, as a
+/// parameter, a loop variable or an import) maps to `None`.
+#[derive(Default)]
+struct Scope {
+    names: HashMap<String, Option<(Value, usize)>>,
+}
+
+impl Scope {
+    /// The scope of `body`, whose function takes `parameters` (empty for a module).
+    fn of(body: &[Stmt], parameters: &[&str]) -> Scope {
+        let mut scope = Scope::default();
+        for p in parameters {
+            scope.bind(p, None);
+        }
+        scope.collect(body);
+        scope
+    }
+
+    fn bind(&mut self, name: &str, value: Option<(Value, usize)>) {
+        self.names
+            .entry(name.to_string())
+            .and_modify(|v| *v = None)
+            .or_insert(value);
+    }
+
+    /// Every name bound by `target` (tuples bind each of their names, to no known value).
+    fn bind_target(&mut self, target: &Expr, value: Option<(Value, usize)>) {
+        match target {
+            Expr::Name(n) => self.bind(n.id.as_str(), value),
+            Expr::Tuple(t) => t.elts.iter().for_each(|e| self.bind_target(e, None)),
+            Expr::List(l) => l.elts.iter().for_each(|e| self.bind_target(e, None)),
+            _ => {}
+        }
+    }
+
+    fn collect(&mut self, body: &[Stmt]) {
+        for stmt in body {
+            match stmt {
+                Stmt::Assign(a) => {
+                    let offset = a.range.start().to_usize();
+                    let value = literal(&a.value).map(|v| (v, offset));
+                    match a.targets.as_slice() {
+                        [one] => self.bind_target(one, value),
+                        many => many.iter().for_each(|t| self.bind_target(t, None)),
+                    }
+                }
+                Stmt::AnnAssign(a) => {
+                    let offset = a.range.start().to_usize();
+                    let value = a.value.as_deref().and_then(literal).map(|v| (v, offset));
+                    self.bind_target(&a.target, value);
+                }
+                Stmt::AugAssign(a) => self.bind_target(&a.target, None),
+                Stmt::For(f) => {
+                    self.bind_target(&f.target, None);
+                    self.collect(&f.body);
+                    self.collect(&f.orelse);
+                }
+                Stmt::While(w) => {
+                    self.collect(&w.body);
+                    self.collect(&w.orelse);
+                }
+                Stmt::If(i) => {
+                    self.collect(&i.body);
+                    self.collect(&i.orelse);
+                }
+                Stmt::With(w) => {
+                    for item in &w.items {
+                        if let Some(var) = &item.optional_vars {
+                            self.bind_target(var, None);
+                        }
+                    }
+                    self.collect(&w.body);
+                }
+                Stmt::Try(t) => {
+                    self.collect(&t.body);
+                    self.collect(&t.orelse);
+                    self.collect(&t.finalbody);
+                }
+                Stmt::Import(i) => i.names.iter().for_each(|a| {
+                    let bound = a.asname.as_ref().unwrap_or(&a.name);
+                    let first = bound.as_str().split('.').next().unwrap_or_default();
+                    self.bind(first, None)
+                }),
+                Stmt::ImportFrom(i) => i
+                    .names
+                    .iter()
+                    .for_each(|a| self.bind(a.asname.as_ref().unwrap_or(&a.name).as_str(), None)),
+                Stmt::FunctionDef(f) => self.bind(f.name.as_str(), None),
+                Stmt::ClassDef(c) => self.bind(c.name.as_str(), None),
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Reader<'_> {
@@ -79,7 +206,20 @@ impl Reader<'_> {
                 self.expression(&a.value);
             }
             Stmt::Expr(e) => self.expression(&e.value),
-            Stmt::FunctionDef(f) => self.block(&f.body),
+            Stmt::FunctionDef(f) => {
+                let a = &f.args;
+                let parameters: Vec<&str> = a
+                    .posonlyargs
+                    .iter()
+                    .chain(&a.args)
+                    .chain(&a.kwonlyargs)
+                    .map(|p| p.def.arg.as_str())
+                    .chain(a.vararg.iter().chain(&a.kwarg).map(|p| p.arg.as_str()))
+                    .collect();
+                self.scopes.push(Scope::of(&f.body, &parameters));
+                self.block(&f.body);
+                self.scopes.pop();
+            }
             Stmt::ClassDef(c) => {
                 if c.decorator_list.iter().any(is_dataclass) {
                     self.dataclass_fields(&c.body);
@@ -110,10 +250,17 @@ impl Reader<'_> {
             self.add_argument(call);
         } else if SETTINGS_CALLS.contains(&callee) {
             for keyword in &call.keywords {
-                if let (Some(arg), Some(value)) = (&keyword.arg, literal(&keyword.value)) {
-                    self.argument(arg.as_str(), value, keyword.range.start().to_usize());
+                let offset = keyword.range.start().to_usize();
+                if let (Some(arg), Some((value, at))) =
+                    (&keyword.arg, self.value(&keyword.value, offset))
+                {
+                    self.argument(arg.as_str(), value, at);
                 }
             }
+        } else if callee == "from_pretrained" && loads_a_model(call) {
+            self.first_argument(call, "pretrained_model_name_or_path", "model_name_or_path");
+        } else if callee == "load_dataset" {
+            self.first_argument(call, "path", "dataset_name");
         }
         for arg in &call.args {
             self.expression(arg);
@@ -121,6 +268,41 @@ impl Reader<'_> {
         for keyword in &call.keywords {
             self.expression(&keyword.value);
         }
+    }
+
+    /// A literal in place, or the literal a name is bound to in the innermost scope that binds
+    /// it, with the offset to cite (the binding's for a name, else `offset`).
+    fn value(&self, expr: &Expr, offset: usize) -> Option<(Value, usize)> {
+        if let Some(v) = literal(expr) {
+            return Some((v, offset));
+        }
+        let Expr::Name(n) = expr else { return None };
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|scope| scope.names.get(n.id.as_str()))
+            .cloned()
+            .flatten()
+    }
+
+    /// The call's first positional argument, or its keyword `keyword`, read as setting `name`
+    /// when it is a string (`load_dataset`'s format builders excepted).
+    fn first_argument(&mut self, call: &ast::ExprCall, keyword: &str, name: &str) {
+        let arg = call.args.first().or_else(|| {
+            call.keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == keyword))
+                .map(|k| &k.value)
+        });
+        let Some((value, at)) = arg.and_then(|a| self.value(a, call.range.start().to_usize()))
+        else {
+            return;
+        };
+        let Some(text) = value.as_str() else { return };
+        if name == "dataset_name" && DATASET_BUILDERS.contains(&text) {
+            return;
+        }
+        self.argument(name, value, at);
     }
 
     /// The fields of a `@dataclass` (Hugging Face's `ModelArguments`, `ScriptArguments`, ...):
@@ -156,9 +338,9 @@ impl Reader<'_> {
             .iter()
             .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "default"));
         if let (Some(flag), Some(default)) = (flag, default) {
-            if let Some(value) = literal(&default.value) {
+            if let Some((value, at)) = self.value(&default.value, call.range.start().to_usize()) {
                 let name = flag.trim_start_matches('-').replace('-', "_");
-                self.argument(&name, value, call.range.start().to_usize());
+                self.argument(&name, value, at);
             }
         }
     }
@@ -183,6 +365,23 @@ fn callee(call: &ast::ExprCall) -> &str {
         Expr::Attribute(a) => a.attr.as_str(),
         _ => "",
     }
+}
+
+/// Whether `X.from_pretrained(...)` loads model weights: `X` is a model class
+/// (`AutoModelForCausalLM`, `LlamaForCausalLM`, `GPT2LMHeadModel`, `BertModel`), not a
+/// tokenizer, config, processor or adapter (`PeftModel.from_pretrained(model, "adapter")`).
+fn loads_a_model(call: &ast::ExprCall) -> bool {
+    let Expr::Attribute(a) = call.func.as_ref() else {
+        return false;
+    };
+    let Expr::Name(class) = a.value.as_ref() else {
+        return false;
+    };
+    let class = class.id.as_str();
+    (class.contains("Model") || class.contains("For"))
+        && !["Tokenizer", "Config", "Processor", "Peft", "Adapter"]
+            .iter()
+            .any(|w| class.contains(w))
 }
 
 /// `@dataclass`, `@dataclasses.dataclass`, `@dataclass(frozen=True)`.
@@ -307,5 +506,46 @@ class NotData:
         assert_eq!(v("dataset"), None, "default None says nothing");
         assert_eq!(v("max_steps"), None, "-1 is not set");
         assert_eq!(v("epochs"), None, "not a dataclass");
+    }
+
+    #[test]
+    fn names_bound_once_to_a_literal_stand_for_it() {
+        let text = r#"from transformers import AutoModelForCausalLM, AutoTokenizer
+from datasets import load_dataset
+from trl import SFTConfig
+
+LR = 2e-4
+steps = 10
+steps += 1
+
+def main(epochs=3):
+    model_id = "org/model-7b"
+    dataset_name = "org/data"
+    tokenizer = AutoTokenizer.from_pretrained("org/tokenizer")
+    model = AutoModelForCausalLM.from_pretrained(model_id, device_map="auto")
+    adapter = PeftModel.from_pretrained(model, "org/adapter")
+    raw = load_dataset("json", data_files="x.json")
+    data = load_dataset(dataset_name, split="train")
+    length = 512
+    if short:
+        length = 128
+    SFTConfig(learning_rate=LR, max_steps=steps, num_train_epochs=epochs, max_length=length)
+"#;
+        let mut facts = JobFacts::default();
+        read_python("sft.py", text, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("model"), Some(json!("org/model-7b")));
+        assert_eq!(
+            facts.get("model").unwrap().source,
+            "sft.py:10",
+            "the binding's line"
+        );
+        assert_eq!(v("dataset"), Some(json!("org/data")));
+        assert_eq!(facts.get("dataset").unwrap().source, "sft.py:11");
+        assert_eq!(v("learning_rate"), Some(json!(2e-4)), "a module-level name");
+        assert_eq!(facts.get("learning_rate").unwrap().source, "sft.py:5");
+        assert_eq!(v("max_steps"), None, "bound twice");
+        assert_eq!(v("epochs"), None, "a parameter");
+        assert_eq!(v("sequence_length"), None, "bound on two paths");
     }
 }

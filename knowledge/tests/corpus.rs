@@ -151,13 +151,14 @@ fn log_excerpts() {
 }
 
 /// The second set (`heldout/`, 14 setups): scored once at 62 of 111 fields before the extractor
-/// saw it (docs/knowledge.md), 94 of 113 since (one truth amended, see its note). Held as a
+/// saw it (docs/knowledge.md), 96 of 113 since (one truth amended, see its note; the last two
+/// from names bound to literals, 2026-11-26). Held as a
 /// floor. The one value counted as
 /// invented is a real ambiguity: `--train_batch_size=1` is DeepSpeed's global batch, but the
 /// script it is passed to documents it as per device.
 #[test]
 fn held_out_setups() {
-    hold_floor("heldout", 94, 1);
+    hold_floor("heldout", 96, 1);
 }
 
 /// Scores the setups under `set` and fails below `floor` right fields or above `invented`
