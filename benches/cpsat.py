@@ -37,7 +37,10 @@ Horizon: a left-justified schedule starts job j by T0 + sum of the other walltim
 latest of `now`, running ends and running-dependency ends; some optimal schedule is
 left-justified (the objective is regular), so that bound loses nothing.
 
-Usage: python3 benches/cpsat.py [--time-limit 10] [--scale auto|N] FILE.jsonl [FILE.jsonl ...]
+With `--objective wait` the model minimises the sum of starts (exact in integers), with
+`--objective makespan` the latest end; `bench solve` uses bsld (the default).
+
+Usage: python3 benches/cpsat.py [--time-limit 10] [--objective bsld|wait|makespan] [--scale auto|N] FILE.jsonl [FILE.jsonl ...]
 """
 
 import argparse
@@ -91,8 +94,11 @@ def instance_scale(inst, scale):
     return scale, all(scale % m == 0 for m in ms)
 
 
-def build(inst, scale):
-    """CP-SAT model of one instance; returns (model, starts, presence)."""
+def build(inst, scale, objective="bsld"):
+    """CP-SAT model of one instance; returns (model, starts, presence).
+
+    `objective` bsld (scaled, see the module docs), wait (sum of S_j - submit_j, exact in
+    integers) or makespan (max of S_j + p_j - now)."""
     now = inst["now"]
     caps = [s["capacity"] for s in inst["servers"]]
     server_index = {s["id"]: k for k, s in enumerate(inst["servers"])}
@@ -132,6 +138,8 @@ def build(inst, scale):
                     per_server[srv][q].append((iv, j["demand"][q]))
         m.add_exactly_one([x for _, x in lits])
         presence.append(lits)
+        if objective != "bsld":
+            continue
         # Scaled bounded slowdown: c * max(p, tau) >= (S + now - submit + p) * SCALE.
         mp = max(p, TAU)
         hi = math.ceil(scale * (horizon + now - j["submit"] + p) / mp) + 1
@@ -161,8 +169,37 @@ def build(inst, scale):
             if not items or sum(d for _, d in items) <= cap[q]:
                 continue  # never binds
             m.add_cumulative([iv for iv, _ in items], [d for _, d in items], cap[q])
-    m.minimize(sum(costs))
+    if objective == "bsld":
+        m.minimize(sum(costs))
+    elif objective == "wait":
+        m.minimize(sum(starts))  # + the constant sum of (now - submit_j)
+    else:
+        top = max(s.proto.domain[-1] + queue[k]["walltime"] for k, s in enumerate(starts))
+        end = m.new_int_var(0, top, "makespan")
+        for k, s in enumerate(starts):
+            m.add(end >= s + queue[k]["walltime"])
+        m.minimize(end)
     return m, starts, presence
+
+
+def objective_value(inst, s_abs, objective):
+    """The exact objective (SPEC section 4) of absolute starts `s_abs`."""
+    queue = inst["queue"]
+    if objective == "bsld":
+        return sum(bsld(s_abs[k], j["submit"], j["walltime"]) for k, j in enumerate(queue)) / len(queue)
+    if objective == "wait":
+        return sum(s_abs[k] - j["submit"] for k, j in enumerate(queue)) / len(queue)
+    return max(s_abs[k] + j["walltime"] for k, j in enumerate(queue)) - inst["now"]
+
+
+def model_value(inst, raw, objective, scale):
+    """The model's objective (or bound) `raw` in the units of SPEC's objective."""
+    n = len(inst["queue"])
+    if objective == "bsld":
+        return raw / (n * scale)
+    if objective == "wait":
+        return (raw + sum(inst["now"] - j["submit"] for j in inst["queue"])) / n
+    return raw
 
 
 def check(inst, start, server):
@@ -197,7 +234,9 @@ def solve_file(path, args, reference):
         n = len(inst["queue"])
         t_build = time.perf_counter()
         scale, exact_scale = instance_scale(inst, args.scale)
-        model, starts, presence = build(inst, scale)
+        model, starts, presence = build(inst, scale, args.objective)
+        if args.objective != "bsld":
+            scale, exact_scale = 1, True
         build_s = time.perf_counter() - t_build
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
@@ -211,13 +250,12 @@ def solve_file(path, args, reference):
         status_name = solver.status_name(status)
         value = exact = bound = None
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            value = solver.objective_value / (n * scale)
-            bound = solver.best_objective_bound / (n * scale)
+            value = model_value(inst, solver.objective_value, args.objective, scale)
+            bound = model_value(inst, solver.best_objective_bound, args.objective, scale)
             s_abs = [solver.value(s) + inst["now"] for s in starts]
             srv = [next(k for k, x in lits if solver.boolean_value(x)) for lits in presence]
             check(inst, s_abs, srv)
-            exact = sum(bsld(s_abs[k], j["submit"], j["walltime"])
-                        for k, j in enumerate(inst["queue"])) / n
+            exact = objective_value(inst, s_abs, args.objective)
         ref = reference.get((name, idx))
         cmp = ""
         if ref and exact is not None:
@@ -230,7 +268,7 @@ def solve_file(path, args, reference):
                           and abs(exact - inc) <= tol(row))
                 cmp = (f"  B&B stopped: incumbent {inc:.6f}, bound {ref['bnb']['lower_bound']:.6f}"
                        + (" -> incumbent proven optimal" if closes else ""))
-        print(f"{name} #{idx:>2}: {status_name:<10} bsld {exact if exact is not None else float('nan'):.6f}"
+        print(f"{name} #{idx:>2}: {status_name:<10} {args.objective} {exact if exact is not None else float('nan'):.6f}"
               f" (scaled {value if value is not None else float('nan'):.5f},"
               f" bound {bound if bound is not None else float('nan'):.5f})"
               f" in {time_ms:.1f} ms ({wall_ms:.1f} ms wall; +{build_s * 1e3:.1f} ms model)"
@@ -307,6 +345,9 @@ def main():
     ap.add_argument("files", nargs="+", help="instance files, e.g. /tmp/bench/hpc-10.jsonl")
     ap.add_argument("--time-limit", type=float, default=10.0,
                     help="seconds per instance (default 10)")
+    ap.add_argument("--objective", choices=["bsld", "wait", "makespan"], default="bsld",
+                    help="objective (SPEC section 4; default bsld); wait and makespan are exact "
+                         "in integers")
     ap.add_argument("--scale", default="auto",
                     help="objective scale SCALE: each job's bsld is rounded up to a multiple of "
                          "1/SCALE; `auto` (default): the lcm of the instance's max(p, 10) when "
