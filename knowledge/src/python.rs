@@ -258,9 +258,16 @@ impl Reader<'_> {
                 }
             }
         } else if callee == "from_pretrained" && loads_a_model(call) {
-            self.first_argument(call, "pretrained_model_name_or_path", "model_name_or_path");
+            if let Some((value, at)) = self.first_argument(call, "pretrained_model_name_or_path") {
+                self.argument("model_name_or_path", value, at);
+            }
         } else if callee == "load_dataset" {
-            self.first_argument(call, "path", "dataset_name");
+            let data_set = self
+                .first_argument(call, "path")
+                .filter(|(v, _)| !v.as_str().is_some_and(|t| DATASET_BUILDERS.contains(&t)));
+            if let Some((value, at)) = data_set {
+                self.argument("dataset_name", value, at);
+            }
         }
         for arg in &call.args {
             self.expression(arg);
@@ -285,24 +292,17 @@ impl Reader<'_> {
             .flatten()
     }
 
-    /// The call's first positional argument, or its keyword `keyword`, read as setting `name`
-    /// when it is a string (`load_dataset`'s format builders excepted).
-    fn first_argument(&mut self, call: &ast::ExprCall, keyword: &str, name: &str) {
+    /// The call's first positional argument, or its keyword `keyword`, when it is a string (in
+    /// place or through a name), with the offset to cite.
+    fn first_argument(&self, call: &ast::ExprCall, keyword: &str) -> Option<(Value, usize)> {
         let arg = call.args.first().or_else(|| {
             call.keywords
                 .iter()
                 .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == keyword))
                 .map(|k| &k.value)
-        });
-        let Some((value, at)) = arg.and_then(|a| self.value(a, call.range.start().to_usize()))
-        else {
-            return;
-        };
-        let Some(text) = value.as_str() else { return };
-        if name == "dataset_name" && DATASET_BUILDERS.contains(&text) {
-            return;
-        }
-        self.argument(name, value, at);
+        })?;
+        self.value(arg, call.range.start().to_usize())
+            .filter(|(v, _)| v.is_string())
     }
 
     /// The fields of a `@dataclass` (Hugging Face's `ModelArguments`, `ScriptArguments`, ...):
