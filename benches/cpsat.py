@@ -174,8 +174,7 @@ def build(inst, scale, objective="bsld"):
     elif objective == "wait":
         m.minimize(sum(starts))  # + the constant sum of (now - submit_j)
     else:
-        top = max(s.proto.domain[-1] + queue[k]["walltime"] for k, s in enumerate(starts))
-        end = m.new_int_var(0, top, "makespan")
+        end = m.new_int_var(0, t0 + total_p - now, "makespan")  # every start's domain ends by it
         for k, s in enumerate(starts):
             m.add(end >= s + queue[k]["walltime"])
         m.minimize(end)
@@ -233,10 +232,9 @@ def solve_file(path, args, reference):
         inst = json.loads(line)
         n = len(inst["queue"])
         t_build = time.perf_counter()
-        scale, exact_scale = instance_scale(inst, args.scale)
+        scale, exact_scale = (instance_scale(inst, args.scale) if args.objective == "bsld"
+                              else (1, True))
         model, starts, presence = build(inst, scale, args.objective)
-        if args.objective != "bsld":
-            scale, exact_scale = 1, True
         build_s = time.perf_counter() - t_build
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = 1
