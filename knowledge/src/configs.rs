@@ -55,17 +55,25 @@ pub fn read_config(
             serde_json::to_value(table).map_err(|e| format!("TOML value outside JSON: {e}"))?
         }
     };
+    read_tree(name, text, &tree, facts);
+    Ok(())
+}
+
+/// Reads a parsed configuration `tree` of file `name` (its `text`, for the lines to cite)
+/// into `facts`: the rules of [`read_config`], for any syntax that gives a tree (Python
+/// configs of nested `dict(...)` give one too).
+pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
     let mut leaves = Vec::new();
-    walk(&tree, None, &mut leaves);
+    walk(tree, None, &mut leaves);
     for leaf in &mut leaves {
-        leaf.2 = interpolate(&tree, &leaf.2);
+        leaf.2 = interpolate(tree, &leaf.2);
     }
     // Megatron-style configs (NeMo) give a global and a micro batch and compute the
     // accumulation from them; their `accumulate_grad_batches: 1` is a placeholder.
     let has = |k: &str| leaves.iter().any(|(_, key, _)| key == k);
     let megatron_batches = has("global_batch_size") && has("micro_batch_size");
     let mut ids = Vec::new();
-    dataset_ids(&tree, &mut ids);
+    dataset_ids(tree, &mut ids);
     if !ids.is_empty() {
         let key = ids.first().map_or("", |(k, _)| k.as_str()).to_string();
         let mut unique: Vec<Value> = Vec::new();
@@ -113,14 +121,21 @@ pub fn read_config(
             facts.set("model_type", value, source(), confidence, Strength::Config);
             continue;
         }
-        // torchtune / Hydra components: `model: {_component_: torchtune.models.llama3_8b}`.
-        if key == "_component_" {
+        // torchtune / Hydra components: `model: {_component_: torchtune.models.llama3_8b}`,
+        // fairseq's `model: {_name: data2vec_text}`.
+        if key == "_component_" || key == "_name" {
             if let Some(p @ ("model" | "dataset")) = parent.as_deref() {
                 if let Some((field, value, confidence)) = setting(p, value) {
                     facts.set(field, value, source(), confidence, Strength::Config);
                 }
             }
             continue;
+        }
+        if parent.as_deref() == Some("launcher") {
+            if let Some((field, n)) = launcher_request(&key, &value) {
+                facts.set(field, json!(n), source(), 1.0, Strength::Config);
+                continue;
+            }
         }
         if let (None, Some(on_gpus)) = (parent.as_deref(), accelerate) {
             let field = match key.as_str() {
@@ -134,11 +149,11 @@ pub fn read_config(
             }
         }
         // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`; a `[model]`
-        // section's `name` (torchtitan) is the model; FSDP's `mixed_precision` (`PURE`,
+        // section's `name` (torchtitan) or `arch` (LAVIS) is the model; FSDP's `mixed_precision` (`PURE`,
         // `DEFAULT`) is how it shards, not the training's precision.
         let name = match (parent.as_deref(), key.as_str()) {
             (Some(p @ ("bf16" | "fp16")), "enabled") => p.to_string(),
-            (Some("model"), "name") => "model".to_string(),
+            (Some("model"), "name" | "arch") => "model".to_string(),
             (Some("fsdp_config"), "mixed_precision") => continue,
             _ => key,
         };
@@ -154,7 +169,20 @@ pub fn read_config(
             facts.set(field, value, source(), confidence, Strength::Config);
         }
     }
-    Ok(())
+}
+
+/// A resource request of Hydra's Slurm launcher (`hydra.launcher` of submitit: `nodes`,
+/// `gpus_per_node`, `cpus_per_task`, `mem_gb`, `timeout_min`) as (field, value).
+fn launcher_request(key: &str, value: &Value) -> Option<(&'static str, u64)> {
+    let n = value.as_u64().filter(|&n| n > 0)?;
+    match key {
+        "nodes" => Some(("nodes", n)),
+        "gpus_per_node" => Some(("gpus_per_node", n)),
+        "cpus_per_task" => Some(("cpus_per_task", n)),
+        "mem_gb" => Some(("memory_mib", n * 1024)),
+        "timeout_min" => Some(("requested_time_s", n * 60)),
+        _ => None,
+    }
 }
 
 /// `2ep` -> (`epochs`, 2), `500ba` -> (`max_steps`, 500).
@@ -202,14 +230,34 @@ fn interpolate(tree: &Value, value: &Value) -> Value {
 /// training run's.
 fn walk(node: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String, Value)>) {
     let Value::Object(map) = node else { return };
+    // A length beside beam search or a minimum length bounds generated text (LAVIS's
+    // `max_len: 30, min_len: 8, num_beams: 5`), not the training's sequences.
+    let generation = ["num_beams", "min_len", "min_length", "min_new_tokens"]
+        .iter()
+        .any(|k| map.contains_key(*k));
     for (k, v) in map {
+        if generation && GENERATION_LENGTHS.contains(&k.as_str()) {
+            continue;
+        }
         match v {
-            Value::Object(_) if NOT_TRAINING.contains(&k.as_str()) => {}
+            Value::Object(_) if not_training(k) => {}
             Value::Object(_) => walk(v, Some(k), out),
             Value::Array(items) if items.iter().any(|i| i.is_object() || i.is_array()) => {}
             _ => out.push((key.map(str::to_string), k.clone(), v.clone())),
         }
     }
+}
+
+/// Lengths that bound generated text when they sit beside generation settings.
+const GENERATION_LENGTHS: &[&str] = &["max_len", "max_length", "max_new_tokens"];
+
+/// Whether a section is not the training run's: a name of [`NOT_TRAINING`], whole or as its
+/// first word (mmengine's `val_dataloader`, `test_cfg`).
+fn not_training(section: &str) -> bool {
+    NOT_TRAINING.contains(&section)
+        || section
+            .split_once('_')
+            .is_some_and(|(first, _)| NOT_TRAINING.contains(&first))
 }
 
 /// Dataset mixtures: the `id` (or `path`) of each entry of a list of objects under a key that
@@ -225,25 +273,45 @@ fn dataset_ids(node: &Value, out: &mut Vec<(String, Value)>) {
                     }
                 }
             }
+            // LAVIS: `datasets: {coco_caption: {vis_processor: ...}}`, one section per data set.
+            Value::Object(sets)
+                if k == "datasets" && !sets.is_empty() && sets.values().all(Value::is_object) =>
+            {
+                for name in sets.keys() {
+                    out.push((k.clone(), json!(name)));
+                }
+            }
             Value::Object(_) => dataset_ids(v, out),
             _ => {}
         }
     }
 }
 
-/// The 1-based number of the first line that holds `key` as a key (`key:`, `"key"` or
-/// `key =`), or 1.
+/// The 1-based number of the first line that starts with `key` as a key (`key:`, `"key"` or
+/// `key =`), else of the first that holds it as a keyword inside a line (a Python config's
+/// `dict(type='AdamW', lr=0.1)`), or 1.
 fn line_of(text: &str, key: &str) -> usize {
     let quoted = format!("\"{key}\"");
     let plain = format!("{key}:");
-    text.lines()
-        .position(|l| {
-            let t = l.trim_start();
-            t.starts_with(&quoted)
-                || t.starts_with(&plain)
-                || t.strip_prefix(key)
-                    .is_some_and(|r| r.trim_start().starts_with('='))
+    let starts = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with(&quoted)
+            || t.starts_with(&plain)
+            || t.strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with('='))
+    };
+    let inside = |l: &str| {
+        l.match_indices(key).any(|(at, _)| {
+            let before = l[..at].chars().next_back();
+            let after = l[at + key.len()..].trim_start();
+            before.is_some_and(|c| matches!(c, '(' | ',' | ' ' | '{'))
+                && after.starts_with('=')
+                && !after.starts_with("==")
         })
+    };
+    text.lines()
+        .position(starts)
+        .or_else(|| text.lines().position(inside))
         .map_or(1, |i| i + 1)
 }
 
@@ -352,5 +420,51 @@ mod tests {
         read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", Syntax::Json, &mut model).unwrap();
         assert_eq!(model.value("model_type").unwrap(), "llama");
         assert!(read_config("bad.yaml", "a: [1, 2", Syntax::Yaml, &mut model).is_err());
+    }
+
+    #[test]
+    fn hydra_launcher_fairseq_lists_lavis_sections_and_generation_lengths() {
+        let fairseq = "hydra:\n  launcher:\n    timeout_min: 4320\n    cpus_per_task: 80\n    gpus_per_node: 8\n    mem_gb: 450\n    nodes: 2\n    name: ${env:PREFIX}\nmodel:\n  _name: data2vec_text\noptimization:\n  lr: [0.0002]\n  update_freq: [1]\ntask:\n  tokens_per_sample: 512\n";
+        let mut facts = JobFacts::default();
+        read_config("base.yaml", fairseq, Syntax::Yaml, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("nodes"), Some(json!(2)));
+        assert_eq!(v("gpus_per_node"), Some(json!(8)));
+        assert_eq!(v("cpus_per_task"), Some(json!(80)));
+        assert_eq!(v("memory_mib"), Some(json!(450 * 1024)));
+        assert_eq!(v("requested_time_s"), Some(json!(4320 * 60)));
+        assert_eq!(v("model"), Some(json!("data2vec_text")));
+        assert_eq!(
+            v("learning_rate"),
+            Some(json!(0.0002)),
+            "a list of one value"
+        );
+        assert_eq!(v("gradient_accumulation"), Some(json!(1)));
+        assert_eq!(v("sequence_length"), Some(json!(512)));
+        assert_eq!(v("job_name"), None);
+
+        let lavis = "model:\n  arch: blip2_opt\ndatasets:\n  coco_caption:\n    vis_processor:\n      train: {name: x}\nrun:\n  init_lr: 1e-5\n  max_epoch: 5\n  batch_size_train: 16\n  batch_size_eval: 8\n  accum_grad_iters: 1\n  max_len: 30\n  min_len: 8\n  num_beams: 5\n  amp: True\n";
+        let mut facts = JobFacts::default();
+        read_config("caption.yaml", lavis, Syntax::Yaml, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("model"), Some(json!("blip2_opt")));
+        assert_eq!(v("dataset"), Some(json!("coco_caption")));
+        assert_eq!(v("learning_rate"), Some(json!(1e-5)));
+        assert_eq!(v("epochs"), Some(json!(5)));
+        assert_eq!(v("batch_size_per_device"), Some(json!(16)));
+        assert_eq!(v("gradient_accumulation"), Some(json!(1)));
+        assert_eq!(v("precision"), Some(json!("amp")));
+        assert_eq!(
+            v("sequence_length"),
+            None,
+            "max_len beside num_beams is generation"
+        );
+
+        // mmengine's `val_dataloader` is not the training's.
+        let mut facts = JobFacts::default();
+        let text = "train_dataloader:\n  batch_size: 64\nval_dataloader:\n  batch_size: 8\n  dataset: {data_root: val/}\n";
+        read_config("c.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        assert_eq!(facts.value("batch_size_per_device"), Some(&json!(64)));
+        assert_eq!(facts.value("dataset"), None);
     }
 }

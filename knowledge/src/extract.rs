@@ -119,7 +119,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 9;
+pub const CACHE_VERSION: u32 = 10;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -644,6 +644,17 @@ fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
+        // `$(( A / B ))`: its value when every operand is known, else as written.
+        if let Some(inner) = after.strip_prefix("((") {
+            if let Some(end) = inner.find("))") {
+                match arithmetic(&inner[..end], vars) {
+                    Some(n) => out.push_str(&n.to_string()),
+                    None => out.push_str(&rest[at..at + 5 + end]),
+                }
+                rest = &inner[end + 2..];
+                continue;
+            }
+        }
         let (name, used) = if let Some(inner) = after.strip_prefix('{') {
             match inner.find('}') {
                 Some(end) => (&inner[..end], end + 2),
@@ -674,6 +685,94 @@ fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The value of shell arithmetic `expr` (the text inside `$(( ))`): integers, variables
+/// (`GPUS`, `$GPUS`, `${GPUS}`) with integer values in `vars`, `+ - * / %` and parentheses,
+/// with the shell's integer division; `None` when a variable is unknown or the expression is
+/// anything else (or divides by zero).
+fn arithmetic(expr: &str, vars: &HashMap<String, String>) -> Option<i64> {
+    let mut tokens = Vec::new();
+    let mut chars = expr.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() || c == '$' || c == '{' || c == '}' {
+            chars.next();
+        } else if c.is_ascii_alphanumeric() || c == '_' {
+            let mut word = String::new();
+            while let Some(&d) = chars
+                .peek()
+                .filter(|d| d.is_ascii_alphanumeric() || **d == '_')
+            {
+                word.push(d);
+                chars.next();
+            }
+            let value = match word.parse::<i64>() {
+                Ok(n) => n,
+                Err(_) => vars.get(&word)?.trim().parse::<i64>().ok()?,
+            };
+            tokens.push(Token::Number(value));
+        } else if "+-*/%()".contains(c) {
+            tokens.push(Token::Operator(c));
+            chars.next();
+        } else {
+            return None;
+        }
+    }
+    let mut at = 0;
+    let value = sum(&tokens, &mut at)?;
+    (at == tokens.len()).then_some(value)
+}
+
+#[derive(Clone, Copy)]
+enum Token {
+    Number(i64),
+    Operator(char),
+}
+
+/// `term (+|- term)*` from `tokens[*at..]`.
+fn sum(tokens: &[Token], at: &mut usize) -> Option<i64> {
+    let mut value = product(tokens, at)?;
+    while let Some(Token::Operator(op @ ('+' | '-'))) = tokens.get(*at).copied() {
+        *at += 1;
+        let rhs = product(tokens, at)?;
+        value = if op == '+' {
+            value.checked_add(rhs)?
+        } else {
+            value.checked_sub(rhs)?
+        };
+    }
+    Some(value)
+}
+
+/// `factor (*|/|% factor)*`.
+fn product(tokens: &[Token], at: &mut usize) -> Option<i64> {
+    let mut value = factor(tokens, at)?;
+    while let Some(Token::Operator(op @ ('*' | '/' | '%'))) = tokens.get(*at).copied() {
+        *at += 1;
+        let rhs = factor(tokens, at)?;
+        value = match op {
+            '*' => value.checked_mul(rhs)?,
+            '/' => value.checked_div(rhs)?,
+            _ => value.checked_rem(rhs)?,
+        };
+    }
+    Some(value)
+}
+
+/// A number, `-factor` or `( sum )`.
+fn factor(tokens: &[Token], at: &mut usize) -> Option<i64> {
+    let token = *tokens.get(*at)?;
+    *at += 1;
+    match token {
+        Token::Number(n) => Some(n),
+        Token::Operator('-') => factor(tokens, at)?.checked_neg(),
+        Token::Operator('(') => {
+            let value = sum(tokens, at)?;
+            matches!(tokens.get(*at), Some(Token::Operator(')'))).then(|| *at += 1)?;
+            Some(value)
+        }
+        Token::Operator(_) => None,
+    }
 }
 
 /// A launch command given on one line or several with `\` continuations.
@@ -713,7 +812,9 @@ fn derive(facts: &mut JobFacts) {
     // Tensor or pipeline parallelism splits the GPUs among fewer data-parallel ranks: the
     // product below would overcount the global batch.
     let model_parallel = number(facts, "model_parallel").is_some_and(|n| n > 1);
-    if facts.get("global_batch_size").is_none() && !model_parallel {
+    let accumulation_unknown = facts.get("gradient_accumulation").is_none()
+        && facts.get(launch::UNKNOWN_ACCUMULATION).is_some();
+    if facts.get("global_batch_size").is_none() && !model_parallel && !accumulation_unknown {
         // Only with every factor known: a job script without a node count may be submitted
         // to several nodes (`sbatch --nodes=4 job.slurm`).
         if let (Some(batch), Some(gpus), Some(nodes)) = (
@@ -747,6 +848,37 @@ fn derive(facts: &mut JobFacts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_arithmetic_is_evaluated_when_its_operands_are_known() {
+        let vars: HashMap<String, String> = [("GPUS", "256"), ("PER", "4"), ("N", "$1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(substitute("$((GPUS / 8))", &vars), "32");
+        assert_eq!(substitute("x=$(( 1024 / $PER / ${GPUS} ))", &vars), "x=1");
+        assert_eq!(substitute("$(( (2 + 1) * -3 % 5 ))", &vars), "-4");
+        // Unknown operands, division by zero and anything else stay as written.
+        assert_eq!(substitute("$((N * 2))", &vars), "$((N * 2))");
+        assert_eq!(substitute("$((GPUS / 0))", &vars), "$((GPUS / 0))");
+        assert_eq!(substitute("$((GPUS ** 2))", &vars), "$((GPUS ** 2))");
+        let script = "GPUS=16\nGPN=8\nNODES=$((GPUS / GPN))\ntorchrun --nnodes $NODES train.py\n";
+        assert_eq!(
+            commands(script, &mut |_| None)[0].1,
+            "torchrun --nnodes 2 train.py"
+        );
+        // An accumulation still unknown after substitution derives no global batch.
+        let mut facts = JobFacts::default();
+        let line = "torchrun --nnodes 1 --nproc_per_node 4 train.py --per_device_train_batch_size 2 --gradient_accumulation_steps $((X / 2))";
+        launch::read_command(line, "job.sh:1", Strength::Script, &mut facts);
+        derive(&mut facts);
+        assert_eq!(facts.value("global_batch_size"), None);
+        let known = line.replace("$((X / 2))", "3");
+        let mut facts = JobFacts::default();
+        launch::read_command(&known, "job.sh:1", Strength::Script, &mut facts);
+        derive(&mut facts);
+        assert_eq!(facts.value("global_batch_size"), Some(&json!(24)));
+    }
 
     #[test]
     fn variables_and_here_documents_are_substituted() {

@@ -20,6 +20,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("model_id", "model", 1.0),
     ("base_model", "model", 1.0),
     ("pretrain", "model", 1.0),
+    ("pretrained_path", "model", 0.9),
     ("model", "model", 0.9),
     ("per_device_train_batch_size", "batch_size_per_device", 1.0),
     ("per_gpu_train_batch_size", "batch_size_per_device", 1.0),
@@ -34,6 +35,8 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("device_train_microbatch_size", "batch_size_per_device", 1.0),
     ("train_micro_batch_size", "batch_size_per_device", 1.0),
     ("batch_size", "batch_size_per_device", 0.7),
+    // LAVIS's `run.batch_size_train`.
+    ("batch_size_train", "batch_size_per_device", 0.9),
     ("global_batch_size", "global_batch_size", 1.0),
     ("global_train_batch_size", "global_batch_size", 1.0),
     // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
@@ -49,6 +52,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("grad_accum", "gradient_accumulation", 1.0),
     ("accum_freq", "gradient_accumulation", 1.0),
     ("update_freq", "gradient_accumulation", 1.0),
+    ("accum_grad_iters", "gradient_accumulation", 1.0),
     ("max_seq_length", "sequence_length", 1.0),
     ("max_seq_len", "sequence_length", 1.0),
     ("max_len", "sequence_length", 0.9),
@@ -61,10 +65,13 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("block_size", "sequence_length", 1.0),
     ("model_max_length", "sequence_length", 1.0),
     ("max_length", "sequence_length", 0.8),
+    // fairseq's `task.tokens_per_sample`.
+    ("tokens_per_sample", "sequence_length", 1.0),
     ("num_train_epochs", "epochs", 1.0),
     ("max_epochs", "epochs", 1.0),
     ("num_epochs", "epochs", 1.0),
     ("num_epoch", "epochs", 1.0),
+    ("max_epoch", "epochs", 1.0),
     ("epochs", "epochs", 1.0),
     ("max_steps", "max_steps", 1.0),
     ("max_iters", "max_steps", 1.0),
@@ -73,17 +80,28 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     // nanotron's `tokens.train_steps`, fairseq's `--max-update`.
     ("train_steps", "max_steps", 1.0),
     ("max_update", "max_steps", 1.0),
+    // Levanter's `trainer.num_train_steps`.
+    ("num_train_steps", "max_steps", 1.0),
     ("steps", "max_steps", 0.8),
     ("learning_rate", "learning_rate", 1.0),
     ("lr", "learning_rate", 1.0),
+    // LAVIS: the peak of the warmup-cosine schedule.
+    ("init_lr", "learning_rate", 0.9),
     ("dataset_name", "dataset", 1.0),
     ("dataset", "dataset", 1.0),
     ("data_path", "dataset", 0.9),
     ("train_file", "dataset", 0.9),
     ("train_data", "dataset", 0.9),
+    ("train_urls", "dataset", 0.9),
+    ("data_dir", "dataset", 0.8),
+    // mmengine's `train_dataloader.dataset.data_root`.
+    ("data_root", "dataset", 0.8),
     ("data", "dataset", 0.7),
     ("hf_name", "dataset", 0.9),
     ("num_nodes", "nodes", 1.0),
+    // Lightning's `--gpus 1` / `Trainer(devices=8)`: the GPUs of each node (a count only).
+    ("gpus", "gpus_per_node", 0.8),
+    ("devices", "gpus_per_node", 0.8),
     // Model parallelism, so the global batch is not derived from the GPU count.
     ("tensor_parallel_dim", "model_parallel", 1.0),
     ("tensor_parallel_size", "model_parallel", 1.0),
@@ -107,19 +125,25 @@ pub fn argument(name: &str) -> Option<(&'static str, f64)> {
         .map(|&(_, field, confidence)| (field, confidence))
 }
 
-/// Precision switches (`--bf16`, `fp16: true`; `tf32` is not a training precision).
-const PRECISION_FLAGS: &[&str] = &["bf16", "fp16"];
+/// Precision switches (`--bf16`, `fp16: true`, automatic mixed precision `--amp`, `amp: true`;
+/// `tf32` is not a training precision).
+const PRECISION_FLAGS: &[&str] = &["bf16", "fp16", "amp"];
 
 /// The one rule by which flags, configs and Python sources turn a training setting (`name`,
 /// with `-` read as `_`, and its value) into a fact: `(field, value, confidence)`, or `None`.
 ///
 /// - A value that says "not set" gives nothing: null, `"auto"` (DeepSpeed through Hugging
-///   Face), a negative number (`max_steps: -1`), Hydra's `???`, an unresolved `${...}`.
-/// - `bf16` / `fp16` set `precision` to their own name when on (true, `"true"`, `"yes"`, 1),
+///   Face), an empty text (a required argument's `""`), a negative number (`max_steps: -1`), Hydra's `???`, an unresolved `${...}`.
+/// - A list of one value is that value (fairseq's `lr: [0.0002]`).
+/// - `bf16` / `fp16` / `amp` set `precision` to their own name when on (true, `"true"`, `"yes"`, 1),
 ///   and nothing when off.
 /// - Any other name of [`ARGUMENTS`] sets its field to the value.
 pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
-    if value.is_null() || value == json!("auto") || value.as_f64().is_some_and(|x| x < 0.0) {
+    if value.is_null()
+        || value == json!("auto")
+        || value == json!("")
+        || value.as_f64().is_some_and(|x| x < 0.0)
+    {
         return None;
     }
     // A reference left for the framework to fill (Hydra's `???`, an interpolation
@@ -130,6 +154,13 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
     {
         return None;
     }
+    // fairseq writes one-value lists (`lr: [0.0002]`, `update_freq: [1]`): the value.
+    let value = match value {
+        Value::Array(mut one) if one.len() == 1 && !one[0].is_array() && !one[0].is_object() => {
+            one.remove(0)
+        }
+        other => other,
+    };
     if let Some(&flag) = PRECISION_FLAGS.iter().find(|&&f| f == name) {
         let on = match &value {
             Value::Bool(b) => *b,
@@ -152,6 +183,8 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
             ),
             _ => value,
         },
+        // A device list (`--gpus 0,1`) or `auto` is not a count.
+        "gpus_per_node" => json!(value.as_u64().filter(|&n| n > 0)?),
         _ => value,
     };
     Some((field, value, confidence))
@@ -177,7 +210,7 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     let Some(all) = shlex::split(&squeeze_arithmetic(line)) else {
         return false;
     };
-    let words = strip_prefixes(until_operator(&all));
+    let (words, srun) = strip_prefixes(until_operator(&all));
     // `bash -c "..."`: the quoted commands, each in turn.
     if let [shell, flag, inner, ..] = words {
         if matches!(shell.as_str(), "bash" | "sh") && flag == "-c" {
@@ -199,6 +232,9 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     let mut set = |field: &str, value: Value, confidence: f64| {
         found.set(field, value, source.to_string(), confidence, strength)
     };
+    // `srun --nodes=32 --gres=gpu:8 python train.py`: srun's options request what `#SBATCH`
+    // lines do.
+    crate::scheduler::read_options(srun, &mut set);
     let script_args = match base {
         "torchrun" | "deepspeed" => launcher_flags(base, rest, &mut set),
         "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
@@ -321,8 +357,9 @@ const SRUN_SWITCHES: &[&str] = &[
 ];
 
 /// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, `exec`, `env` and
-/// `NAME=value` assignments before the command.
-fn strip_prefixes(words: &[String]) -> &[String] {
+/// `NAME=value` assignments before the command; returns the command and `srun`'s options.
+fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
+    let mut srun: &[String] = &[];
     let mut i = 0;
     while i < words.len() {
         let w = words[i].as_str();
@@ -341,6 +378,7 @@ fn strip_prefixes(words: &[String]) -> &[String] {
             i += 1;
         } else if w == "srun" || w == "mpirun" || w == "mpiexec" {
             i += 1;
+            let start = i;
             // Their options: `--flag`, `--flag=value`, `-n 4`, and switches such as `-l`.
             // A long option without `=` takes the next word unless that word is the launch
             // (`--container-image IMG torchrun ...`, pyxis).
@@ -361,11 +399,14 @@ fn strip_prefixes(words: &[String]) -> &[String] {
                     && (w.len() == 2 || next_is_value);
                 i += 1 + usize::from(takes_value);
             }
+            if w == "srun" {
+                srun = &words[start..i.min(words.len())];
+            }
         } else {
             break;
         }
     }
-    &words[i.min(words.len())..]
+    (&words[i.min(words.len())..], srun)
 }
 
 /// Launchers' flags that give a count: (launcher, flag with `_`, field). `accelerate`'s
@@ -489,6 +530,7 @@ fn count(value: &str) -> Option<Value> {
 /// `--flag`. A value that still holds a shell variable (`$OUT`, unresolved) says nothing and is
 /// left out.
 fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
+    let mut settings = Vec::new();
     let mut i = 0;
     while i < words.len() {
         let Some(name) = words[i].strip_prefix("--") else {
@@ -498,9 +540,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
                 if path && !name.starts_with('-') && !value.contains('$') && !value.is_empty() {
-                    if let Some((field, value, confidence)) = dotted_setting(name, typed(value)) {
-                        set(field, value, confidence);
-                    }
+                    settings.push((name.to_string(), typed(value)));
                 }
             }
             i += 1;
@@ -521,6 +561,11 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         i += 1;
         let name = name.replace('-', "_");
         if values.iter().any(|v| v.contains('$')) {
+            // An accumulation the files leave to a variable is unknown, not 1: no global
+            // batch may be derived without it.
+            if argument(&name).is_some_and(|(field, _)| field == "gradient_accumulation") {
+                settings.push((UNKNOWN_ACCUMULATION.to_string(), json!(true)));
+            }
             continue;
         }
         let value = match values.as_slice() {
@@ -530,8 +575,43 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
             [one] => typed(one),
             many => Value::Array(many.iter().map(|v| typed(v)).collect()),
         };
-        if let Some((field, value, confidence)) = dotted_setting(&name, value) {
-            set(field, value, confidence);
+        settings.push((name, value));
+    }
+    let mut facts: Vec<_> = settings
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.clone(), dotted_setting(&name, value)?, ())))
+        .collect();
+    settle_batches(&mut facts);
+    for (_, (field, value, confidence), ()) in facts {
+        set(field, value, confidence);
+    }
+}
+
+/// A fact that says the accumulation was given but could not be read (`--gradient_accumulation_steps
+/// $GAS` with `GAS` unknown), so that `extract` derives no global batch.
+pub const UNKNOWN_ACCUMULATION: &str = "gradient_accumulation_unknown";
+
+/// Batch names that do not say per device or global: their meaning depends on the others.
+const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
+
+/// The meaning of a script argument `train_batch_size` or `batch_size` among the other
+/// settings of the same command line or Python source (`(name, fact, payload)`): beside a
+/// batch named per device (`--micro_train_batch_size`, `micro_batch_size`), it is the global
+/// batch (OpenRLHF, DeepSpeed's meaning; alpaca-lora's and lit-llama's `batch_size` with
+/// `micro_batch_size`); alone, it is the script's batch per device (Hugging Face's example
+/// scripts, Lightning's; confidence 0.7). Config files keep `train_batch_size` global
+/// (DeepSpeed, Composer, Levanter).
+pub fn settle_batches<T>(settings: &mut [(String, (&'static str, Value, f64), T)]) {
+    let per_device = settings.iter().any(|(name, (field, _, _), _)| {
+        *field == "batch_size_per_device" && !PLAIN_BATCHES.contains(&name.as_str())
+    });
+    for (name, fact, _) in settings.iter_mut() {
+        if PLAIN_BATCHES.contains(&name.as_str()) {
+            *fact = if per_device {
+                ("global_batch_size", fact.1.clone(), 0.8)
+            } else {
+                ("batch_size_per_device", fact.1.clone(), 0.7)
+            };
         }
     }
 }
@@ -551,6 +631,9 @@ pub const NOT_TRAINING: &[&str] = &[
 /// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);
 /// nothing under a section of [`NOT_TRAINING`].
 fn dotted_setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
+    if name == UNKNOWN_ACCUMULATION {
+        return Some((UNKNOWN_ACCUMULATION, value, 1.0));
+    }
     let name = name.replace('-', "_");
     let Some((section, _)) = name.split_once('.') else {
         return setting(&name, value);
@@ -673,6 +756,51 @@ mod tests {
         assert_eq!(
             setting("lr", json!(0.1)).map(|s| s.0),
             Some("learning_rate")
+        );
+    }
+
+    #[test]
+    fn a_plain_batch_is_global_only_beside_a_micro_batch() {
+        let alone = read("accelerate launch train.py --train_batch_size=4").unwrap();
+        assert_eq!(alone.value("batch_size_per_device"), Some(&json!(4)));
+        assert_eq!(alone.value("global_batch_size"), None);
+        let openrlhf = read(
+            "deepspeed --module openrlhf.cli.train_sft --train_batch_size 128 --micro_train_batch_size 2",
+        )
+        .unwrap();
+        assert_eq!(openrlhf.value("global_batch_size"), Some(&json!(128)));
+        assert_eq!(openrlhf.value("batch_size_per_device"), Some(&json!(2)));
+        let plain = read("python finetune.py --batch_size 128 --micro_batch_size 4").unwrap();
+        assert_eq!(plain.value("global_batch_size"), Some(&json!(128)));
+        assert_eq!(plain.value("batch_size_per_device"), Some(&json!(4)));
+        let alone = read("python train.py --batch_size 32").unwrap();
+        assert_eq!(alone.value("batch_size_per_device"), Some(&json!(32)));
+    }
+
+    #[test]
+    fn an_accumulation_left_to_an_unknown_variable_is_unknown() {
+        let facts = read("python train.py --gradient_accumulation_steps $GAS").unwrap();
+        assert_eq!(facts.value("gradient_accumulation"), None);
+        assert_eq!(facts.value(UNKNOWN_ACCUMULATION), Some(&json!(true)));
+    }
+
+    #[test]
+    fn srun_options_and_lightning_gpus() {
+        let facts = read("srun -p part --gres=gpu:8 --nodes=32 --ntasks-per-node=8 --cpus-per-task=10 --kill-on-bad-exit=1 python -u train.py --lr 2e-5").unwrap();
+        assert_eq!(facts.value("nodes"), Some(&json!(32)));
+        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
+        assert_eq!(facts.value("cpus_per_task"), Some(&json!(10)));
+        assert_eq!(facts.value("script"), Some(&json!("train.py")));
+        let total = read("srun -N 2 --gpus 16 torchrun train.py").unwrap();
+        assert_eq!(total.value("gpus_per_node"), Some(&json!(8)));
+        let lightning = read("python finetune.py --gpus 1 --data_dir cnn_dm").unwrap();
+        assert_eq!(lightning.value("gpus_per_node"), Some(&json!(1)));
+        assert_eq!(lightning.value("dataset"), Some(&json!("cnn_dm")));
+        let list = read("python train.py --gpus 0,1").unwrap();
+        assert_eq!(
+            list.value("gpus_per_node"),
+            None,
+            "a device list is not a count"
         );
     }
 

@@ -31,7 +31,7 @@ use rustpython_parser::Parse;
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::setting;
+use crate::launch::{setting, settle_batches};
 
 /// Calls whose keyword arguments are training settings.
 const SETTINGS_CALLS: &[&str] = &[
@@ -77,21 +77,126 @@ pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), S
     let mut reader = Reader {
         name,
         text,
-        facts,
+        found: Vec::new(),
         scopes: vec![Scope::of(&suite, &[])],
+        commands: Vec::new(),
     };
+    command_functions(&suite, &mut reader.commands);
     for stmt in &suite {
         reader.statement(stmt, config);
     }
+    let mut found = reader.found;
+    settle_batches(&mut found);
+    for (_, (field, value, confidence), source) in found {
+        facts.set(field, value, source, confidence, Strength::Default);
+    }
+    if config {
+        let tree = config_tree(&suite, &reader.scopes[0]);
+        if !tree.is_empty() {
+            crate::configs::read_tree(name, text, &Value::Object(tree), facts);
+        }
+    }
     Ok(())
+}
+
+/// The sections of a Python config (mmengine, xtuner, detectron's LazyConfig): its top-level
+/// names bound to nested `dict(...)` calls or `{...}` literals, as a tree that the
+/// configuration reader reads like a YAML file (`train_dataloader = dict(batch_size=512)`,
+/// `optim_wrapper = dict(optimizer=dict(lr=1.5e-4 * 4096 / 256))`).
+fn config_tree(suite: &[Stmt], scope: &Scope) -> serde_json::Map<String, Value> {
+    let mut tree = serde_json::Map::new();
+    for stmt in suite {
+        let Stmt::Assign(a) = stmt else { continue };
+        let [Expr::Name(target)] = a.targets.as_slice() else {
+            continue;
+        };
+        if let Some(section @ Value::Object(_)) = tree_value(&a.value, scope) {
+            tree.insert(target.id.to_string(), section);
+        }
+    }
+    tree
+}
+
+/// A config value: a literal, a name bound once to one, `dict(k=v, ...)`, `{"k": v}`, or a
+/// list or tuple of them; `None` for anything computed (a part that is computed is left out
+/// of its section).
+fn tree_value(expr: &Expr, scope: &Scope) -> Option<Value> {
+    if let Some(v) = literal(expr) {
+        return Some(v);
+    }
+    match expr {
+        Expr::Name(n) => scope
+            .names
+            .get(n.id.as_str())
+            .cloned()
+            .flatten()
+            .map(|(v, _)| v),
+        Expr::Call(call) if callee(call) == "dict" && call.args.is_empty() => Some(Value::Object(
+            call.keywords
+                .iter()
+                .filter_map(|k| Some((k.arg.as_ref()?.to_string(), tree_value(&k.value, scope)?)))
+                .collect(),
+        )),
+        Expr::Dict(d) => Some(Value::Object(
+            d.keys
+                .iter()
+                .zip(&d.values)
+                .filter_map(|(k, v)| {
+                    let Some(Value::String(k)) = k.as_ref().and_then(literal) else {
+                        return None;
+                    };
+                    Some((k, tree_value(v, scope)?))
+                })
+                .collect(),
+        )),
+        Expr::List(l) => Some(Value::Array(
+            l.elts.iter().filter_map(|e| tree_value(e, scope)).collect(),
+        )),
+        Expr::Tuple(t) => Some(Value::Array(
+            t.elts.iter().filter_map(|e| tree_value(e, scope)).collect(),
+        )),
+        _ => None,
+    }
 }
 
 struct Reader<'a> {
     name: &'a str,
     text: &'a str,
-    facts: &'a mut JobFacts,
+    /// The settings read: (name, fact, source), in the order found.
+    found: Vec<(String, (&'static str, Value, f64), String)>,
     /// The module's scope, then the function being read (if any).
     scopes: Vec<Scope>,
+    /// Functions whose parameters are the command line ([`COMMAND_LINE_CALLS`]).
+    commands: Vec<String>,
+}
+
+/// Calls that turn a function's parameters into the command line: `fire.Fire(train)`,
+/// jsonargparse's `CLI(main)`, `typer.run(main)`; the parameters' defaults are the script's
+/// defaults, as `add_argument` defaults are.
+const COMMAND_LINE_CALLS: &[&str] = &["Fire", "CLI", "run"];
+
+/// The names of the module's functions passed to a [`COMMAND_LINE_CALLS`] call at the top
+/// level or under `if __name__ == "__main__":` (`typer.run` only as `typer.run`).
+fn command_functions(body: &[Stmt], out: &mut Vec<String>) {
+    for stmt in body {
+        match stmt {
+            Stmt::Expr(e) => {
+                let Expr::Call(call) = e.value.as_ref() else {
+                    continue;
+                };
+                let name = callee(call);
+                let typer = matches!(call.func.as_ref(), Expr::Attribute(a)
+                    if matches!(a.value.as_ref(), Expr::Name(m) if m.id.as_str() == "typer"));
+                if COMMAND_LINE_CALLS.contains(&name) && (name != "run" || typer) {
+                    if let Some(Expr::Name(f)) = call.args.first() {
+                        out.push(f.id.to_string());
+                    }
+                }
+            }
+            Stmt::If(i) => command_functions(&i.body, out),
+            _ => {}
+        }
+    }
 }
 
 /// The names of one scope (a module, or a function body with its nested blocks but without its
@@ -216,6 +321,9 @@ impl Reader<'_> {
                     .map(|p| p.def.arg.as_str())
                     .chain(a.vararg.iter().chain(&a.kwarg).map(|p| p.arg.as_str()))
                     .collect();
+                if self.commands.iter().any(|c| c == f.name.as_str()) {
+                    self.parameter_defaults(a);
+                }
                 self.scopes.push(Scope::of(&f.body, &parameters));
                 self.block(&f.body);
                 self.scopes.pop();
@@ -327,6 +435,18 @@ impl Reader<'_> {
         }
     }
 
+    /// The literal defaults of a command-line function's parameters (`lr: float = 3e-4`).
+    fn parameter_defaults(&mut self, arguments: &ast::Arguments) {
+        for p in arguments.args.iter().chain(&arguments.kwonlyargs) {
+            let Some(default) = p.default.as_deref() else {
+                continue;
+            };
+            if let Some((value, at)) = self.value(default, p.def.range.start().to_usize()) {
+                self.argument(p.def.arg.as_str(), value, at);
+            }
+        }
+    }
+
     /// `add_argument("--name", ..., default=LITERAL)`.
     fn add_argument(&mut self, call: &ast::ExprCall) {
         let flag = call.args.iter().find_map(|a| match literal(a) {
@@ -348,12 +468,9 @@ impl Reader<'_> {
     /// A setting `name = value` found at byte `offset`.
     fn argument(&mut self, name: &str, value: Value, offset: usize) {
         let source = format!("{}:{}", self.name, line_at(self.text, offset));
-        let set = |facts: &mut JobFacts, field: &str, v: Value, c: f64| {
-            facts.set(field, v, source.clone(), c, Strength::Default)
-        };
         // Lightning's `precision="bf16-mixed"` reads like any other argument.
-        if let Some((field, value, confidence)) = setting(name, value) {
-            set(self.facts, field, value, confidence);
+        if let Some(fact) = setting(name, value) {
+            self.found.push((name.to_string(), fact, source));
         }
     }
 }
@@ -394,9 +511,31 @@ fn is_dataclass(decorator: &Expr) -> bool {
     }
 }
 
-/// The value of a literal expression (with a unary minus on numbers), else `None`.
+/// The value of a literal expression (with a unary minus on numbers, and `+ - * /` between
+/// numbers: `1.5e-4 * 4096 / 256`), else `None`.
 fn literal(expr: &Expr) -> Option<Value> {
     match expr {
+        Expr::BinOp(b) => {
+            let (x, y) = (literal(&b.left)?, literal(&b.right)?);
+            let integers = x.as_i64().zip(y.as_i64());
+            let value = match (&b.op, integers) {
+                (ast::Operator::Add, Some((i, j))) => json!(i.checked_add(j)?),
+                (ast::Operator::Sub, Some((i, j))) => json!(i.checked_sub(j)?),
+                (ast::Operator::Mult, Some((i, j))) => json!(i.checked_mul(j)?),
+                (op, _) => {
+                    let (x, y) = (x.as_f64()?, y.as_f64()?);
+                    let v = match op {
+                        ast::Operator::Add => x + y,
+                        ast::Operator::Sub => x - y,
+                        ast::Operator::Mult => x * y,
+                        ast::Operator::Div => x / y,
+                        _ => return None,
+                    };
+                    json!(Some(v).filter(|v| v.is_finite())?)
+                }
+            };
+            Some(value)
+        }
         Expr::Constant(c) => match &c.value {
             Constant::Bool(b) => Some(json!(b)),
             Constant::Str(s) => Some(json!(s)),
@@ -547,5 +686,81 @@ def main(epochs=3):
         assert_eq!(v("max_steps"), None, "bound twice");
         assert_eq!(v("epochs"), None, "a parameter");
         assert_eq!(v("sequence_length"), None, "bound on two paths");
+    }
+
+    #[test]
+    fn command_line_functions_give_their_parameter_defaults() {
+        let text = r#"import fire
+
+def helper(lr: float = 9.0):
+    pass
+
+def train(
+    base_model: str = "",
+    data_path: str = "yahma/alpaca-cleaned",
+    batch_size: int = 128,
+    micro_batch_size: int = 4,
+    num_epochs: int = 3,
+    learning_rate: float = 3e-4,
+    cutoff_len=256,
+):
+    pass
+
+if __name__ == "__main__":
+    fire.Fire(train)
+"#;
+        let mut facts = JobFacts::default();
+        read_python("finetune.py", text, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("model"), None, "an empty default is a required argument");
+        assert_eq!(v("dataset"), Some(json!("yahma/alpaca-cleaned")));
+        assert_eq!(facts.get("dataset").unwrap().source, "finetune.py:8");
+        assert_eq!(
+            v("global_batch_size"),
+            Some(json!(128)),
+            "beside a micro batch"
+        );
+        assert_eq!(v("batch_size_per_device"), Some(json!(4)));
+        assert_eq!(v("epochs"), Some(json!(3)));
+        assert_eq!(v("learning_rate"), Some(json!(3e-4)), "not helper's 9.0");
+        assert_eq!(v("sequence_length"), Some(json!(256)));
+        // Without the call, a function's defaults say nothing.
+        let mut facts = JobFacts::default();
+        read_python(
+            "lib.py",
+            &text.replace("fire.Fire(train)", "pass"),
+            &mut facts,
+        )
+        .unwrap();
+        assert!(facts.value("learning_rate").is_none());
+    }
+
+    #[test]
+    fn python_configs_of_nested_dicts_read_like_yaml() {
+        let text = r#"_base_ = ['../_base_/default_runtime.py']
+data_root = 'data/imagenet/'
+train_dataloader = dict(
+    batch_size=512,
+    dataset=dict(type='ImageNet', data_root=data_root, split='train'))
+val_dataloader = dict(batch_size=64, dataset=dict(data_root='data/val/'))
+optim_wrapper = dict(optimizer=dict(type='AdamW', lr=1.5e-4 * 4096 / 256))
+train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=300)
+"#;
+        let mut facts = JobFacts::default();
+        read_python("configs/mae/mae.py", text, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("batch_size_per_device"), Some(json!(512)));
+        assert_eq!(v("dataset"), Some(json!("data/imagenet/")));
+        let lr = v("learning_rate").and_then(|l| l.as_f64()).unwrap();
+        assert!((lr - 0.0024).abs() < 1e-12, "{lr}");
+        assert_eq!(
+            facts.get("learning_rate").unwrap().source,
+            "configs/mae/mae.py:7"
+        );
+        assert_eq!(v("epochs"), Some(json!(300)));
+        // Outside a config, dicts say nothing.
+        let mut facts = JobFacts::default();
+        read_python("train.py", text, &mut facts).unwrap();
+        assert!(facts.value("epochs").is_none());
     }
 }

@@ -16,8 +16,11 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
         let source = format!("{name}:{}", index + 1);
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix("#SBATCH") {
+            let mut set = |field: &str, v: serde_json::Value, confidence: f64| {
+                facts.set(field, v, source.clone(), confidence, Strength::Header)
+            };
             for (key, value) in options(rest) {
-                if let Some(gpus) = slurm_option(&key, value.as_deref(), &source, facts) {
+                if let Some(gpus) = slurm_option(&key, value.as_deref(), &mut set) {
                     total_gpus = Some((gpus, source.clone()));
                 }
             }
@@ -48,11 +51,36 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     }
 }
 
+/// The options of an `srun` command line (the words between `srun` and the command), which
+/// request what `#SBATCH` lines do; `set` records a field. A total GPU count (`--gpus 16`)
+/// gives GPUs per node with a node count among them.
+pub fn read_options(words: &[String], set: &mut impl FnMut(&str, serde_json::Value, f64)) {
+    let mut total_gpus = None;
+    let mut nodes = None;
+    for (key, value) in option_pairs(words) {
+        if matches!(key.as_str(), "N" | "nodes") {
+            nodes = value.as_deref().and_then(|v| v.parse::<u64>().ok());
+        }
+        if let Some(gpus) = slurm_option(&key, value.as_deref(), set) {
+            total_gpus = Some(gpus);
+        }
+    }
+    if let (Some(gpus), Some(nodes)) = (total_gpus, nodes.filter(|&n| n > 0)) {
+        if gpus % nodes == 0 {
+            set("gpus_per_node", json!(gpus / nodes), 0.9);
+        }
+    }
+}
+
 /// `--key=value`, `--key value`, `-k value` and `-kvalue` pairs of a header line; a comment
 /// after the options (`# ...`) ends them.
 fn options(rest: &str) -> Vec<(String, Option<String>)> {
     let rest = rest.split(" #").next().unwrap_or("");
-    let words = shlex::split(rest).unwrap_or_default();
+    option_pairs(&shlex::split(rest).unwrap_or_default())
+}
+
+/// The option pairs of [`options`], from words.
+fn option_pairs(words: &[String]) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
@@ -81,12 +109,13 @@ fn options(rest: &str) -> Vec<(String, Option<String>)> {
 }
 
 /// One Slurm option; returns a total GPU count (`--gpus`, `-G`) for later division.
-fn slurm_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<u64> {
+fn slurm_option(
+    key: &str,
+    value: Option<&str>,
+    set: &mut impl FnMut(&str, serde_json::Value, f64),
+) -> Option<u64> {
     // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
     let value = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$'))?;
-    let mut set = |field: &str, v: serde_json::Value, confidence: f64| {
-        facts.set(field, v, source.to_string(), confidence, Strength::Header)
-    };
     match key {
         "J" | "job-name" => set("job_name", json!(value), 1.0),
         "N" | "nodes" => {
