@@ -106,7 +106,13 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
     });
     for (parent, key, value) in leaves {
         let source = || format!("{name}:{}", line_of(text, &key));
-        let key = key.replace('-', "_");
+        // yacs configs (detectron2) write keys in capitals: `SOLVER.BASE_LR`.
+        let key = key.replace('-', "_").to_ascii_lowercase();
+        let parent = parent.map(|p| p.to_ascii_lowercase());
+        // A model's own config.json records the dtype of its weights, not the training's.
+        if key.starts_with("torch_dtype") && tree.get("architectures").is_some() {
+            continue;
+        }
         if megatron_batches && key == "accumulate_grad_batches" {
             continue;
         }
@@ -154,6 +160,11 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
         let name = match (parent.as_deref(), key.as_str()) {
             (Some(p @ ("bf16" | "fp16")), "enabled") => p.to_string(),
             (Some("model"), "name" | "arch") => "model".to_string(),
+            // detectron2's `MODEL.WEIGHTS`: the checkpoint training starts from.
+            (Some("model"), "weights") => "model".to_string(),
+            // `DATASETS.TRAIN` (detectron2), `data: {train: ...}`: the training data; their
+            // `test` / `valid` siblings are evaluation.
+            (Some("datasets" | "data" | "dataset"), "train") => "dataset".to_string(),
             (Some("fsdp_config"), "mixed_precision") => continue,
             _ => key,
         };
@@ -322,6 +333,28 @@ fn parse_yaml(text: &str) -> Result<Value, Unreadable> {
     Ok(docs.first().map_or(Value::Null, yaml_to_json))
 }
 
+/// The quoted strings of a text `("a", 'b')` or `['a']`, when it is only that.
+fn python_tuple(text: &str) -> Option<Vec<Value>> {
+    let t = text.trim();
+    let inner = t
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| t.strip_prefix('[').and_then(|r| r.strip_suffix(']')))?;
+    let items: Option<Vec<Value>> = inner
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let unquoted = item
+                .strip_prefix('\'')
+                .and_then(|r| r.strip_suffix('\''))
+                .or_else(|| item.strip_prefix('"').and_then(|r| r.strip_suffix('"')))?;
+            (!unquoted.contains(['\'', '"'])).then(|| json!(unquoted))
+        })
+        .collect();
+    items.filter(|i| !i.is_empty())
+}
+
 fn yaml_to_json(node: &yaml_rust2::Yaml) -> Value {
     use yaml_rust2::Yaml;
     match node {
@@ -339,8 +372,23 @@ fn yaml_to_json(node: &yaml_rust2::Yaml) -> Value {
     }
 }
 
-/// YAML 1.2 reads `5e-5` as a string (no dot); training configs mean a number.
+/// YAML 1.2 reads `5e-5` (no dot) and `100_000` (YAML 1.1's digit groups) as strings;
+/// training configs mean numbers. yacs (detectron2) evaluates a Python tuple written as text,
+/// `('voc_2007_trainval', 'voc_2012_trainval')`: a list.
 fn number_or_text(text: &str) -> Value {
+    if let Some(items) = python_tuple(text) {
+        return Value::Array(items);
+    }
+    let grouped = text.contains('_')
+        && !text.starts_with('_')
+        && !text.ends_with('_')
+        && !text.contains("__")
+        && text.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if grouped {
+        if let Ok(n) = text.replace('_', "").parse::<u64>() {
+            return json!(n);
+        }
+    }
     match text.parse::<f64>() {
         Ok(x) if x.is_finite() && text.chars().any(|c| c.is_ascii_digit()) => json!(x),
         _ => json!(text),
@@ -420,6 +468,25 @@ mod tests {
         read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", Syntax::Json, &mut model).unwrap();
         assert_eq!(model.value("model_type").unwrap(), "llama");
         assert!(read_config("bad.yaml", "a: [1, 2", Syntax::Yaml, &mut model).is_err());
+    }
+
+    #[test]
+    fn yacs_capitals_tuples_and_digit_groups() {
+        let text = "MODEL:\n  WEIGHTS: \"detectron2://R-50.pkl\"\nDATASETS:\n  TRAIN: ('voc_2007_trainval', 'voc_2012_trainval')\n  TEST: ('voc_2007_test',)\nSOLVER:\n  IMS_PER_BATCH: 16\n  MAX_ITER: 18000\n";
+        let mut facts = JobFacts::default();
+        read_config("voc.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        let v = |f: &str| facts.value(f).cloned();
+        assert_eq!(v("model"), Some(json!("detectron2://R-50.pkl")));
+        assert_eq!(
+            v("dataset"),
+            Some(json!(["voc_2007_trainval", "voc_2012_trainval"]))
+        );
+        assert_eq!(facts.get("dataset").unwrap().source, "voc.yaml:4");
+        assert_eq!(v("global_batch_size"), Some(json!(16)));
+        assert_eq!(v("max_steps"), Some(json!(18000)));
+        assert_eq!(number_or_text("100_000"), json!(100000));
+        assert_eq!(number_or_text("1__0"), json!("1__0"));
+        assert_eq!(number_or_text("(a, 'b')"), json!("(a, 'b')"));
     }
 
     #[test]

@@ -809,6 +809,35 @@ fn derive(facts: &mut JobFacts) {
             }
         }
     }
+    // Slurm tasks that run the training script itself, with no GPU count anywhere: one
+    // process per GPU (`srun python train.py` with `--ntasks-per-node=8`), as the launchers
+    // that spawn a process per GPU do.
+    if facts.get("gpus_per_node").is_none() && facts.get("script").is_some() {
+        if let Some(tasks) = number(facts, "tasks_per_node") {
+            let c = 0.6 * confidence(facts, &["tasks_per_node"]);
+            facts.set(
+                "gpus_per_node",
+                json!(tasks),
+                "derived: one GPU per Slurm task (tasks_per_node)".into(),
+                c,
+                Strength::Derived,
+            );
+        }
+    }
+    // A step count overrides the epoch count a training script defaults to (Hugging Face's
+    // `max_steps` / `max_train_steps`: "overrides num_train_epochs"); kept as a note.
+    let code_epochs = facts
+        .get("epochs")
+        .is_some_and(|e| e.strength == Strength::Default);
+    if code_epochs && facts.get("max_steps").is_some() {
+        if let Some(epochs) = facts.remove("epochs") {
+            let note = format!(
+                "epochs {} @ {} (a default the step count overrides)",
+                epochs.value, epochs.source
+            );
+            facts.note("max_steps", note);
+        }
+    }
     // Tensor or pipeline parallelism splits the GPUs among fewer data-parallel ranks: the
     // product below would overcount the global batch.
     let model_parallel = number(facts, "model_parallel").is_some_and(|n| n > 1);
@@ -878,6 +907,53 @@ mod tests {
         launch::read_command(&known, "job.sh:1", Strength::Script, &mut facts);
         derive(&mut facts);
         assert_eq!(facts.value("global_batch_size"), Some(&json!(24)));
+    }
+
+    #[test]
+    fn derived_gpus_from_tasks_and_step_counts_over_default_epochs() {
+        let mut facts = JobFacts::default();
+        let script = "#!/bin/bash\n#SBATCH --nodes 2\n#SBATCH --ntasks-per-node=8\nsrun python train.py --batch-size 10 --max_train_steps 500\n";
+        scheduler::read_headers("job.sh", script, &mut facts);
+        for (line, command) in commands(script, &mut |_| None) {
+            launch::read_command(
+                &command,
+                &format!("job.sh:{line}"),
+                Strength::Script,
+                &mut facts,
+            );
+        }
+        facts.set(
+            "epochs",
+            json!(100),
+            "train.py:9".into(),
+            1.0,
+            Strength::Default,
+        );
+        facts.set(
+            "learning_rate",
+            json!(1e-4),
+            "train.py:8".into(),
+            1.0,
+            Strength::Default,
+        );
+        derive(&mut facts);
+        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
+        assert!(facts.get("gpus_per_node").unwrap().confidence < 1.0);
+        assert_eq!(facts.value("global_batch_size"), Some(&json!(160)));
+        assert_eq!(
+            facts.value("epochs"),
+            None,
+            "the step count overrides the default"
+        );
+        assert_eq!(
+            facts.get("max_steps").unwrap().also,
+            vec!["epochs 100 @ train.py:9 (a default the step count overrides)"]
+        );
+        // GPUs per task give the GPUs per node outright.
+        let mut facts = JobFacts::default();
+        let header = "#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=2\n";
+        scheduler::read_headers("job.sh", header, &mut facts);
+        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
     }
 
     #[test]

@@ -141,6 +141,18 @@ impl JobFacts {
         self.fields.get(field)
     }
 
+    /// Takes `field`'s fact out (a value that another fact overrides).
+    pub fn remove(&mut self, field: &str) -> Option<Fact> {
+        self.fields.remove(field)
+    }
+
+    /// Notes on `field`'s fact a value that lost to it (its `also`).
+    pub fn note(&mut self, field: &str, note: String) {
+        if let Some(fact) = self.fields.get_mut(field) {
+            fact.also.push(note);
+        }
+    }
+
     /// The value recorded for `field`.
     pub fn value(&self, field: &str) -> Option<&Value> {
         self.fields.get(field).map(|f| &f.value)

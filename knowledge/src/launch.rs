@@ -21,9 +21,12 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("base_model", "model", 1.0),
     ("pretrain", "model", 1.0),
     ("pretrained_path", "model", 0.9),
+    // The language model a vision-language model is built on (OpenFlamingo's `--lm_path`).
+    ("lm_path", "model", 0.8),
     ("model", "model", 0.9),
     ("per_device_train_batch_size", "batch_size_per_device", 1.0),
     ("per_gpu_train_batch_size", "batch_size_per_device", 1.0),
+    ("batch_size_per_gpu", "batch_size_per_device", 1.0),
     (
         "train_micro_batch_size_per_gpu",
         "batch_size_per_device",
@@ -39,6 +42,8 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("batch_size_train", "batch_size_per_device", 0.9),
     ("global_batch_size", "global_batch_size", 1.0),
     ("global_train_batch_size", "global_batch_size", 1.0),
+    // detectron2's `SOLVER.IMS_PER_BATCH`: images per step over all GPUs.
+    ("ims_per_batch", "global_batch_size", 0.8),
     // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
     ("train_batch_size", "global_batch_size", 0.8),
     ("gradient_accumulation_steps", "gradient_accumulation", 1.0),
@@ -53,6 +58,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("accum_freq", "gradient_accumulation", 1.0),
     ("update_freq", "gradient_accumulation", 1.0),
     ("accum_grad_iters", "gradient_accumulation", 1.0),
+    ("grad_acc_steps", "gradient_accumulation", 1.0),
     ("max_seq_length", "sequence_length", 1.0),
     ("max_seq_len", "sequence_length", 1.0),
     ("max_len", "sequence_length", 0.9),
@@ -80,6 +86,9 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     // nanotron's `tokens.train_steps`, fairseq's `--max-update`.
     ("train_steps", "max_steps", 1.0),
     ("max_update", "max_steps", 1.0),
+    // Hugging Face diffusers' scripts; detectron2's `SOLVER.MAX_ITER`.
+    ("max_train_steps", "max_steps", 1.0),
+    ("max_iter", "max_steps", 1.0),
     // Levanter's `trainer.num_train_steps`.
     ("num_train_steps", "max_steps", 1.0),
     ("steps", "max_steps", 0.8),
@@ -93,6 +102,8 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("train_file", "dataset", 0.9),
     ("train_data", "dataset", 0.9),
     ("train_urls", "dataset", 0.9),
+    ("train_data_path", "dataset", 0.9),
+    ("dataset_path", "dataset", 1.0),
     ("data_dir", "dataset", 0.8),
     // mmengine's `train_dataloader.dataset.data_root`.
     ("data_root", "dataset", 0.8),
@@ -114,6 +125,9 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("mixed_precision", "precision", 1.0),
     ("dtype", "precision", 0.9),
     ("param_dtype", "precision", 0.9),
+    ("model_dtype", "precision", 0.9),
+    ("torch_dtype", "precision", 0.8),
+    ("torch_dtype_str", "precision", 0.8),
 ];
 
 /// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
@@ -183,6 +197,9 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
             ),
             _ => value,
         },
+        // A learning rate of 0 trains nothing: a placeholder the code fills (DINOv2's `lr: 0.`
+        // beside `base_lr`).
+        "learning_rate" if value.as_f64() == Some(0.0) => return None,
         // A device list (`--gpus 0,1`) or `auto` is not a count.
         "gpus_per_node" => json!(value.as_u64().filter(|&n| n > 0)?),
         _ => value,
@@ -244,6 +261,14 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         // ColossalAI's `colossalai run [torchrun flags] SCRIPT ...`.
         "tune" | "colossalai" if rest.first().map(String::as_str) == Some("run") => {
             launcher_flags("torchrun", &rest[1..], &mut set)
+        }
+        // oumi's `oumi distributed torchrun|accelerate ...` passes on to that launcher.
+        "oumi" if rest.first().map(String::as_str) == Some("distributed") => {
+            match rest.get(1).map(String::as_str) {
+                Some("torchrun") => launcher_flags("torchrun", &rest[2..], &mut set),
+                Some("accelerate") => launcher_flags("accelerate", &rest[2..], &mut set),
+                _ => return false,
+            }
         }
         b if b.starts_with("python") => match skip_interpreter_options(rest) {
             [m, module, tail @ ..] if m == "-m" => {
@@ -341,7 +366,7 @@ fn is_launcher(word: &str) -> bool {
     let base = word.rsplit('/').next().unwrap_or(word);
     matches!(
         base,
-        "torchrun" | "deepspeed" | "accelerate" | "tune" | "colossalai" | "bash" | "sh"
+        "torchrun" | "deepspeed" | "accelerate" | "tune" | "colossalai" | "oumi" | "bash" | "sh"
     ) || base.starts_with("python")
 }
 
@@ -507,6 +532,18 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&
         set("precision", json!(value), 1.0);
         return;
     }
+    // `deepspeed --include host1:0,1@host2:0,1`: the hosts and the GPUs used on each.
+    if launcher == "deepspeed" && name == "include" {
+        let hosts: Vec<usize> = value
+            .split('@')
+            .map(|h| h.split_once(':').map_or(0, |(_, d)| d.split(',').count()))
+            .collect();
+        if hosts.iter().all(|&g| g > 0 && g == hosts[0]) {
+            set("nodes", json!(hosts.len()), 1.0);
+            set("gpus_per_node", json!(hosts[0]), 1.0);
+        }
+        return;
+    }
     let field = LAUNCHER_COUNTS
         .iter()
         .find(|(l, flag, _)| *l == launcher && *flag == name)
@@ -581,7 +618,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         .into_iter()
         .filter_map(|(name, value)| Some((name.clone(), dotted_setting(&name, value)?, ())))
         .collect();
-    settle_batches(&mut facts);
+    settle(&mut facts);
     for (_, (field, value, confidence), ()) in facts {
         set(field, value, confidence);
     }
@@ -594,14 +631,25 @@ pub const UNKNOWN_ACCUMULATION: &str = "gradient_accumulation_unknown";
 /// Batch names that do not say per device or global: their meaning depends on the others.
 const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
 
-/// The meaning of a script argument `train_batch_size` or `batch_size` among the other
-/// settings of the same command line or Python source (`(name, fact, payload)`): beside a
-/// batch named per device (`--micro_train_batch_size`, `micro_batch_size`), it is the global
-/// batch (OpenRLHF, DeepSpeed's meaning; alpaca-lora's and lit-llama's `batch_size` with
-/// `micro_batch_size`); alone, it is the script's batch per device (Hugging Face's example
-/// scripts, Lightning's; confidence 0.7). Config files keep `train_batch_size` global
-/// (DeepSpeed, Composer, Levanter).
-pub fn settle_batches<T>(settings: &mut [(String, (&'static str, Value, f64), T)]) {
+/// Settings whose meaning depends on the others of the same command line or Python source
+/// (`(name, fact, payload)`):
+///
+/// - `train_batch_size` or `batch_size` beside a batch named per device
+///   (`--micro_train_batch_size`, `micro_batch_size`) is the global batch (OpenRLHF,
+///   DeepSpeed's meaning; alpaca-lora's and lit-llama's `batch_size`); alone, it is the
+///   script's batch per device (Hugging Face's example scripts, Lightning's; confidence 0.7).
+///   Config files keep `train_batch_size` global (DeepSpeed, Composer, Levanter).
+/// - `dataset_name` beside a `dataset_path` names its subset (`load_dataset(path, name)`).
+pub fn settle<T>(settings: &mut Vec<(String, (&'static str, Value, f64), T)>) {
+    settle_batches(settings);
+    // `load_dataset(path, name)`: beside a `dataset_path`, a `dataset_name` names a subset.
+    if settings.iter().any(|(name, _, _)| name == "dataset_path") {
+        settings.retain(|(name, _, _)| name != "dataset_name");
+    }
+}
+
+/// The batch rule of [`settle`].
+fn settle_batches<T>(settings: &mut [(String, (&'static str, Value, f64), T)]) {
     let per_device = settings.iter().any(|(name, (field, _, _), _)| {
         *field == "batch_size_per_device" && !PLAIN_BATCHES.contains(&name.as_str())
     });
@@ -625,6 +673,9 @@ pub const NOT_TRAINING: &[&str] = &[
     "test",
     // nanotron: the settings of the evaluation jobs it launches.
     "lighteval",
+    // Generation after or during training (a diffusion model's `sampling.steps`).
+    "sampling",
+    "generation",
 ];
 
 /// [`setting`] for a name that may be dotted (`--train.batch_size`, `data.max_len=2048`): the
@@ -775,6 +826,22 @@ mod tests {
         assert_eq!(plain.value("batch_size_per_device"), Some(&json!(4)));
         let alone = read("python train.py --batch_size 32").unwrap();
         assert_eq!(alone.value("batch_size_per_device"), Some(&json!(32)));
+    }
+
+    #[test]
+    fn deepspeed_include_and_oumi_distributed() {
+        let ds = read("deepspeed --include localhost:0,1 finetune.py --lr 5e-5").unwrap();
+        assert_eq!(ds.value("nodes"), Some(&json!(1)));
+        assert_eq!(ds.value("gpus_per_node"), Some(&json!(2)));
+        let two = read("deepspeed --include=a:0,1,2,3@b:0,1,2,3 train.py").unwrap();
+        assert_eq!(two.value("nodes"), Some(&json!(2)));
+        assert_eq!(two.value("gpus_per_node"), Some(&json!(4)));
+        let uneven = read("deepspeed --include a:0,1@b:0 train.py").unwrap();
+        assert_eq!(uneven.value("gpus_per_node"), None);
+        let oumi = read("oumi distributed torchrun -m oumi train -c cfg.yaml --training.max_steps 100 --training.per_device_train_batch_size 32").unwrap();
+        assert_eq!(oumi.value("script"), Some(&json!("oumi")));
+        assert_eq!(oumi.value("max_steps"), Some(&json!(100)));
+        assert_eq!(oumi.value("batch_size_per_device"), Some(&json!(32)));
     }
 
     #[test]

@@ -31,7 +31,7 @@ use rustpython_parser::Parse;
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
-use crate::launch::{setting, settle_batches};
+use crate::launch::{setting, settle};
 
 /// Calls whose keyword arguments are training settings.
 const SETTINGS_CALLS: &[&str] = &[
@@ -86,7 +86,7 @@ pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), S
         reader.statement(stmt, config);
     }
     let mut found = reader.found;
-    settle_batches(&mut found);
+    settle(&mut found);
     for (_, (field, value, confidence), source) in found {
         facts.set(field, value, source, confidence, Strength::Default);
     }
@@ -686,6 +686,25 @@ def main(epochs=3):
         assert_eq!(v("max_steps"), None, "bound twice");
         assert_eq!(v("epochs"), None, "a parameter");
         assert_eq!(v("sequence_length"), None, "bound on two paths");
+    }
+
+    #[test]
+    fn a_dataset_path_names_the_data_and_a_zero_rate_is_a_placeholder() {
+        let text = r#"from dataclasses import dataclass, field
+
+@dataclass
+class DataArguments:
+    dataset_path: str = field(default="tatsu-lab/alpaca_farm")
+    dataset_name: str = field(default="alpaca_instructions")
+    learning_rate: float = 0.0
+"#;
+        let mut facts = JobFacts::default();
+        read_python("supervised.py", text, &mut facts).unwrap();
+        assert_eq!(
+            facts.value("dataset"),
+            Some(&json!("tatsu-lab/alpaca_farm"))
+        );
+        assert_eq!(facts.value("learning_rate"), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::facts::{JobFacts, Strength};
 /// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`.
 pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     let mut total_gpus: Option<(u64, String)> = None;
+    let mut tasks = Tasks::default();
     for (index, line) in text.lines().enumerate() {
         let source = format!("{name}:{}", index + 1);
         let trimmed = line.trim_start();
@@ -20,6 +21,7 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
                 facts.set(field, v, source.clone(), confidence, Strength::Header)
             };
             for (key, value) in options(rest) {
+                tasks.read(&key, value.as_deref(), &source);
                 if let Some(gpus) = slurm_option(&key, value.as_deref(), &mut set) {
                     total_gpus = Some((gpus, source.clone()));
                 }
@@ -30,6 +32,9 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
             }
         }
     }
+    tasks.record(&mut |field, v, confidence, source| {
+        facts.set(field, v, source, confidence, Strength::Header)
+    });
     // A total GPU count gives GPUs per node only with the node count (default 1).
     if let Some((gpus, source)) = total_gpus {
         if facts.get("gpus_per_node").is_none() {
@@ -51,13 +56,47 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     }
 }
 
+/// Tasks per node (`--ntasks-per-node`) and GPUs per task (`--gpus-per-task`), each with its
+/// source: their product is the GPUs per node; tasks alone are recorded as `tasks_per_node`
+/// (one process per GPU when the tasks run the training script directly; see `extract`).
+#[derive(Default)]
+struct Tasks {
+    per_node: Option<(u64, String)>,
+    gpus_each: Option<(u64, String)>,
+}
+
+impl Tasks {
+    fn read(&mut self, key: &str, value: Option<&str>, source: &str) {
+        let Some(n) = value.and_then(|v| v.parse::<u64>().ok()).filter(|&n| n > 0) else {
+            return;
+        };
+        match key {
+            "ntasks-per-node" => self.per_node = Some((n, source.to_string())),
+            "gpus-per-task" => self.gpus_each = Some((n, source.to_string())),
+            _ => {}
+        }
+    }
+
+    fn record(self, set: &mut impl FnMut(&str, serde_json::Value, f64, String)) {
+        match (self.per_node, self.gpus_each) {
+            (Some((tasks, source)), Some((gpus, _))) => {
+                set("gpus_per_node", json!(tasks * gpus), 1.0, source)
+            }
+            (Some((tasks, source)), None) => set("tasks_per_node", json!(tasks), 1.0, source),
+            _ => {}
+        }
+    }
+}
+
 /// The options of an `srun` command line (the words between `srun` and the command), which
 /// request what `#SBATCH` lines do; `set` records a field. A total GPU count (`--gpus 16`)
 /// gives GPUs per node with a node count among them.
 pub fn read_options(words: &[String], set: &mut impl FnMut(&str, serde_json::Value, f64)) {
     let mut total_gpus = None;
     let mut nodes = None;
+    let mut tasks = Tasks::default();
     for (key, value) in option_pairs(words) {
+        tasks.read(&key, value.as_deref(), "");
         if matches!(key.as_str(), "N" | "nodes") {
             nodes = value.as_deref().and_then(|v| v.parse::<u64>().ok());
         }
@@ -70,6 +109,7 @@ pub fn read_options(words: &[String], set: &mut impl FnMut(&str, serde_json::Val
             set("gpus_per_node", json!(gpus / nodes), 0.9);
         }
     }
+    tasks.record(&mut |field, v, confidence, _| set(field, v, confidence));
 }
 
 /// `--key=value`, `--key value`, `-k value` and `-kvalue` pairs of a header line; a comment

@@ -189,12 +189,12 @@ fn hold_floor(set: &str, floor: usize, invented: usize) {
 
 /// The third set (`heldout3/`, 12 setups from 11 repositories none of the others came from),
 /// collected and labelled by two passes that did not read the extractor: scored once at 48 of
-/// 113 fields (42 %, nothing invented) before the extractor saw it, 77 of 113 then 82 (rules
+/// 113 fields (42 %, nothing invented) before the extractor saw it, 77 of 113 then 85 (rules
 /// general in form, written for what it showed: wrappers, interpreter options, launchers, key
 /// names; docs/knowledge.md), a development score now. Held as a floor, nothing invented.
 #[test]
 fn third_held_out_set() {
-    hold_floor("heldout3", 82, 0);
+    hold_floor("heldout3", 85, 0);
 }
 
 /// The fourth set (`heldout4/`, 12 setups from 12 repositories none of the others came from),
@@ -210,8 +210,10 @@ fn fourth_held_out_set() {
 /// The fifth set (`heldout5/`, 12 setups from 12 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 78 of 114 fields (68 %, three values invented) with the rules the fourth set had brought,
-/// before the extractor saw it.
+/// before the extractor saw it; 103 of 114 since, one value invented (Open-Sora-Plan's
+/// `--model_max_length 512`, the caption encoder's limit in a video job, which nothing in the
+/// command tells from a language model's training length). A development score now.
 #[test]
 fn fifth_held_out_set() {
-    hold_floor("heldout5", 78, 3);
+    hold_floor("heldout5", 103, 1);
 }
