@@ -119,7 +119,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 10;
+pub const CACHE_VERSION: u32 = 11;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -366,11 +366,15 @@ fn read_file(
     };
     let mut facts = JobFacts::default();
     if python {
-        let outcome = match python::read_python(rel, &text, &mut facts) {
+        let mut imported = Vec::new();
+        let mut resolve = |from: &str, module: &str, level: usize| {
+            python_module(dir, from, module, level, &mut imported)
+        };
+        let outcome = match python::read_python_with(rel, &text, &mut facts, &mut resolve) {
             Ok(()) => Outcome::Read { facts },
             Err(reason) => Outcome::Skipped { reason },
         };
-        return (outcome, Vec::new());
+        return (outcome, imported);
     }
     if let Some(syntax) = config {
         let outcome = match configs::read_config(rel, &text, syntax, &mut facts) {
@@ -382,7 +386,10 @@ fn read_file(
     scheduler::read_headers(rel, &text, &mut facts);
     let mut sourced = Vec::new();
     let here = path.parent().unwrap_or(dir);
-    let mut source = |name: &str| read_sourced(dir, here, name, &mut sourced);
+    let mut source = |name: &str| {
+        let candidates = [here.join(name), dir.join(name)];
+        read_sourced(dir, &candidates, &mut sourced).map(|(_, text)| text)
+    };
     for (line, command) in commands(&text, &mut source) {
         launch::read_command(
             &command,
@@ -394,27 +401,65 @@ fn read_file(
     (Outcome::Read { facts }, sourced)
 }
 
-/// The text of a file a script sources (`source env.sh`, `. ./env.sh`), looked up beside the
-/// script, then in the job directory; `None` for a file outside the job directory (`source
-/// ~/.bashrc`, `/etc/profile`), missing or not UTF-8. Records what it read in `sourced`.
+/// The first of `candidates` that is a file inside the job directory `dir`, with its path
+/// relative to `dir` and its text: a file a script sources (`source env.sh`, looked up beside
+/// the script, then in the job directory) or a module a Python file imports. `None` for a
+/// file outside the job directory (`source ~/.bashrc`, `/etc/profile`, an installed package),
+/// missing or not UTF-8. Records what it read, with its hash, in `sourced` (for the cache).
 fn read_sourced(
     dir: &Path,
-    here: &Path,
-    name: &str,
+    candidates: &[PathBuf],
     sourced: &mut Vec<(String, String)>,
-) -> Option<String> {
+) -> Option<(String, String)> {
     let root = dir.canonicalize().ok()?;
-    let path = [here.join(name), dir.join(name)]
-        .into_iter()
+    let path = candidates
+        .iter()
         .filter_map(|p| p.canonicalize().ok())
         .find(|p| p.starts_with(&root) && p.is_file())?;
     let bytes = fs::read(&path).ok()?;
     let rel = path.strip_prefix(&root).ok()?.display().to_string();
     let sha = sha256_hex(&bytes);
     if !sourced.iter().any(|(f, _)| f == &rel) {
-        sourced.push((rel, sha));
+        sourced.push((rel.clone(), sha));
     }
-    String::from_utf8(bytes).ok()
+    Some((rel, String::from_utf8(bytes).ok()?))
+}
+
+/// The file of a module that Python file `from` (relative to `dir`) imports: `a.b` is
+/// `a/b.py` or `a/b/__init__.py`, beside the importing file, then from the job directory
+/// (`level` 0), or that many folders up from the importing file (a relative import, `from
+/// ..config import lr`: level 2).
+fn python_module(
+    dir: &Path,
+    from: &str,
+    module: &str,
+    level: usize,
+    imported: &mut Vec<(String, String)>,
+) -> Option<(String, String)> {
+    if module.is_empty() {
+        return None;
+    }
+    let here = dir.join(from);
+    let mut base = here.parent()?.to_path_buf();
+    for _ in 1..level {
+        base = base.parent()?.to_path_buf();
+    }
+    let bases = if level == 0 {
+        vec![base, dir.to_path_buf()]
+    } else {
+        vec![base]
+    };
+    let relative = module.replace('.', "/");
+    let candidates: Vec<PathBuf> = bases
+        .iter()
+        .flat_map(|b| {
+            [
+                b.join(format!("{relative}.py")),
+                b.join(&relative).join("__init__.py"),
+            ]
+        })
+        .collect();
+    read_sourced(dir, &candidates, imported)
 }
 
 /// SHA-256 of a file's bytes, hex; `None` when it cannot be read.
@@ -1085,6 +1130,64 @@ mod tests {
         let changed = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
         assert_eq!(changed.parsed, 1, "the script sourcing it");
         assert_eq!(value(&changed, "gpus_per_node"), Some(serde_json::json!(8)));
+    }
+
+    #[test]
+    fn python_imports_of_the_jobs_own_modules_are_followed_and_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        write(
+            "src/hparams.py",
+            "LR = 3e-4\nBASE = \"org/model-7b\"\nSTEPS = 10\nSTEPS = 20\n",
+        );
+        write("src/pkg/__init__.py", "");
+        write("src/pkg/data.py", "NAME = \"org/data\"\n");
+        write("src/consts.py", "EPOCHS = 3\n");
+        write(
+            "src/train.py",
+            "from hparams import LR, BASE as MODEL, STEPS\nfrom .pkg.data import *\n\
+             import consts as c\nfrom transformers import TrainingArguments\n\
+             model = AutoModelForCausalLM.from_pretrained(MODEL)\n\
+             ds = load_dataset(NAME)\n\
+             TrainingArguments(learning_rate=LR, num_train_epochs=c.EPOCHS, max_steps=STEPS)\n",
+        );
+        let mut cache = Cache::default();
+        let first = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        let fact =
+            |e: &Extraction, f: &str| e.facts.get(f).map(|x| (x.value.clone(), x.source.clone()));
+        use serde_json::json;
+        assert_eq!(
+            fact(&first, "learning_rate"),
+            Some((json!(3e-4), "src/hparams.py:1".into()))
+        );
+        assert_eq!(
+            fact(&first, "model"),
+            Some((json!("org/model-7b"), "src/hparams.py:2".into()))
+        );
+        assert_eq!(
+            fact(&first, "dataset"),
+            Some((json!("org/data"), "src/pkg/data.py:1".into()))
+        );
+        assert_eq!(
+            fact(&first, "epochs"),
+            Some((json!(3), "src/consts.py:1".into()))
+        );
+        assert_eq!(fact(&first, "max_steps"), None, "bound twice in its module");
+        // An unchanged job parses nothing; a change to an imported module re-derives the
+        // file that imports it (and the module itself).
+        let again = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!(again.parsed, 0);
+        write("src/hparams.py", "LR = 1e-4\nBASE = \"org/model-7b\"\n");
+        let changed = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
+        assert_eq!(changed.parsed, 2, "hparams.py and train.py");
+        assert_eq!(
+            fact(&changed, "learning_rate").map(|f| f.0),
+            Some(json!(1e-4))
+        );
     }
 
     #[test]

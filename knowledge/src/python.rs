@@ -23,6 +23,13 @@
 //! `SFTConfig(learning_rate=lr)`); the fact then cites the line of that binding. A value computed
 //! at run time, a parameter or a name bound twice says nothing. These are defaults, the weakest
 //! source: a flag on the command line, the script's command or a config file wins over them.
+//!
+//! Also: the parameter defaults of a function that `fire.Fire`, jsonargparse's `CLI` or
+//! `typer.run` turns into the command line; the `dict(...)` sections of a Python config
+//! (mmengine), read as a configuration tree; constant arithmetic (`1.5e-4 * 4096 / 256`); and,
+//! through [`read_python_with`], names imported from the job's own modules (`from config import
+//! LR`, `import config as cfg` then `cfg.LR`, relative and star imports), cited at the line of
+//! the module that binds them.
 
 use std::collections::HashMap;
 
@@ -59,9 +66,35 @@ const DATASET_BUILDERS: &[&str] = &[
 /// Module-level literal assignments of training settings that make a Python module a config.
 pub const SETTINGS_BLOCK: usize = 3;
 
+/// Finds a module a Python file imports: `(importing file, module, level)` -> the module's
+/// file (its name, as the facts cite it) and text, or `None` when it is not in the job's files.
+/// `level` counts the leading dots of a relative import (`from .config import lr`: 1).
+pub type ImportResolver<'r> = dyn FnMut(&str, &str, usize) -> Option<(String, String)> + 'r;
+
+/// Modules imported from imported modules, at most.
+const MAX_IMPORT_DEPTH: usize = 4;
+
 /// Reads Python source `name` (its text) into `facts`; an error when it does not parse.
-/// Module-level assignments count only in a config (see the module documentation).
+/// Module-level assignments count only in a config (see the module documentation). No
+/// imports are followed (see [`read_python_with`]).
 pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), String> {
+    read_python_with(name, text, facts, &mut |_, _, _| None)
+}
+
+/// [`read_python`], following imports of the job's own modules through `resolve`: a name
+/// imported from one (`from config import LR`, `import config as cfg` then `cfg.LR`, `from
+/// .settings import *`) stands for the literal it is bound to once there, and the fact cites
+/// that module's line.
+pub fn read_python_with(
+    name: &str,
+    text: &str,
+    facts: &mut JobFacts,
+    resolve: &mut ImportResolver<'_>,
+) -> Result<(), String> {
+    let mut importer = Importer {
+        resolve,
+        files: vec![name.to_string()],
+    };
     let suite = ast::Suite::parse(text, name).map_err(|e| format!("not valid Python: {e}"))?;
     let settings = suite
         .iter()
@@ -78,8 +111,9 @@ pub fn read_python(name: &str, text: &str, facts: &mut JobFacts) -> Result<(), S
         name,
         text,
         found: Vec::new(),
-        scopes: vec![Scope::of(&suite, &[])],
+        scopes: vec![Scope::of(&suite, &[], &mut importer)],
         commands: Vec::new(),
+        importer,
     };
     command_functions(&suite, &mut reader.commands);
     for stmt in &suite {
@@ -168,7 +202,67 @@ struct Reader<'a> {
     scopes: Vec<Scope>,
     /// Functions whose parameters are the command line ([`COMMAND_LINE_CALLS`]).
     commands: Vec<String>,
+    importer: Importer<'a>,
 }
+
+/// Where a value was written: a byte offset in the file being read, or a line of another
+/// file already cited (a module it imports).
+#[derive(Clone, Debug)]
+enum At {
+    Offset(usize),
+    Cited(String),
+}
+
+impl At {
+    /// The citation `file:line`, for a value of file `name` (its `text`).
+    fn cite(&self, name: &str, text: &str) -> String {
+        match self {
+            At::Offset(offset) => format!("{name}:{}", line_at(text, *offset)),
+            At::Cited(source) => source.clone(),
+        }
+    }
+}
+
+/// Follows imports of the job's own modules while scopes are collected.
+struct Importer<'r> {
+    resolve: &'r mut ImportResolver<'r>,
+    /// The file being read, then the modules it imports being read (no cycles).
+    files: Vec<String>,
+}
+
+impl Importer<'_> {
+    /// The names a module binds once to a literal, cited in that module; `None` when it is not
+    /// the job's, does not parse, is being read already, or is too deep.
+    fn module(&mut self, module: &str, level: usize) -> Option<Names> {
+        if self.files.len() > MAX_IMPORT_DEPTH {
+            return None;
+        }
+        let from = self.files.last()?.clone();
+        let (file, text) = (self.resolve)(&from, module, level)?;
+        if self.files.contains(&file) {
+            return None;
+        }
+        let suite = ast::Suite::parse(&text, &file).ok()?;
+        self.files.push(file.clone());
+        let scope = Scope::of(&suite, &[], self);
+        self.files.pop();
+        Some(
+            scope
+                .names
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k,
+                        v.map(|(value, at)| (value, At::Cited(at.cite(&file, &text)))),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A scope's names: name -> the literal it is bound to once and where, or `None`.
+type Names = HashMap<String, Option<(Value, At)>>;
 
 /// Calls that turn a function's parameters into the command line: `fire.Fire(train)`,
 /// jsonargparse's `CLI(main)`, `typer.run(main)`; the parameters' defaults are the script's
@@ -203,23 +297,29 @@ fn command_functions(body: &[Stmt], out: &mut Vec<String>) {
 /// nested functions and classes) that are bound exactly once, to a literal: name -> (value,
 /// byte offset of the binding). A name bound otherwise (twice, to a computed value, as a
 /// parameter, a loop variable or an import) maps to `None`.
+///
+/// Imports of the job's own modules bind the names those modules bind once to a literal
+/// (`from config import LR`; `from config import *` binds all of them), and `import config as
+/// cfg` keeps the module's names for `cfg.LR`.
 #[derive(Default)]
 struct Scope {
-    names: HashMap<String, Option<(Value, usize)>>,
+    names: Names,
+    /// Modules imported whole, by the name they are bound to.
+    modules: HashMap<String, Names>,
 }
 
 impl Scope {
     /// The scope of `body`, whose function takes `parameters` (empty for a module).
-    fn of(body: &[Stmt], parameters: &[&str]) -> Scope {
+    fn of(body: &[Stmt], parameters: &[&str], importer: &mut Importer<'_>) -> Scope {
         let mut scope = Scope::default();
         for p in parameters {
             scope.bind(p, None);
         }
-        scope.collect(body);
+        scope.collect(body, importer);
         scope
     }
 
-    fn bind(&mut self, name: &str, value: Option<(Value, usize)>) {
+    fn bind(&mut self, name: &str, value: Option<(Value, At)>) {
         self.names
             .entry(name.to_string())
             .and_modify(|v| *v = None)
@@ -227,7 +327,7 @@ impl Scope {
     }
 
     /// Every name bound by `target` (tuples bind each of their names, to no known value).
-    fn bind_target(&mut self, target: &Expr, value: Option<(Value, usize)>) {
+    fn bind_target(&mut self, target: &Expr, value: Option<(Value, At)>) {
         match target {
             Expr::Name(n) => self.bind(n.id.as_str(), value),
             Expr::Tuple(t) => t.elts.iter().for_each(|e| self.bind_target(e, None)),
@@ -236,11 +336,11 @@ impl Scope {
         }
     }
 
-    fn collect(&mut self, body: &[Stmt]) {
+    fn collect(&mut self, body: &[Stmt], importer: &mut Importer<'_>) {
         for stmt in body {
             match stmt {
                 Stmt::Assign(a) => {
-                    let offset = a.range.start().to_usize();
+                    let offset = At::Offset(a.range.start().to_usize());
                     let value = literal(&a.value).map(|v| (v, offset));
                     match a.targets.as_slice() {
                         [one] => self.bind_target(one, value),
@@ -248,23 +348,23 @@ impl Scope {
                     }
                 }
                 Stmt::AnnAssign(a) => {
-                    let offset = a.range.start().to_usize();
+                    let offset = At::Offset(a.range.start().to_usize());
                     let value = a.value.as_deref().and_then(literal).map(|v| (v, offset));
                     self.bind_target(&a.target, value);
                 }
                 Stmt::AugAssign(a) => self.bind_target(&a.target, None),
                 Stmt::For(f) => {
                     self.bind_target(&f.target, None);
-                    self.collect(&f.body);
-                    self.collect(&f.orelse);
+                    self.collect(&f.body, importer);
+                    self.collect(&f.orelse, importer);
                 }
                 Stmt::While(w) => {
-                    self.collect(&w.body);
-                    self.collect(&w.orelse);
+                    self.collect(&w.body, importer);
+                    self.collect(&w.orelse, importer);
                 }
                 Stmt::If(i) => {
-                    self.collect(&i.body);
-                    self.collect(&i.orelse);
+                    self.collect(&i.body, importer);
+                    self.collect(&i.orelse, importer);
                 }
                 Stmt::With(w) => {
                     for item in &w.items {
@@ -272,22 +372,41 @@ impl Scope {
                             self.bind_target(var, None);
                         }
                     }
-                    self.collect(&w.body);
+                    self.collect(&w.body, importer);
                 }
                 Stmt::Try(t) => {
-                    self.collect(&t.body);
-                    self.collect(&t.orelse);
-                    self.collect(&t.finalbody);
+                    self.collect(&t.body, importer);
+                    self.collect(&t.orelse, importer);
+                    self.collect(&t.finalbody, importer);
                 }
-                Stmt::Import(i) => i.names.iter().for_each(|a| {
-                    let bound = a.asname.as_ref().unwrap_or(&a.name);
-                    let first = bound.as_str().split('.').next().unwrap_or_default();
-                    self.bind(first, None)
-                }),
-                Stmt::ImportFrom(i) => i
-                    .names
-                    .iter()
-                    .for_each(|a| self.bind(a.asname.as_ref().unwrap_or(&a.name).as_str(), None)),
+                Stmt::Import(i) => {
+                    for a in &i.names {
+                        let bound = a.asname.as_ref().unwrap_or(&a.name);
+                        let first = bound.as_str().split('.').next().unwrap_or_default();
+                        self.bind(first, None);
+                        // `import config` or `import a.b as cfg`: `cfg.LR` reads its names.
+                        if a.asname.is_some() || !a.name.as_str().contains('.') {
+                            if let Some(names) = importer.module(a.name.as_str(), 0) {
+                                self.modules.insert(first.to_string(), names);
+                            }
+                        }
+                    }
+                }
+                Stmt::ImportFrom(i) => {
+                    let level = i.level.map_or(0, |l| l.to_usize());
+                    let module = i.module.as_ref().map_or("", |m| m.as_str());
+                    let names = importer.module(module, level).unwrap_or_default();
+                    for a in &i.names {
+                        if a.name.as_str() == "*" {
+                            for (name, value) in &names {
+                                self.bind(name, value.clone());
+                            }
+                            continue;
+                        }
+                        let bound = a.asname.as_ref().unwrap_or(&a.name).as_str();
+                        self.bind(bound, names.get(a.name.as_str()).cloned().flatten());
+                    }
+                }
                 Stmt::FunctionDef(f) => self.bind(f.name.as_str(), None),
                 Stmt::ClassDef(c) => self.bind(c.name.as_str(), None),
                 _ => {}
@@ -304,7 +423,8 @@ impl Reader<'_> {
                 if assignments {
                     if let [Expr::Name(target)] = a.targets.as_slice() {
                         if let Some(value) = literal(&a.value) {
-                            self.argument(target.id.as_str(), value, a.range.start().to_usize());
+                            let at = At::Offset(a.range.start().to_usize());
+                            self.argument(target.id.as_str(), value, at);
                         }
                     }
                 }
@@ -324,7 +444,8 @@ impl Reader<'_> {
                 if self.commands.iter().any(|c| c == f.name.as_str()) {
                     self.parameter_defaults(a);
                 }
-                self.scopes.push(Scope::of(&f.body, &parameters));
+                let scope = Scope::of(&f.body, &parameters, &mut self.importer);
+                self.scopes.push(scope);
                 self.block(&f.body);
                 self.scopes.pop();
             }
@@ -358,7 +479,7 @@ impl Reader<'_> {
             self.add_argument(call);
         } else if SETTINGS_CALLS.contains(&callee) {
             for keyword in &call.keywords {
-                let offset = keyword.range.start().to_usize();
+                let offset = At::Offset(keyword.range.start().to_usize());
                 if let (Some(arg), Some((value, at))) =
                     (&keyword.arg, self.value(&keyword.value, offset))
                 {
@@ -386,30 +507,50 @@ impl Reader<'_> {
     }
 
     /// A literal in place, or the literal a name is bound to in the innermost scope that binds
-    /// it, with the offset to cite (the binding's for a name, else `offset`).
-    fn value(&self, expr: &Expr, offset: usize) -> Option<(Value, usize)> {
+    /// it (or a name of a module imported whole: `cfg.LR`), with where to cite (the binding's
+    /// place for a name, else `at`).
+    fn value(&self, expr: &Expr, at: At) -> Option<(Value, At)> {
         if let Some(v) = literal(expr) {
-            return Some((v, offset));
+            return Some((v, at));
         }
-        let Expr::Name(n) = expr else { return None };
-        self.scopes
-            .iter()
-            .rev()
-            .find_map(|scope| scope.names.get(n.id.as_str()))
-            .cloned()
-            .flatten()
+        match expr {
+            Expr::Name(n) => self
+                .scopes
+                .iter()
+                .rev()
+                .find_map(|scope| scope.names.get(n.id.as_str()))
+                .cloned()
+                .flatten(),
+            Expr::Attribute(a) => {
+                let Expr::Name(module) = a.value.as_ref() else {
+                    return None;
+                };
+                let scope = self
+                    .scopes
+                    .iter()
+                    .rev()
+                    .find(|scope| scope.names.contains_key(module.id.as_str()))?;
+                scope
+                    .modules
+                    .get(module.id.as_str())?
+                    .get(a.attr.as_str())
+                    .cloned()
+                    .flatten()
+            }
+            _ => None,
+        }
     }
 
     /// The call's first positional argument, or its keyword `keyword`, when it is a string (in
     /// place or through a name), with the offset to cite.
-    fn first_argument(&self, call: &ast::ExprCall, keyword: &str) -> Option<(Value, usize)> {
+    fn first_argument(&self, call: &ast::ExprCall, keyword: &str) -> Option<(Value, At)> {
         let arg = call.args.first().or_else(|| {
             call.keywords
                 .iter()
                 .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == keyword))
                 .map(|k| &k.value)
         })?;
-        self.value(arg, call.range.start().to_usize())
+        self.value(arg, At::Offset(call.range.start().to_usize()))
             .filter(|(v, _)| v.is_string())
     }
 
@@ -430,7 +571,8 @@ impl Reader<'_> {
                 other => literal(other),
             };
             if let Some(value) = value {
-                self.argument(target.id.as_str(), value, a.range.start().to_usize());
+                let at = At::Offset(a.range.start().to_usize());
+                self.argument(target.id.as_str(), value, at);
             }
         }
     }
@@ -441,7 +583,9 @@ impl Reader<'_> {
             let Some(default) = p.default.as_deref() else {
                 continue;
             };
-            if let Some((value, at)) = self.value(default, p.def.range.start().to_usize()) {
+            if let Some((value, at)) =
+                self.value(default, At::Offset(p.def.range.start().to_usize()))
+            {
                 self.argument(p.def.arg.as_str(), value, at);
             }
         }
@@ -458,16 +602,17 @@ impl Reader<'_> {
             .iter()
             .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "default"));
         if let (Some(flag), Some(default)) = (flag, default) {
-            if let Some((value, at)) = self.value(&default.value, call.range.start().to_usize()) {
+            let at = At::Offset(call.range.start().to_usize());
+            if let Some((value, at)) = self.value(&default.value, at) {
                 let name = flag.trim_start_matches('-').replace('-', "_");
                 self.argument(&name, value, at);
             }
         }
     }
 
-    /// A setting `name = value` found at byte `offset`.
-    fn argument(&mut self, name: &str, value: Value, offset: usize) {
-        let source = format!("{}:{}", self.name, line_at(self.text, offset));
+    /// A setting `name = value` written `at`.
+    fn argument(&mut self, name: &str, value: Value, at: At) {
+        let source = at.cite(self.name, self.text);
         // Lightning's `precision="bf16-mixed"` reads like any other argument.
         if let Some(fact) = setting(name, value) {
             self.found.push((name.to_string(), fact, source));
