@@ -568,6 +568,11 @@ fn count(value: &str) -> Option<Value> {
 /// left out.
 fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     let mut settings = Vec::new();
+    let names: Vec<String> = words
+        .iter()
+        .filter_map(|w| w.strip_prefix("--"))
+        .map(|n| n.split('=').next().unwrap_or(n).replace('-', "_"))
+        .collect();
     let mut i = 0;
     while i < words.len() {
         let Some(name) = words[i].strip_prefix("--") else {
@@ -618,7 +623,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         .into_iter()
         .filter_map(|(name, value)| Some((name.clone(), dotted_setting(&name, value)?, ())))
         .collect();
-    settle(&mut facts);
+    settle(&mut facts, &names);
     for (_, (field, value, confidence), ()) in facts {
         set(field, value, confidence);
     }
@@ -640,8 +645,15 @@ const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
 ///   script's batch per device (Hugging Face's example scripts, Lightning's; confidence 0.7).
 ///   Config files keep `train_batch_size` global (DeepSpeed, Composer, Levanter).
 /// - `dataset_name` beside a `dataset_path` names its subset (`load_dataset(path, name)`).
-pub fn settle<T>(settings: &mut Vec<(String, (&'static str, Value, f64), T)>) {
+/// - Beside an argument naming a text encoder (`names`: every argument name given, known or
+///   not), a text length is the captions' limit: no sequence length.
+pub fn settle<T>(settings: &mut Vec<(String, (&'static str, Value, f64), T)>, names: &[String]) {
     settle_batches(settings);
+    // A text-conditioned generator's lengths (`--text_encoder_name google/mt5-xxl
+    // --model_max_length 512`) bound its captions, not the training's sequences.
+    if names.iter().any(|n| n.starts_with("text_encoder")) {
+        settings.retain(|(_, (field, _, _), _)| *field != "sequence_length");
+    }
     // `load_dataset(path, name)`: beside a `dataset_path`, a `dataset_name` names a subset.
     if settings.iter().any(|(name, _, _)| name == "dataset_path") {
         settings.retain(|(name, _, _)| name != "dataset_name");
@@ -826,6 +838,15 @@ mod tests {
         assert_eq!(plain.value("batch_size_per_device"), Some(&json!(4)));
         let alone = read("python train.py --batch_size 32").unwrap();
         assert_eq!(alone.value("batch_size_per_device"), Some(&json!(32)));
+    }
+
+    #[test]
+    fn a_text_encoders_length_is_not_the_sequence_length() {
+        let t2v = read("accelerate launch train_t2v.py --text_encoder_name_1 google/mt5-xxl --model_max_length 512 --lr 1e-5").unwrap();
+        assert_eq!(t2v.value("sequence_length"), None);
+        assert_eq!(t2v.value("learning_rate"), Some(&json!(1e-5)));
+        let lm = read("torchrun train.py --model_max_length 512").unwrap();
+        assert_eq!(lm.value("sequence_length"), Some(&json!(512)));
     }
 
     #[test]

@@ -114,13 +114,14 @@ pub fn read_python_with(
         scopes: vec![Scope::of(&suite, &[], &mut importer)],
         commands: Vec::new(),
         importer,
+        flags: Vec::new(),
     };
     command_functions(&suite, &mut reader.commands);
     for stmt in &suite {
         reader.statement(stmt, config);
     }
     let mut found = reader.found;
-    settle(&mut found);
+    settle(&mut found, &reader.flags);
     for (_, (field, value, confidence), source) in found {
         facts.set(field, value, source, confidence, Strength::Default);
     }
@@ -203,6 +204,8 @@ struct Reader<'a> {
     /// Functions whose parameters are the command line ([`COMMAND_LINE_CALLS`]).
     commands: Vec<String>,
     importer: Importer<'a>,
+    /// Every `add_argument` flag, with or without a default (`-` read as `_`).
+    flags: Vec<String>,
 }
 
 /// Where a value was written: a byte offset in the file being read, or a line of another
@@ -601,6 +604,10 @@ impl Reader<'_> {
             .keywords
             .iter()
             .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "default"));
+        if let Some(flag) = &flag {
+            self.flags
+                .push(flag.trim_start_matches('-').replace('-', "_"));
+        }
         if let (Some(flag), Some(default)) = (flag, default) {
             let at = At::Offset(call.range.start().to_usize());
             if let Some((value, at)) = self.value(&default.value, at) {

@@ -210,10 +210,9 @@ fn fourth_held_out_set() {
 /// The fifth set (`heldout5/`, 12 setups from 12 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 78 of 114 fields (68 %, three values invented) with the rules the fourth set had brought,
-/// before the extractor saw it; 103 of 114 since, one value invented (Open-Sora-Plan's
-/// `--model_max_length 512`, the caption encoder's limit in a video job, which nothing in the
-/// command tells from a language model's training length). A development score now.
+/// before the extractor saw it; 103 of 114 since, nothing invented (rules general in form,
+/// written for what it showed: docs/knowledge.md). A development score now.
 #[test]
 fn fifth_held_out_set() {
-    hold_floor("heldout5", 103, 1);
+    hold_floor("heldout5", 103, 0);
 }
