@@ -109,8 +109,10 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
         // yacs configs (detectron2) write keys in capitals: `SOLVER.BASE_LR`.
         let key = key.replace('-', "_").to_ascii_lowercase();
         let parent = parent.map(|p| p.to_ascii_lowercase());
-        // A model's own config.json records the dtype of its weights, not the training's.
-        if key.starts_with("torch_dtype") && tree.get("architectures").is_some() {
+        // A model's own config.json (`architectures`) describes the architecture: its
+        // `max_sequence_length` and `torch_dtype` are the model's limits and weights, not the
+        // training's. Only its `model_type` (above) is read.
+        if tree.get("architectures").is_some() && key != "model_type" {
             continue;
         }
         if megatron_batches && key == "accumulate_grad_batches" {
@@ -282,6 +284,17 @@ fn dataset_ids(node: &Value, out: &mut Vec<(String, Value)>) {
                     if let Some(id) = item.get("id").or_else(|| item.get("path")) {
                         out.push((k.clone(), id.clone()));
                     }
+                }
+            }
+            // The alignment handbook's `dataset_mixer: {org/name: 1.0}`, lingua's `sources:
+            // {dclm_baseline_1.0: 100.0}`: data sets with their shares.
+            Value::Object(mix)
+                if (k.contains("dataset") || k == "sources")
+                    && !mix.is_empty()
+                    && mix.values().all(Value::is_number) =>
+            {
+                for name in mix.keys() {
+                    out.push((k.clone(), json!(name)));
                 }
             }
             // LAVIS: `datasets: {coco_caption: {vis_processor: ...}}`, one section per data set.
@@ -467,6 +480,17 @@ mod tests {
         let mut model = JobFacts::default();
         read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", Syntax::Json, &mut model).unwrap();
         assert_eq!(model.value("model_type").unwrap(), "llama");
+        let mut arch = JobFacts::default();
+        let text = "{\"architectures\": [\"LlamaForCausalLM\"], \"max_sequence_length\": 2048, \"torch_dtype\": \"float16\"}";
+        read_config("llama_7b.json", text, Syntax::Json, &mut arch).unwrap();
+        assert!(
+            arch.is_empty(),
+            "an architecture's limits are not the training's: {arch:?}"
+        );
+        let mut mix = JobFacts::default();
+        let text = "dataset_mixer:\n  org/a: 1.0\n  org/b: 0.5\n";
+        read_config("recipe.yaml", text, Syntax::Yaml, &mut mix).unwrap();
+        assert_eq!(mix.value("dataset").unwrap(), &json!(["org/a", "org/b"]));
         assert!(read_config("bad.yaml", "a: [1, 2", Syntax::Yaml, &mut model).is_err());
     }
 

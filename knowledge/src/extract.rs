@@ -482,6 +482,29 @@ fn commands(text: &str, source: &mut dyn FnMut(&str) -> Option<String>) -> Vec<(
     out
 }
 
+/// Lines a quoted string may span, at most (a quote never closed ends there).
+const MAX_QUOTED_LINES: usize = 64;
+
+/// Whether `text` ends inside a quoted string: a `"` or `'` opened and not closed (shell rules:
+/// a backslash escapes outside single quotes, nothing is special inside them).
+fn open_quote(text: &str) -> bool {
+    let mut quote = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => {
+                chars.next();
+            }
+            (Some('"'), '"') => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            _ => {}
+        }
+    }
+    quote.is_some()
+}
+
 /// Files sourced within sourced files, at most.
 const MAX_SOURCE_DEPTH: usize = 4;
 
@@ -518,6 +541,13 @@ fn scan(
             continue;
         }
         joined.push_str(trimmed);
+        // A quoted string that goes on over lines (`ARGS=" \` ... `--seed 2023` then `"`)
+        // continues on the next line, up to [`MAX_QUOTED_LINES`].
+        if open_quote(&joined) && index + 1 < start + MAX_QUOTED_LINES {
+            joined.push(' ');
+            current = Some((start, joined));
+            continue;
+        }
         if let Some((var, delimiter)) = heredoc(&joined) {
             let body: Vec<&str> = lines
                 .by_ref()
@@ -829,9 +859,43 @@ fn join_continuations(command: &str) -> String {
         .join(" ")
 }
 
+/// A value that a stronger source gives as an unknown variable (`--num_machines $NUM_NODES`
+/// over a config's `num_machines: 1`) is not the job's: it is taken out and noted on the
+/// `FIELD_unknown` fact. A scheduler variable (`$SLURM_NNODES`), and any unknown node or GPU
+/// count of a launcher inside a batch job (`--nnodes $COUNT_NODE`, counted from the node list),
+/// is the allocation's value, the one the scheduler headers request: it overrides configs and
+/// code defaults, not headers.
+fn overridden_by_unknowns(facts: &mut JobFacts) {
+    for &(field, marker) in launch::UNKNOWN_FIELDS {
+        let Some(unknown) = facts.get(marker) else {
+            continue;
+        };
+        let written = unknown.value.as_str().unwrap_or_default();
+        let scheduler = ["$SLURM_", "${SLURM_", "$PBS_", "${PBS_"]
+            .iter()
+            .any(|v| written.contains(v));
+        let allocation = matches!(field, "nodes" | "gpus_per_node" | "gpus_total");
+        let strength = if scheduler || allocation {
+            unknown.strength.max(Strength::Header)
+        } else {
+            unknown.strength
+        };
+        if facts.get(field).is_some_and(|f| f.strength > strength) {
+            if let Some(lost) = facts.remove(field) {
+                let note = format!(
+                    "{} @ {} (overridden by an unknown value)",
+                    lost.value, lost.source
+                );
+                facts.note(marker, note);
+            }
+        }
+    }
+}
+
 /// Facts that follow from others: GPUs per node from a total and the node count; the global
 /// batch size from the per-device batch, the GPUs and the accumulation steps.
 fn derive(facts: &mut JobFacts) {
+    overridden_by_unknowns(facts);
     let number = |facts: &JobFacts, f: &str| facts.value(f).and_then(|v| v.as_u64());
     let confidence = |facts: &JobFacts, fields: &[&str]| {
         fields
@@ -922,6 +986,17 @@ fn derive(facts: &mut JobFacts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_strings_go_on_over_lines() {
+        let script = "ARGS=\" \\\n  --lr 1e-5 \\\n  --seed 2023\n\"\nCMD=\"deepspeed train.py ${ARGS}\"\neval ${CMD}\n";
+        let commands = commands(script, &mut |_| None);
+        assert_eq!(commands.len(), 1, "{commands:?}");
+        assert!(commands[0].1.contains("--lr 1e-5"), "{commands:?}");
+        assert!(!open_quote("echo \"a\" 'b' \\\""));
+        assert!(open_quote("X=\"a"));
+        assert!(!open_quote("X='it\"s'"));
+    }
 
     #[test]
     fn shell_arithmetic_is_evaluated_when_its_operands_are_known() {

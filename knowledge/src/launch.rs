@@ -21,6 +21,11 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("base_model", "model", 1.0),
     ("pretrain", "model", 1.0),
     ("pretrained_path", "model", 0.9),
+    ("base_model_name", "model", 1.0),
+    // SwissArmyTransformer (CogVLM): `--from_pretrained cogvlm-base-490`.
+    ("from_pretrained", "model", 0.9),
+    // A model built from an architecture file (GaLore's `--model_config configs/llama_7b.json`).
+    ("model_config", "model", 0.7),
     // The language model a vision-language model is built on (OpenFlamingo's `--lm_path`).
     ("lm_path", "model", 0.8),
     ("model", "model", 0.9),
@@ -42,6 +47,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("batch_size_train", "batch_size_per_device", 0.9),
     ("global_batch_size", "global_batch_size", 1.0),
     ("global_train_batch_size", "global_batch_size", 1.0),
+    ("total_batch_size", "global_batch_size", 1.0),
     // detectron2's `SOLVER.IMS_PER_BATCH`: images per step over all GPUs.
     ("ims_per_batch", "global_batch_size", 0.8),
     // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
@@ -88,6 +94,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("max_update", "max_steps", 1.0),
     // Hugging Face diffusers' scripts; detectron2's `SOLVER.MAX_ITER`.
     ("max_train_steps", "max_steps", 1.0),
+    ("num_training_steps", "max_steps", 1.0),
     ("max_iter", "max_steps", 1.0),
     // Levanter's `trainer.num_train_steps`.
     ("num_train_steps", "max_steps", 1.0),
@@ -112,6 +119,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("num_nodes", "nodes", 1.0),
     // Lightning's `--gpus 1` / `Trainer(devices=8)`: the GPUs of each node (a count only).
     ("gpus", "gpus_per_node", 0.8),
+    ("ngpus", "gpus_per_node", 0.8),
     ("devices", "gpus_per_node", 0.8),
     // Model parallelism, so the global batch is not derived from the GPU count.
     ("tensor_parallel_dim", "model_parallel", 1.0),
@@ -228,6 +236,12 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         return false;
     };
     let (words, srun) = strip_prefixes(until_operator(&all));
+    // `eval "$HEADER" "$ARGS"`: the shell joins the words and reads them again.
+    if let [first, rest @ ..] = words {
+        if first == "eval" && !rest.is_empty() {
+            return read_command(&rest.join(" "), source, strength, facts);
+        }
+    }
     // `bash -c "..."`: the quoted commands, each in turn.
     if let [shell, flag, inner, ..] = words {
         if matches!(shell.as_str(), "bash" | "sh") && flag == "-c" {
@@ -314,6 +328,16 @@ fn is_evaluation_script(script: &str) -> bool {
 
 /// Words of a script's name that mark an evaluation, not a training run.
 const EVALUATION_WORDS: &[&str] = &[
+    // Speech and translation recipes' steps after training: decoding, scoring, averaging and
+    // exporting checkpoints (`wenet/bin/recognize.py`, `tools/compute-wer.py`).
+    "decode",
+    "recognize",
+    "wer",
+    "cer",
+    "bleu",
+    "score",
+    "average",
+    "export",
     "val",
     "valid",
     "validate",
@@ -548,6 +572,11 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&
         .iter()
         .find(|(l, flag, _)| *l == launcher && *flag == name)
         .map(|(_, _, field)| *field);
+    if let (Some(field), true) = (field, value.contains('$')) {
+        // `--num_machines $NUM_NODES`: the count is the job's, but unknown here.
+        set(&unknown(field), json!(format!("--{name} {value}")), 1.0);
+        return;
+    }
     if let (Some(field), Some(v)) = (field, count(value)) {
         // An elastic range (`--nnodes 1:4`) gives its minimum, with less confidence.
         set(field, v, if value.contains(':') { 0.8 } else { 1.0 });
@@ -603,10 +632,11 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         i += 1;
         let name = name.replace('-', "_");
         if values.iter().any(|v| v.contains('$')) {
-            // An accumulation the files leave to a variable is unknown, not 1: no global
-            // batch may be derived without it.
-            if argument(&name).is_some_and(|(field, _)| field == "gradient_accumulation") {
-                settings.push((UNKNOWN_ACCUMULATION.to_string(), json!(true)));
+            // A value the files leave to an unknown variable overrides any weaker one with
+            // something unknown (an accumulation is unknown, not 1).
+            if let Some((field, _)) = argument(&name) {
+                let written = format!("--{name} {}", values.join(" "));
+                settings.push((unknown(field), json!(written)));
             }
             continue;
         }
@@ -629,9 +659,33 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     }
 }
 
-/// A fact that says the accumulation was given but could not be read (`--gradient_accumulation_steps
-/// $GAS` with `GAS` unknown), so that `extract` derives no global batch.
+/// The fact that says a field was given but could not be read (`--num_machines $NUM_NODES`,
+/// `--gradient_accumulation_steps $GAS` with the variable unknown): `FIELD_unknown`, whose value
+/// is the flag as written. A weaker source's value for the field is then not the job's
+/// (`extract` takes it out and notes it there), and nothing is derived from it.
+pub fn unknown(field: &str) -> String {
+    format!("{field}_unknown")
+}
+
+/// [`unknown`] of the accumulation.
 pub const UNKNOWN_ACCUMULATION: &str = "gradient_accumulation_unknown";
+
+/// Each field that a flag sets, with its [`unknown`] fact's name.
+pub const UNKNOWN_FIELDS: &[(&str, &str)] = &[
+    ("model", "model_unknown"),
+    ("dataset", "dataset_unknown"),
+    ("batch_size_per_device", "batch_size_per_device_unknown"),
+    ("global_batch_size", "global_batch_size_unknown"),
+    ("gradient_accumulation", UNKNOWN_ACCUMULATION),
+    ("sequence_length", "sequence_length_unknown"),
+    ("epochs", "epochs_unknown"),
+    ("max_steps", "max_steps_unknown"),
+    ("learning_rate", "learning_rate_unknown"),
+    ("precision", "precision_unknown"),
+    ("nodes", "nodes_unknown"),
+    ("gpus_per_node", "gpus_per_node_unknown"),
+    ("gpus_total", "gpus_total_unknown"),
+];
 
 /// Batch names that do not say per device or global: their meaning depends on the others.
 const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
@@ -694,8 +748,11 @@ pub const NOT_TRAINING: &[&str] = &[
 /// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);
 /// nothing under a section of [`NOT_TRAINING`].
 fn dotted_setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
-    if name == UNKNOWN_ACCUMULATION {
-        return Some((UNKNOWN_ACCUMULATION, value, 1.0));
+    if let Some(field) = name.strip_suffix("_unknown") {
+        return UNKNOWN_FIELDS
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|&(_, marker)| (marker, value, 1.0));
     }
     let name = name.replace('-', "_");
     let Some((section, _)) = name.split_once('.') else {
@@ -866,10 +923,25 @@ mod tests {
     }
 
     #[test]
-    fn an_accumulation_left_to_an_unknown_variable_is_unknown() {
+    fn a_value_left_to_an_unknown_variable_is_unknown() {
         let facts = read("python train.py --gradient_accumulation_steps $GAS").unwrap();
         assert_eq!(facts.value("gradient_accumulation"), None);
-        assert_eq!(facts.value(UNKNOWN_ACCUMULATION), Some(&json!(true)));
+        assert_eq!(
+            facts.value(UNKNOWN_ACCUMULATION),
+            Some(&json!("--gradient_accumulation_steps $GAS"))
+        );
+        let acc =
+            read("accelerate launch --num_machines $NUM_NODES --config_file z3.yaml t.py").unwrap();
+        assert_eq!(
+            acc.value("nodes_unknown"),
+            Some(&json!("--num_machines $NUM_NODES"))
+        );
+        let eval =
+            read("eval \"torchrun --nproc_per_node 2 -m pkg.train\" \"--lr 2e-5 --bf16 True\"")
+                .unwrap();
+        assert_eq!(eval.value("gpus_per_node"), Some(&json!(2)));
+        assert_eq!(eval.value("script"), Some(&json!("pkg.train")));
+        assert_eq!(eval.value("learning_rate"), Some(&json!(2e-5)));
     }
 
     #[test]

@@ -35,6 +35,20 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     tasks.record(&mut |field, v, confidence, source| {
         facts.set(field, v, source, confidence, Strength::Header)
     });
+    // `--mem-per-cpu` without `--mem`: per node, times the CPUs of its tasks.
+    if let (Some((per_cpu, source)), None) = (&tasks.mem_per_cpu, facts.get("memory_mib")) {
+        let cpus = facts.value("cpus_per_task").and_then(|v| v.as_u64());
+        if let Some(cpus) = cpus {
+            let per_node = per_cpu * cpus * tasks.tasks_per_node().unwrap_or(1);
+            facts.set(
+                "memory_mib",
+                json!(per_node),
+                source.clone(),
+                0.9,
+                Strength::Header,
+            );
+        }
+    }
     // A total GPU count gives GPUs per node only with the node count (default 1).
     if let Some((gpus, source)) = total_gpus {
         if facts.get("gpus_per_node").is_none() {
@@ -63,10 +77,21 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
 struct Tasks {
     per_node: Option<(u64, String)>,
     gpus_each: Option<(u64, String)>,
+    /// `--mem-per-cpu`, in MiB.
+    mem_per_cpu: Option<(u64, String)>,
 }
 
 impl Tasks {
+    fn tasks_per_node(&self) -> Option<u64> {
+        self.per_node.as_ref().map(|(n, _)| *n)
+    }
+
     fn read(&mut self, key: &str, value: Option<&str>, source: &str) {
+        if key == "mem-per-cpu" {
+            let mib = value.and_then(memory_mib).filter(|&m| m > 0);
+            self.mem_per_cpu = mib.map(|m| (m, source.to_string()));
+            return;
+        }
         let Some(n) = value.and_then(|v| v.parse::<u64>().ok()).filter(|&n| n > 0) else {
             return;
         };
@@ -77,8 +102,8 @@ impl Tasks {
         }
     }
 
-    fn record(self, set: &mut impl FnMut(&str, serde_json::Value, f64, String)) {
-        match (self.per_node, self.gpus_each) {
+    fn record(&self, set: &mut impl FnMut(&str, serde_json::Value, f64, String)) {
+        match (self.per_node.clone(), self.gpus_each.clone()) {
             (Some((tasks, source)), Some((gpus, _))) => {
                 set("gpus_per_node", json!(tasks * gpus), 1.0, source)
             }
@@ -295,6 +320,16 @@ mod tests {
         assert_eq!(facts.value("cpus_per_task").unwrap(), 32);
         assert_eq!(facts.value("memory_mib").unwrap(), 256 * 1024);
         assert_eq!(facts.value("requested_time_s").unwrap(), 36 * 3600);
+    }
+
+    #[test]
+    fn memory_per_cpu_times_the_cpus_of_a_node() {
+        let facts = read("#SBATCH --cpus-per-task=16\n#SBATCH --mem-per-cpu=20G\n");
+        assert_eq!(facts.value("memory_mib").unwrap(), 16 * 20 * 1024);
+        let tasks = read("#SBATCH --ntasks-per-node=2\n#SBATCH -c 4\n#SBATCH --mem-per-cpu=1000\n");
+        assert_eq!(tasks.value("memory_mib").unwrap(), 2 * 4 * 1000);
+        let both = read("#SBATCH -c 4\n#SBATCH --mem-per-cpu=1G\n#SBATCH --mem=64G\n");
+        assert_eq!(both.value("memory_mib").unwrap(), 64 * 1024, "--mem wins");
     }
 
     #[test]

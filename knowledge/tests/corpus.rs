@@ -210,18 +210,20 @@ fn fourth_held_out_set() {
 /// The fifth set (`heldout5/`, 12 setups from 12 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 78 of 114 fields (68 %, three values invented) with the rules the fourth set had brought,
-/// before the extractor saw it; 103 of 114 since, nothing invented (rules general in form,
-/// written for what it showed: docs/knowledge.md). A development score now.
+/// before the extractor saw it; 103 of 114 since, then 104 with the sixth set's rules, nothing
+/// invented (rules general in form, written for what it showed: docs/knowledge.md). A
+/// development score now.
 #[test]
 fn fifth_held_out_set() {
-    hold_floor("heldout5", 103, 0);
+    hold_floor("heldout5", 104, 0);
 }
 
 /// The sixth set (`heldout6/`, 12 setups from 12 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 90 of 137 fields (66 %, two values invented) with the rules the fifth set had brought,
-/// before the extractor saw it.
+/// before the extractor saw it; 112 of 137 since, nothing invented (docs/knowledge.md). A
+/// development score now.
 #[test]
 fn sixth_held_out_set() {
-    hold_floor("heldout6", 90, 2);
+    hold_floor("heldout6", 112, 0);
 }
