@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::facts::{JobFacts, Strength, SCHEDULING_FIELDS};
+use crate::launch::unknown;
 
 /// The longest file excerpt one `read_file` returns.
 const READ_LIMIT: usize = 8_000;
@@ -115,8 +116,9 @@ answer JSON        (a JSON object: field -> {\"value\": V, \"source\": \"FILE:LI
 Answer only fields whose value is written in a file, citing the line it is written on; \
 leave out the others. Numbers as numbers.";
 
-/// Asks the model about the [`SCHEDULING_FIELDS`] missing from `facts`, and returns the checked majority
-/// answers as facts, with a report.
+/// Asks the model about the [`SCHEDULING_FIELDS`] missing from `facts` (not those the files
+/// leave to an unknown variable, `FIELD_unknown`: a value the model finds for one of them is
+/// not the job's), and returns the checked majority answers as facts, with a report.
 pub fn fill(
     dir: &Path,
     facts: &JobFacts,
@@ -126,7 +128,7 @@ pub fn fill(
     let mut report = AgentReport {
         asked: SCHEDULING_FIELDS
             .iter()
-            .filter(|f| facts.get(f).is_none())
+            .filter(|f| facts.get(f).is_none() && facts.get(&unknown(f)).is_none())
             .map(|f| f.to_string())
             .collect(),
         ..AgentReport::default()
@@ -467,8 +469,19 @@ mod tests {
             1.0,
             Strength::Script,
         );
+        known.set(
+            "nodes_unknown",
+            serde_json::json!("--num_machines $NUM_NODES"),
+            "x:2".into(),
+            1.0,
+            Strength::Script,
+        );
         let (facts, report) = fill(dir.path(), &known, &chat, AgentOptions::default());
         assert!(!report.asked.contains(&"learning_rate".to_string()));
+        assert!(
+            !report.asked.contains(&"nodes".to_string()),
+            "left to an unknown variable"
+        );
         let model = facts.get("model").unwrap();
         assert!((model.confidence - 0.8 * 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(report.rejected.len(), 1);
