@@ -32,6 +32,8 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("per_device_train_batch_size", "batch_size_per_device", 1.0),
     ("per_gpu_train_batch_size", "batch_size_per_device", 1.0),
     ("batch_size_per_gpu", "batch_size_per_device", 1.0),
+    // RWKV-LM's `--micro_bsz`, `--ctx_len`, `--lr_init`, `--data_file`.
+    ("micro_bsz", "batch_size_per_device", 1.0),
     (
         "train_micro_batch_size_per_gpu",
         "batch_size_per_device",
@@ -72,6 +74,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("sequence_length", "sequence_length", 1.0),
     ("max_sequence_length", "sequence_length", 1.0),
     ("seq_len", "sequence_length", 1.0),
+    ("ctx_len", "sequence_length", 1.0),
     ("sequence_len", "sequence_length", 1.0),
     ("cutoff_len", "sequence_length", 1.0),
     ("block_size", "sequence_length", 1.0),
@@ -103,6 +106,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("lr", "learning_rate", 1.0),
     // LAVIS: the peak of the warmup-cosine schedule.
     ("init_lr", "learning_rate", 0.9),
+    ("lr_init", "learning_rate", 0.9),
     ("dataset_name", "dataset", 1.0),
     ("dataset", "dataset", 1.0),
     ("data_path", "dataset", 0.9),
@@ -110,6 +114,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("train_data", "dataset", 0.9),
     ("train_urls", "dataset", 0.9),
     ("train_data_path", "dataset", 0.9),
+    ("data_file", "dataset", 0.8),
     ("dataset_path", "dataset", 1.0),
     ("data_dir", "dataset", 0.8),
     // mmengine's `train_dataloader.dataset.data_root`.
