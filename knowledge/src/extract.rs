@@ -1173,14 +1173,17 @@ mod tests {
         assert_eq!(changed.facts, extract(dir.path(), None, &[]).unwrap().facts);
     }
 
+    /// Writes `text` to `dir/name`, making its folders.
+    fn write_file(dir: &Path, name: &str, text: &str) {
+        let path = dir.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
     #[test]
     fn a_sourced_file_sets_variables_and_its_changes_reach_the_cache() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: &str| {
-            let path = dir.path().join(name);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        };
+        let write = |name: &str, text: &str| write_file(dir.path(), name, text);
         write(
             "conf/cluster.env",
             "export NPROC=4\nMODEL=gpt2\npython other.py --lr 9\n",
@@ -1210,11 +1213,7 @@ mod tests {
     #[test]
     fn python_imports_of_the_jobs_own_modules_are_followed_and_cached() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: &str| {
-            let path = dir.path().join(name);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(path, text).unwrap();
-        };
+        let write = |name: &str, text: &str| write_file(dir.path(), name, text);
         write(
             "src/hparams.py",
             "LR = 3e-4\nBASE = \"org/model-7b\"\nSTEPS = 10\nSTEPS = 20\n",
