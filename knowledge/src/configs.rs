@@ -313,7 +313,7 @@ fn dataset_ids(node: &Value, out: &mut Vec<(String, Value)>) {
 
 /// The 1-based number of the first line that starts with `key` as a key (`key:`, `"key"` or
 /// `key =`), else of the first that holds it as a keyword inside a line (a Python config's
-/// `dict(type='AdamW', lr=0.1)`), or 1.
+/// `dict(type='AdamW', lr=0.1)`, a yacs default's `_C.TRAIN.EPOCHS = 300`), or 1.
 fn line_of(text: &str, key: &str) -> usize {
     let quoted = format!("\"{key}\"");
     let plain = format!("{key}:");
@@ -328,7 +328,7 @@ fn line_of(text: &str, key: &str) -> usize {
         l.match_indices(key).any(|(at, _)| {
             let before = l[..at].chars().next_back();
             let after = l[at + key.len()..].trim_start();
-            before.is_some_and(|c| matches!(c, '(' | ',' | ' ' | '{'))
+            before.is_some_and(|c| matches!(c, '(' | ',' | ' ' | '{' | '.'))
                 && after.starts_with('=')
                 && !after.starts_with("==")
         })

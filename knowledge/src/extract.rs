@@ -544,7 +544,7 @@ fn scan(
         // A quoted string that goes on over lines (`ARGS=" \` ... `--seed 2023` then `"`)
         // continues on the next line, up to [`MAX_QUOTED_LINES`].
         if open_quote(&joined) && index + 1 < start + MAX_QUOTED_LINES {
-            joined.push(' ');
+            joined.push('\n');
             current = Some((start, joined));
             continue;
         }
@@ -613,15 +613,21 @@ fn scan(
             // References left unresolved stay as written (`$1`, `$(nproc)`), so a flag whose
             // value holds one is still not read; command substitution by backquotes, or
             // several words, leave the variable unknown.
+            // Several words are an assignment for one command (`NCCL_DEBUG=info python
+            // train.py ...`): the command is read.
             match shlex::split(&value).as_deref() {
                 Some([one]) if !one.contains('`') => {
                     vars.insert(name, one.clone());
+                    continue;
+                }
+                Some([_, _, ..]) => {
+                    vars.remove(&name);
                 }
                 _ => {
                     vars.remove(&name);
+                    continue;
                 }
             }
-            continue;
         }
         if let Some(name) = sourced_name(&joined) {
             let name = substitute(name, vars);
@@ -633,12 +639,40 @@ fn scan(
             continue;
         }
         if depth == 0 {
-            out.push((start, substitute(&joined, vars)));
+            let command = substitute(&joined, vars);
+            match shell_body(&command) {
+                // `srun ... bash -c "export M=x; accelerate launch ... $M"`: the quoted body is a
+                // script of its own, read with the variables known here; each of its commands
+                // keeps what came before `bash -c` (srun's options).
+                Some((prefix, body)) => {
+                    let mut inner = Vec::new();
+                    scan(&body, &mut vars.clone(), source, 0, &mut inner);
+                    for (_, c) in inner {
+                        let words = prefix.iter().map(String::as_str).chain(["bash", "-c", &c]);
+                        if let Ok(line) = shlex::try_join(words) {
+                            out.push((start, line));
+                        }
+                    }
+                }
+                None => out.push((start, command)),
+            }
         }
     }
     if depth == 0 {
         out.extend(current);
     }
+}
+
+/// The words before `bash -c` (or `sh -c`) and the quoted body after it, when a command runs
+/// one.
+fn shell_body(command: &str) -> Option<(Vec<String>, String)> {
+    let words = shlex::split(command)?;
+    let at = words.windows(2).position(|w| {
+        let base = w[0].rsplit('/').next().unwrap_or(&w[0]);
+        matches!(base, "bash" | "sh") && w[1] == "-c"
+    })?;
+    let body = words.get(at + 2)?.clone();
+    Some((words[..at].to_vec(), body))
 }
 
 /// The start of an array assignment `[declare -a] NAME=(` or `NAME+=(`: (name, whether it
@@ -986,6 +1020,25 @@ fn derive(facts: &mut JobFacts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bash_c_body_is_a_script_of_its_own() {
+        let script = "LR=2e-5\nsrun --nodes=2 bash -c \"\ninit_env\nexport MODEL=org/m\naccelerate launch \\\n  train.py --model_name_or_path \\$MODEL --lr $LR\n\"\n";
+        let commands = commands(script, &mut |_| None);
+        let mut facts = JobFacts::default();
+        for (line, command) in &commands {
+            launch::read_command(
+                command,
+                &format!("job.sh:{line}"),
+                Strength::Script,
+                &mut facts,
+            );
+        }
+        assert_eq!(facts.value("model"), Some(&json!("org/m")), "{commands:?}");
+        assert_eq!(facts.value("learning_rate"), Some(&json!(2e-5)));
+        assert_eq!(facts.value("nodes"), Some(&json!(2)), "srun's options kept");
+        assert_eq!(facts.get("model").unwrap().source, "job.sh:2");
+    }
 
     #[test]
     fn quoted_strings_go_on_over_lines() {

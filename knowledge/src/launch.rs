@@ -67,6 +67,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("update_freq", "gradient_accumulation", 1.0),
     ("accum_grad_iters", "gradient_accumulation", 1.0),
     ("grad_acc_steps", "gradient_accumulation", 1.0),
+    ("accumulation_steps", "gradient_accumulation", 1.0),
     ("max_seq_length", "sequence_length", 1.0),
     ("max_seq_len", "sequence_length", 1.0),
     ("max_len", "sequence_length", 0.9),
@@ -114,6 +115,8 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("train_data", "dataset", 0.9),
     ("train_urls", "dataset", 0.9),
     ("train_data_path", "dataset", 0.9),
+    ("train_datasets", "dataset", 0.9),
+    ("train_dataset_name", "dataset", 1.0),
     ("data_file", "dataset", 0.8),
     ("dataset_path", "dataset", 1.0),
     ("data_dir", "dataset", 0.8),
@@ -200,19 +203,25 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
     let (field, confidence) = argument(name)?;
     let value = match field {
         "precision" => precision(value),
-        // LLaMA-Factory's `dataset: identity,alpaca_en_demo`.
+        // LLaMA-Factory's `dataset: identity,alpaca_en_demo`; distil-whisper's and
+        // parler-tts's `a+b+c` (each data set once).
         "dataset" => match value.as_str() {
-            Some(t) if t.contains(',') && !t.contains(char::is_whitespace) => Value::Array(
-                t.split(',')
-                    .filter(|p| !p.is_empty())
-                    .map(|p| json!(p))
-                    .collect(),
-            ),
+            Some(t) if t.contains([',', '+']) && !t.contains(char::is_whitespace) => {
+                let mut sets: Vec<Value> = Vec::new();
+                for part in t.split([',', '+']).filter(|p| !p.is_empty()) {
+                    if !sets.contains(&json!(part)) {
+                        sets.push(json!(part));
+                    }
+                }
+                Value::Array(sets)
+            }
             _ => value,
         },
         // A learning rate of 0 trains nothing: a placeholder the code fills (DINOv2's `lr: 0.`
         // beside `base_lr`).
         "learning_rate" if value.as_f64() == Some(0.0) => return None,
+        // No accumulation is written 0 as often as 1 (Swin's `ACCUMULATION_STEPS = 0`).
+        "gradient_accumulation" if value.as_f64() == Some(0.0) => return None,
         // A device list (`--gpus 0,1`) or `auto` is not a count.
         "gpus_per_node" => json!(value.as_u64().filter(|&n| n > 0)?),
         _ => value,
@@ -253,6 +262,12 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
             let mut any = false;
             for part in inner.split([';', '\n']).flat_map(|p| p.split("&&")) {
                 any |= read_command(part, source, strength, facts);
+            }
+            // `srun --nodes=2 bash -c "..."`: srun's options are the launch's too.
+            if any {
+                crate::scheduler::read_options(srun, &mut |field, value, confidence| {
+                    facts.set(field, value, source.to_string(), confidence, strength)
+                });
             }
             return any;
         }
@@ -352,6 +367,8 @@ const EVALUATION_WORDS: &[&str] = &[
     "infer",
     "predict",
     "generate",
+    "sample",
+    "sampling",
     "serve",
 ];
 
@@ -601,6 +618,14 @@ fn count(value: &str) -> Option<Value> {
 /// `--flag`. A value that still holds a shell variable (`$OUT`, unresolved) says nothing and is
 /// left out.
 fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
+    // The script's own arguments passed on (`"$@"`, `${@:4}`, `$*`) are more arguments, not
+    // the value of the flag before them.
+    let words: Vec<String> = words
+        .iter()
+        .filter(|w| !matches!(w.as_str(), "$@" | "$*" | "${@}" | "${*}") && !w.starts_with("${@:"))
+        .cloned()
+        .collect();
+    let words = words.as_slice();
     let mut settings = Vec::new();
     let names: Vec<String> = words
         .iter()
@@ -610,13 +635,21 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     let mut i = 0;
     while i < words.len() {
         let Some(name) = words[i].strip_prefix("--") else {
-            // Hydra / torchtune overrides: `trainer.max_epochs=10`.
+            // Hydra / torchtune overrides: `trainer.max_epochs=10`, `+a.b=1` (add), `++a.b=1`
+            // (add or override); `~a.b` deletes. A list is written `[a,b]`.
             if let Some((name, value)) = words[i].split_once('=') {
+                let name = name.trim_start_matches('+');
                 let path = name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-                if path && !name.starts_with('-') && !value.contains('$') && !value.is_empty() {
-                    settings.push((name.to_string(), typed(value)));
+                if path && !name.starts_with('-') && !value.is_empty() {
+                    if value.contains('$') {
+                        if let Some(field) = dotted_field(name) {
+                            settings.push((unknown(field), json!(words[i].clone())));
+                        }
+                    } else {
+                        settings.push((name.to_string(), hydra_value(value)));
+                    }
                 }
             }
             i += 1;
@@ -773,6 +806,36 @@ fn dotted_setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)
     setting(name.rsplit('.').next().unwrap_or(&name), value)
 }
 
+/// The field a setting name sets, dotted or not (as [`dotted_setting`] reads it).
+fn dotted_field(name: &str) -> Option<&'static str> {
+    let name = name.replace('-', "_");
+    if let Some((section, _)) = name.split_once('.') {
+        if NOT_TRAINING.contains(&section) {
+            return None;
+        }
+        let joined = name.replace('.', "_");
+        if let Some((field, _)) = argument(&joined) {
+            return Some(field);
+        }
+    }
+    argument(name.rsplit('.').next().unwrap_or(&name)).map(|(field, _)| field)
+}
+
+/// A Hydra override's value: `[a,b]` is a list, anything else [`typed`].
+fn hydra_value(text: &str) -> Value {
+    match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        Some(items) => Value::Array(
+            items
+                .split(',')
+                .map(str::trim)
+                .filter(|i| !i.is_empty())
+                .map(typed)
+                .collect(),
+        ),
+        None => typed(text),
+    }
+}
+
 /// The words of a command up to the first shell operator (`>`, `&>`, `|`, `&&`, `;`, ...).
 fn until_operator(words: &[String]) -> &[String] {
     let end = words
@@ -925,6 +988,23 @@ mod tests {
         assert_eq!(oumi.value("script"), Some(&json!("oumi")));
         assert_eq!(oumi.value("max_steps"), Some(&json!(100)));
         assert_eq!(oumi.value("batch_size_per_device"), Some(&json!(32)));
+    }
+
+    #[test]
+    fn hydra_prefixes_lists_and_unknowns() {
+        let facts = read("python launch.py loss=dpo train_datasets=[ultrafeedback,shp] ++model.name_or_path=org/m ++lr=${LR} ~model.x").unwrap();
+        assert_eq!(
+            facts.value("dataset"),
+            Some(&json!(["ultrafeedback", "shp"]))
+        );
+        assert_eq!(facts.value("model"), Some(&json!("org/m")));
+        assert_eq!(facts.value("learning_rate"), None);
+        assert_eq!(
+            facts.value("learning_rate_unknown"),
+            Some(&json!("++lr=${LR}"))
+        );
+        let plus = read("python run.py --train_dataset_name a+b+a").unwrap();
+        assert_eq!(plus.value("dataset"), Some(&json!(["a", "b"])));
     }
 
     #[test]

@@ -142,14 +142,58 @@ fn config_tree(suite: &[Stmt], scope: &Scope) -> serde_json::Map<String, Value> 
     let mut tree = serde_json::Map::new();
     for stmt in suite {
         let Stmt::Assign(a) = stmt else { continue };
-        let [Expr::Name(target)] = a.targets.as_slice() else {
-            continue;
-        };
-        if let Some(section @ Value::Object(_)) = tree_value(&a.value, scope) {
-            tree.insert(target.id.to_string(), section);
+        match a.targets.as_slice() {
+            [Expr::Name(target)] => {
+                if let Some(section @ Value::Object(_)) = tree_value(&a.value, scope) {
+                    tree.insert(target.id.to_string(), section);
+                }
+            }
+            // yacs defaults (Swin, InternImage, detectron2): `_C.TRAIN.EPOCHS = 300` sets
+            // `TRAIN.EPOCHS` of the tree (the root name `_C` left out).
+            [target @ Expr::Attribute(_)] => {
+                let (Some(path), Some(value)) = (attribute_path(target), literal(&a.value)) else {
+                    continue;
+                };
+                if let [_, keys @ ..] = path.as_slice() {
+                    insert_at(&mut tree, keys, value);
+                }
+            }
+            _ => {}
         }
     }
     tree
+}
+
+/// Sets `keys` (a path of sections, then the leaf) of `tree` to `value`, making the sections;
+/// nothing when a section on the way is already a value.
+fn insert_at(tree: &mut serde_json::Map<String, Value>, keys: &[&str], value: Value) {
+    match keys {
+        [] => {}
+        [leaf] => {
+            tree.insert(leaf.to_string(), value);
+        }
+        [section, rest @ ..] => {
+            let entry = tree
+                .entry(section.to_string())
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Value::Object(next) = entry {
+                insert_at(next, rest, value);
+            }
+        }
+    }
+}
+
+/// `a.b.c` as `["a", "b", "c"]`, for an attribute chain on a name.
+fn attribute_path(expr: &Expr) -> Option<Vec<&str>> {
+    match expr {
+        Expr::Name(n) => Some(vec![n.id.as_str()]),
+        Expr::Attribute(a) => {
+            let mut path = attribute_path(&a.value)?;
+            path.push(a.attr.as_str());
+            Some(path)
+        }
+        _ => None,
+    }
 }
 
 /// A config value: a literal, a name bound once to one, `dict(k=v, ...)`, `{"k": v}`, or a
@@ -904,6 +948,21 @@ if __name__ == "__main__":
         )
         .unwrap();
         assert!(facts.value("learning_rate").is_none());
+    }
+
+    #[test]
+    fn yacs_defaults_read_like_yaml() {
+        let text = "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATA = CN()\n_C.DATA.BATCH_SIZE = 128\n_C.DATA.DATA_PATH = ''\n_C.TRAIN = CN()\n_C.TRAIN.EPOCHS = 300\n_C.TRAIN.ACCUMULATION_STEPS = 0\n";
+        let mut facts = JobFacts::default();
+        read_python("config.py", text, &mut facts).unwrap();
+        assert_eq!(facts.value("batch_size_per_device"), Some(&json!(128)));
+        assert_eq!(
+            facts.get("batch_size_per_device").unwrap().source,
+            "config.py:4"
+        );
+        assert_eq!(facts.value("epochs"), Some(&json!(300)));
+        assert_eq!(facts.value("dataset"), None, "an empty path");
+        assert_eq!(facts.value("gradient_accumulation"), None, "0 is off");
     }
 
     #[test]
