@@ -248,8 +248,18 @@ fn walk(node: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String, 
     let generation = ["num_beams", "min_len", "min_length", "min_new_tokens"]
         .iter()
         .any(|k| map.contains_key(*k));
+    // A batch counted in frames or tokens (F5-TTS's `batch_size_type: frame`) is not a number
+    // of samples.
+    let not_samples = ["batch_size_type", "batch_type"].iter().any(|k| {
+        map.get(*k)
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.starts_with("sample"))
+    });
     for (k, v) in map {
         if generation && GENERATION_LENGTHS.contains(&k.as_str()) {
+            continue;
+        }
+        if not_samples && k.contains("batch_size") {
             continue;
         }
         match v {

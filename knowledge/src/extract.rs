@@ -478,7 +478,7 @@ fn file_sha256(path: &Path) -> Option<String> {
 fn commands(text: &str, source: &mut dyn FnMut(&str) -> Option<String>) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
-    scan(text, &mut vars, source, 0, &mut out);
+    scan(text, &mut vars, source, 0, 0, &mut out);
     out
 }
 
@@ -523,6 +523,7 @@ fn scan(
     vars: &mut HashMap<String, String>,
     source: &mut dyn FnMut(&str) -> Option<String>,
     depth: usize,
+    calls: usize,
     out: &mut Vec<(usize, String)>,
 ) {
     let mut lines = text.lines().enumerate();
@@ -555,8 +556,19 @@ fn scan(
                 .take_while(|l| l.trim() != delimiter)
                 .map(|l| l.trim().trim_end_matches('\\').trim())
                 .collect();
-            if let Some(var) = var {
-                vars.insert(var, substitute(&body.join(" "), vars));
+            match var {
+                Some(var) => {
+                    vars.insert(var, substitute(&body.join(" "), vars));
+                }
+                // `sbatch --nodes 2 ... <<EOF` then a job script: the command (its options
+                // request the job) and the body's own commands.
+                None if depth == 0 => {
+                    let head = joined.split("<<").next().unwrap_or_default();
+                    out.push((start, substitute(head, vars)));
+                    let text = body.join("\n");
+                    scan(&text, &mut vars.clone(), source, depth, calls, out);
+                }
+                None => {}
             }
             continue;
         }
@@ -633,7 +645,7 @@ fn scan(
             let name = substitute(name, vars);
             if depth < MAX_SOURCE_DEPTH {
                 if let Some(inner) = source(&name) {
-                    scan(&inner, vars, source, depth + 1, &mut Vec::new());
+                    scan(&inner, vars, source, depth + 1, calls, &mut Vec::new());
                 }
             }
             continue;
@@ -646,7 +658,7 @@ fn scan(
                 // keeps what came before `bash -c` (srun's options).
                 Some((prefix, body)) => {
                     let mut inner = Vec::new();
-                    scan(&body, &mut vars.clone(), source, 0, &mut inner);
+                    scan(&body, &mut vars.clone(), source, 0, calls, &mut inner);
                     for (_, c) in inner {
                         let words = prefix.iter().map(String::as_str).chain(["bash", "-c", &c]);
                         if let Ok(line) = shlex::try_join(words) {
@@ -654,13 +666,57 @@ fn scan(
                         }
                     }
                 }
-                None => out.push((start, command)),
+                None => {
+                    // `bash scripts/sft.sh $OUT $MODEL ...`: a script of the job run with
+                    // arguments; its commands are read with `$1`, `$2`, ... bound to them.
+                    if let Some((script, args)) = script_call(&command) {
+                        if calls < MAX_SCRIPT_CALLS {
+                            if let Some(text) = source(&script) {
+                                let mut inner_vars = vars.clone();
+                                for (n, arg) in args.iter().enumerate() {
+                                    inner_vars.insert((n + 1).to_string(), arg.clone());
+                                }
+                                let mut inner = Vec::new();
+                                scan(&text, &mut inner_vars, source, 0, calls + 1, &mut inner);
+                                out.extend(inner.into_iter().map(|(_, c)| (start, c)));
+                            }
+                        }
+                    }
+                    out.push((start, command));
+                }
             }
         }
     }
     if depth == 0 {
         out.extend(current);
     }
+}
+
+/// Scripts run from scripts with arguments, at most this deep.
+const MAX_SCRIPT_CALLS: usize = 3;
+
+/// A job script run with arguments (`bash scripts/sft.sh A B`, `sh run.sh A`, `./run.sh A`,
+/// after `srun` and environment words): its path and arguments. Not a wrapper that runs a
+/// launcher (`run_env.sh python train.py`), which the launch reader unwraps.
+fn script_call(command: &str) -> Option<(String, Vec<String>)> {
+    let words = shlex::split(command)?;
+    let at = words.iter().position(|w| w.ends_with(".sh"))?;
+    let before = at.checked_sub(1).map(|i| words[i].as_str());
+    let by_shell = before.is_some_and(|b| matches!(b.rsplit('/').next(), Some("bash" | "sh")));
+    let direct = before.is_none_or(|b| b.contains('=') || b.starts_with('-'));
+    if !(by_shell || direct && words[at].starts_with("./")) {
+        return None;
+    }
+    let args: Vec<String> = words[at + 1..]
+        .iter()
+        .take_while(|w| !matches!(w.as_str(), "|" | "||" | "&&" | ";" | "&") && !w.starts_with('>'))
+        .cloned()
+        .collect();
+    let runs_a_launcher = args
+        .first()
+        .is_some_and(|a| a.starts_with("python") || a == "torchrun" || a == "deepspeed");
+    (!args.is_empty() && !runs_a_launcher)
+        .then(|| (words[at].trim_start_matches("./").to_string(), args))
 }
 
 /// The words before `bash -c` (or `sh -c`) and the quoted body after it, when a command runs
@@ -737,6 +793,10 @@ fn heredoc(line: &str) -> Option<(Option<String>, String)> {
     ))
 }
 
+/// `{{ name }}`: a template placeholder.
+static TEMPLATE: std::sync::LazyLock<Option<regex::Regex>> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}").ok());
+
 /// `"${NAME[@]}"`: a quoted array expansion, whose words stay separate words.
 static QUOTED_ARRAY: std::sync::LazyLock<Option<regex::Regex>> =
     std::sync::LazyLock::new(|| regex::Regex::new(r#""\$\{(\w+)\[[@*]\]\}""#).ok());
@@ -748,6 +808,12 @@ fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
         .as_ref()
         .map(|re| re.replace_all(text, "$${$1[@]}"));
     let text = unquoted.as_deref().unwrap_or(text);
+    // A template's placeholder (`{{ nodes }}`, Jinja) is a value not known here: an unknown
+    // variable, as `${nodes}` would be.
+    let templated = TEMPLATE
+        .as_ref()
+        .map(|re| re.replace_all(text, "$${TEMPLATE_$1}"));
+    let text = templated.as_deref().unwrap_or(text);
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -955,7 +1021,10 @@ fn derive(facts: &mut JobFacts) {
     // Slurm tasks that run the training script itself, with no GPU count anywhere: one
     // process per GPU (`srun python train.py` with `--ntasks-per-node=8`), as the launchers
     // that spawn a process per GPU do.
-    if facts.get("gpus_per_node").is_none() && facts.get("script").is_some() {
+    let gpus_unknown = ["gpus_per_node", "gpus_total"]
+        .iter()
+        .any(|f| facts.get(&launch::unknown(f)).is_some());
+    if facts.get("gpus_per_node").is_none() && facts.get("script").is_some() && !gpus_unknown {
         if let Some(tasks) = number(facts, "tasks_per_node") {
             let c = 0.6 * confidence(facts, &["tasks_per_node"]);
             facts.set(
@@ -1038,6 +1107,34 @@ mod tests {
         assert_eq!(facts.value("learning_rate"), Some(&json!(2e-5)));
         assert_eq!(facts.value("nodes"), Some(&json!(2)), "srun's options kept");
         assert_eq!(facts.get("model").unwrap().source, "job.sh:2");
+    }
+
+    #[test]
+    fn a_job_script_run_with_arguments_binds_them() {
+        let caller = "MODEL=org/m\nsbatch -N 2 <<EOF\n#!/bin/bash\nsrun bash scripts/sft.sh out $MODEL 3\nEOF\n";
+        let called = "torchrun --nproc_per_node 4 train.py --model_name_or_path $2 --num_train_epochs $3 --output_dir $1\n";
+        let commands = commands(caller, &mut |name| {
+            (name == "scripts/sft.sh").then(|| called.to_string())
+        });
+        let mut facts = JobFacts::default();
+        for (line, command) in &commands {
+            launch::read_command(
+                command,
+                &format!("submit.sh:{line}"),
+                Strength::Script,
+                &mut facts,
+            );
+        }
+        assert_eq!(facts.value("nodes"), Some(&json!(2)), "{commands:?}");
+        assert_eq!(facts.value("model"), Some(&json!("org/m")), "{commands:?}");
+        assert_eq!(facts.value("epochs"), Some(&json!(3)));
+        assert_eq!(facts.value("gpus_per_node"), Some(&json!(4)));
+        assert_eq!(script_call("bash run.sh"), None, "no arguments");
+        assert_eq!(
+            script_call("scripts/env.sh python train.py --lr 1"),
+            None,
+            "a wrapper"
+        );
     }
 
     #[test]

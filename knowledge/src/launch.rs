@@ -286,6 +286,18 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
     // `srun --nodes=32 --gres=gpu:8 python train.py`: srun's options request what `#SBATCH`
     // lines do.
     crate::scheduler::read_options(srun, &mut set);
+    // `sbatch -N 2 --gres=gpu:4 job.sh` in a submit script: its options request the job, as
+    // the job script's `#SBATCH` lines would (and override them).
+    if base == "sbatch" {
+        let options: Vec<String> = rest
+            .iter()
+            .take_while(|w| w.starts_with('-') || !w.ends_with(".sh"))
+            .cloned()
+            .collect();
+        crate::scheduler::read_options(&options, &mut set);
+        facts.absorb(&found);
+        return true;
+    }
     let script_args = match base {
         "torchrun" | "deepspeed" => launcher_flags(base, rest, &mut set),
         "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
@@ -988,6 +1000,22 @@ mod tests {
         assert_eq!(oumi.value("script"), Some(&json!("oumi")));
         assert_eq!(oumi.value("max_steps"), Some(&json!(100)));
         assert_eq!(oumi.value("batch_size_per_device"), Some(&json!(32)));
+    }
+
+    #[test]
+    fn sbatch_options_request_the_job() {
+        let facts = read("sbatch -N 2 --ntasks-per-node 4 --mem=128G --cpus-per-task 10 --gres=gpu:a100:4 --time 0:59:59 --job-name sft job.sh --lr 1").unwrap();
+        assert_eq!(facts.value("nodes"), Some(&json!(2)));
+        assert_eq!(facts.value("gpus_per_node"), Some(&json!(4)));
+        assert_eq!(facts.value("memory_mib"), Some(&json!(128 * 1024)));
+        assert_eq!(facts.value("cpus_per_task"), Some(&json!(10)));
+        assert_eq!(facts.value("requested_time_s"), Some(&json!(3599)));
+        assert_eq!(facts.value("job_name"), Some(&json!("sft")));
+        assert_eq!(
+            facts.value("learning_rate"),
+            None,
+            "the job script's arguments"
+        );
     }
 
     #[test]
