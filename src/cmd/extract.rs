@@ -21,9 +21,13 @@ pub struct ExtractArgs {
     /// ..., or any file starting with `#!`, up to six folders deep) are read for scheduler
     /// headers (`#SBATCH`, `#PBS`) and launch commands (`torchrun`, `deepspeed`,
     /// `accelerate launch`, `python`), its `*.json`, `*.yaml`, `*.yml` and `*.toml` files for
-    /// training settings (DeepSpeed, recipes, accelerate, Hugging Face `config.json`), and its
-    /// `*.py` files for literal defaults (`add_argument(..., default=...)`,
-    /// `TrainingArguments(...)`, config assignments).
+    /// training settings (DeepSpeed, recipes, accelerate, Hydra, yacs, Hugging Face
+    /// `config.json`), and its `*.py` files for literal defaults (`add_argument(...,
+    /// default=...)`, `TrainingArguments(...)`, `fire.Fire` functions' parameters, config
+    /// assignments and `dict(...)` sections, names imported from the job's own modules). Files
+    /// a script sources or runs with arguments, and modules a Python file imports, count only
+    /// inside DIR. A value the files leave to an unknown variable (`--nnodes $N`) is reported
+    /// as `FIELD_unknown`, and a weaker file's value for that field is not used.
     pub dir: PathBuf,
 
     /// The command that launched the job, as typed (it wins over the scripts), e.g.
