@@ -170,14 +170,6 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             (Some("fsdp_config"), "mixed_precision") => continue,
             _ => key,
         };
-        // Composer's `max_duration: 2ep` (epochs) or `500ba` (batches, i.e. steps).
-        let (name, value) = match (name.as_str(), value.as_str()) {
-            ("max_duration", Some(d)) => match duration(d) {
-                Some((field, n)) => (field.to_string(), json!(n)),
-                None => continue,
-            },
-            _ => (name, value),
-        };
         if let Some((field, value, confidence)) = setting(&name, value) {
             facts.set(field, value, source(), confidence, Strength::Config);
         }
@@ -196,17 +188,6 @@ fn launcher_request(key: &str, value: &Value) -> Option<(&'static str, u64)> {
         "timeout_min" => Some(("requested_time_s", n * 60)),
         _ => None,
     }
-}
-
-/// `2ep` -> (`epochs`, 2), `500ba` -> (`max_steps`, 500).
-fn duration(text: &str) -> Option<(&'static str, u64)> {
-    let text = text.trim();
-    if let Some(n) = text.strip_suffix("ep") {
-        return n.parse().ok().map(|n| ("epochs", n));
-    }
-    text.strip_suffix("ba")
-        .and_then(|n| n.parse().ok())
-        .map(|n| ("max_steps", n))
 }
 
 /// A value `${a.b.c}` (OmegaConf / Hydra interpolation, as NeMo and llm-foundry configs write

@@ -21,6 +21,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("base_model", "model", 1.0),
     ("pretrain", "model", 1.0),
     ("pretrained_path", "model", 0.9),
+    ("model_path", "model", 0.9),
     ("base_model_name", "model", 1.0),
     // SwissArmyTransformer (CogVLM): `--from_pretrained cogvlm-base-490`.
     ("from_pretrained", "model", 0.9),
@@ -118,6 +119,8 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("train_datasets", "dataset", 0.9),
     ("train_dataset_name", "dataset", 1.0),
     ("data_file", "dataset", 0.8),
+    // llm-foundry / Composer's `data_local`.
+    ("data_local", "dataset", 0.8),
     ("dataset_path", "dataset", 1.0),
     ("data_dir", "dataset", 0.8),
     // mmengine's `train_dataloader.dataset.data_root`.
@@ -191,6 +194,14 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
         }
         other => other,
     };
+    // Composer's `max_duration: 2ep` (epochs) or `500ba` (batches, i.e. steps); in tokens or
+    // samples (`50000000000tok`) it is neither.
+    if name == "max_duration" {
+        return value
+            .as_str()
+            .and_then(duration)
+            .map(|(field, n)| (field, json!(n), 1.0));
+    }
     if let Some(&flag) = PRECISION_FLAGS.iter().find(|&&f| f == name) {
         let on = match &value {
             Value::Bool(b) => *b,
@@ -227,6 +238,17 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
         _ => value,
     };
     Some((field, value, confidence))
+}
+
+/// `2ep` -> (`epochs`, 2), `500ba` -> (`max_steps`, 500).
+fn duration(text: &str) -> Option<(&'static str, u64)> {
+    let text = text.trim();
+    if let Some(n) = text.strip_suffix("ep") {
+        return n.parse().ok().map(|n| ("epochs", n));
+    }
+    text.strip_suffix("ba")
+        .and_then(|n| n.parse().ok())
+        .map(|n| ("max_steps", n))
 }
 
 /// A precision as text, with the long spellings shortened: `bfloat16` -> `bf16`, `float16`
@@ -307,6 +329,21 @@ pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut Jo
         // ColossalAI's `colossalai run [torchrun flags] SCRIPT ...`.
         "tune" | "colossalai" if rest.first().map(String::as_str) == Some("run") => {
             launcher_flags("torchrun", &rest[1..], &mut set)
+        }
+        // Composer's launcher: `composer -n 8 train.py config.yaml key=value ...`.
+        "composer" => {
+            let words: Vec<String> = rest
+                .iter()
+                .map(|w| {
+                    if w == "-n" {
+                        "--nproc".to_string()
+                    } else {
+                        w.clone()
+                    }
+                })
+                .collect();
+            let at = launcher_flags("composer", &words, &mut set).len();
+            &rest[rest.len() - at..]
         }
         // oumi's `oumi distributed torchrun|accelerate ...` passes on to that launcher.
         "oumi" if rest.first().map(String::as_str) == Some("distributed") => {
@@ -424,7 +461,15 @@ fn is_launcher(word: &str) -> bool {
     let base = word.rsplit('/').next().unwrap_or(word);
     matches!(
         base,
-        "torchrun" | "deepspeed" | "accelerate" | "tune" | "colossalai" | "oumi" | "bash" | "sh"
+        "torchrun"
+            | "deepspeed"
+            | "accelerate"
+            | "tune"
+            | "colossalai"
+            | "oumi"
+            | "composer"
+            | "bash"
+            | "sh"
     ) || base.starts_with("python")
 }
 
@@ -503,6 +548,7 @@ const LAUNCHER_COUNTS: &[(&str, &str, &str)] = &[
     ("deepspeed", "num_nodes", "nodes"),
     ("accelerate", "num_processes", "gpus_total"),
     ("accelerate", "num_machines", "nodes"),
+    ("composer", "nproc", "gpus_per_node"),
 ];
 
 /// Reads the flags of `launcher` up to the training script; returns the script's arguments.
@@ -1000,6 +1046,21 @@ mod tests {
         assert_eq!(oumi.value("script"), Some(&json!("oumi")));
         assert_eq!(oumi.value("max_steps"), Some(&json!(100)));
         assert_eq!(oumi.value("batch_size_per_device"), Some(&json!(32)));
+    }
+
+    #[test]
+    fn composer_launcher_and_durations() {
+        let facts = read("composer -n 8 train.py cfg.yaml max_duration=48000ba data_local=/data model.path=/ckpt.pt global_train_batch_size=256").unwrap();
+        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
+        assert_eq!(facts.value("script"), Some(&json!("train.py")));
+        assert_eq!(facts.value("max_steps"), Some(&json!(48000)));
+        assert_eq!(facts.value("dataset"), Some(&json!("/data")));
+        assert_eq!(facts.value("model"), Some(&json!("/ckpt.pt")));
+        assert_eq!(
+            setting("max_duration", json!("2ep")).map(|s| s.0),
+            Some("epochs")
+        );
+        assert_eq!(setting("max_duration", json!("5000000tok")), None);
     }
 
     #[test]

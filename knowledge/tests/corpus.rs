@@ -241,9 +241,9 @@ fn seventh_held_out_set() {
 /// The eighth set (`heldout8/`, 12 setups from 10 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 59 of 117 fields (50 %, two values invented) with the rules the seventh set had brought,
-/// before the extractor saw it; 70 of 117 since, nothing invented (docs/knowledge.md). A
+/// before the extractor saw it; 76 of 117 since, nothing invented (docs/knowledge.md). A
 /// development score now.
 #[test]
 fn eighth_held_out_set() {
-    hold_floor("heldout8", 70, 0);
+    hold_floor("heldout8", 76, 0);
 }
