@@ -261,6 +261,7 @@ pub fn extract_cached(
             &mut out.facts,
         );
     }
+    read_hostfile(dir, &mut out.facts);
     for log in log_files {
         let bytes = fs::read(log).map_err(|source| ExtractError::Log {
             path: log.clone(),
@@ -272,6 +273,48 @@ pub fn extract_cached(
     }
     derive(&mut out.facts);
     Ok(out)
+}
+
+/// A DeepSpeed hostfile the launch names (`--hostfile configs/hostfile`, inside the job
+/// directory): one `host slots=N` line per node gives the nodes, and the GPUs per node when
+/// every node has as many slots. Read each time (like logs), at the launch's strength.
+fn read_hostfile(dir: &Path, facts: &mut JobFacts) {
+    let Some(fact) = facts.get(launch::HOSTFILE).cloned() else {
+        return;
+    };
+    let Some(name) = fact.value.as_str() else {
+        return;
+    };
+    let mut read = Vec::new();
+    let Some((rel, text)) = read_sourced(dir, &[dir.join(name)], &mut read) else {
+        return;
+    };
+    let slots: Vec<Option<u64>> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("slots="))
+                .and_then(|n| n.parse().ok())
+        })
+        .collect();
+    if slots.is_empty() {
+        return;
+    }
+    let source = format!("{rel}:1");
+    facts.set(
+        "nodes",
+        json!(slots.len()),
+        source.clone(),
+        1.0,
+        fact.strength,
+    );
+    if let Some(Some(first)) = slots.first() {
+        if slots.iter().all(|s| *s == Some(*first)) {
+            facts.set("gpus_per_node", json!(first), source, 1.0, fact.strength);
+        }
+    }
 }
 
 /// Bytes as lower-case hexadecimal (SHA-256 digests in the cache).
@@ -1412,6 +1455,26 @@ mod tests {
             fact(&changed, "learning_rate").map(|f| f.0),
             Some(json!(1e-4))
         );
+    }
+
+    #[test]
+    fn a_deepspeed_hostfile_gives_nodes_and_slots() {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(
+            dir.path(),
+            "configs/hostfile",
+            "# hosts\nnode1 slots=8\nnode2 slots=8\n",
+        );
+        write_file(
+            dir.path(),
+            "run.sh",
+            "deepspeed --hostfile configs/hostfile train.py --per_device_train_batch_size 1\n",
+        );
+        let out = extract(dir.path(), None, &[]).unwrap();
+        assert_eq!(out.facts.value("nodes"), Some(&json!(2)));
+        assert_eq!(out.facts.value("gpus_per_node"), Some(&json!(8)));
+        assert_eq!(out.facts.get("nodes").unwrap().source, "configs/hostfile:1");
+        assert_eq!(out.facts.value("global_batch_size"), Some(&json!(16)));
     }
 
     #[test]

@@ -116,6 +116,7 @@ pub const ARGUMENTS: &[(&str, &str, f64)] = &[
     ("train_data", "dataset", 0.9),
     ("train_urls", "dataset", 0.9),
     ("train_data_path", "dataset", 0.9),
+    ("train_file_dir", "dataset", 0.9),
     ("train_datasets", "dataset", 0.9),
     ("train_dataset_name", "dataset", 1.0),
     ("data_file", "dataset", 0.8),
@@ -637,15 +638,27 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&
         return;
     }
     // `deepspeed --include host1:0,1@host2:0,1`: the hosts and the GPUs used on each.
+    // An empty device list (`localhost:` from an empty variable) names the host only.
     if launcher == "deepspeed" && name == "include" {
         let hosts: Vec<usize> = value
             .split('@')
-            .map(|h| h.split_once(':').map_or(0, |(_, d)| d.split(',').count()))
+            .filter(|h| !h.is_empty())
+            .map(|h| {
+                h.split_once(':')
+                    .map_or(0, |(_, d)| d.split(',').filter(|x| !x.is_empty()).count())
+            })
             .collect();
-        if hosts.iter().all(|&g| g > 0 && g == hosts[0]) {
+        if !hosts.is_empty() {
             set("nodes", json!(hosts.len()), 1.0);
+        }
+        if hosts.iter().all(|&g| g > 0 && g == hosts[0]) && !hosts.is_empty() {
             set("gpus_per_node", json!(hosts[0]), 1.0);
         }
+        return;
+    }
+    // `deepspeed --hostfile FILE`: `extract` reads the file's `host slots=N` lines.
+    if launcher == "deepspeed" && name == "hostfile" {
+        set(HOSTFILE, json!(value), 1.0);
         return;
     }
     let field = LAUNCHER_COUNTS
@@ -762,6 +775,10 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
 pub fn unknown(field: &str) -> String {
     format!("{field}_unknown")
 }
+
+/// The fact that names a DeepSpeed hostfile (`--hostfile configs/hostfile`), whose hosts and
+/// slots `extract` reads from the job directory.
+pub const HOSTFILE: &str = "hostfile";
 
 /// [`unknown`] of the accumulation.
 pub const UNKNOWN_ACCUMULATION: &str = "gradient_accumulation_unknown";
@@ -1042,6 +1059,9 @@ mod tests {
         assert_eq!(two.value("gpus_per_node"), Some(&json!(4)));
         let uneven = read("deepspeed --include a:0,1@b:0 train.py").unwrap();
         assert_eq!(uneven.value("gpus_per_node"), None);
+        let empty = read("deepspeed --include localhost: train.py").unwrap();
+        assert_eq!(empty.value("nodes"), Some(&json!(1)));
+        assert_eq!(empty.value("gpus_per_node"), None, "no devices named");
         let oumi = read("oumi distributed torchrun -m oumi train -c cfg.yaml --training.max_steps 100 --training.per_device_train_batch_size 32").unwrap();
         assert_eq!(oumi.value("script"), Some(&json!("oumi")));
         assert_eq!(oumi.value("max_steps"), Some(&json!(100)));

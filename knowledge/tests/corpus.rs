@@ -251,8 +251,9 @@ fn eighth_held_out_set() {
 /// The ninth set (`heldout9/`, 12 setups from 10 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 105 of 130 fields (81 %, one value invented) with the rules the eighth set had brought,
-/// before the extractor saw it.
+/// before the extractor saw it; 110 of 130 since, nothing invented (docs/knowledge.md). A
+/// development score now.
 #[test]
 fn ninth_held_out_set() {
-    hold_floor("heldout9", 105, 1);
+    hold_floor("heldout9", 110, 0);
 }
