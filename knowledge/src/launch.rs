@@ -611,6 +611,8 @@ fn launcher_flags<'w>(
 /// is the script, not the flag's value).
 const SWITCHES: &[&str] = &[
     "standalone",
+    // `python -m torch.distributed.launch --use_env train.py`.
+    "use_env",
     "no_python",
     "no_local_rank",
     "multi_gpu",

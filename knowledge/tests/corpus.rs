@@ -261,8 +261,11 @@ fn ninth_held_out_set() {
 /// The tenth set (`heldout10/`, 12 setups from 10 repositories none of the others came from),
 /// collected and labelled by a pass that did not read the extractor (2026-11-26), scored once
 /// at 65 of 112 fields (58 %, six values invented) with the rules the ninth set had brought,
-/// before the extractor saw it.
+/// before the extractor saw it; 73 of 112 since (`--use_env` is a switch), still six values
+/// counted as invented, each a value the files write but the truth reads as not the job's (an
+/// RL job's second model's rate and batch, a flag the script parses and never uses, a micro
+/// batch over all GPUs, a main rate beside a text encoder's): docs/knowledge.md.
 #[test]
 fn tenth_held_out_set() {
-    hold_floor("heldout10", 65, 6);
+    hold_floor("heldout10", 73, 6);
 }
