@@ -128,7 +128,7 @@ pub fn fill(
     let mut report = AgentReport {
         asked: SCHEDULING_FIELDS
             .iter()
-            .filter(|f| facts.get(f).is_none() && facts.get(&unknown(f)).is_none())
+            .filter(|f| facts.get(f).is_none() && unknown(f).is_none_or(|m| facts.get(m).is_none()))
             .map(|f| f.to_string())
             .collect(),
         ..AgentReport::default()

@@ -299,21 +299,13 @@ fn read_hostfile(dir: &Path, facts: &mut JobFacts) {
                 .and_then(|n| n.parse().ok())
         })
         .collect();
-    if slots.is_empty() {
+    let Some((nodes, gpus)) = launch::per_host(&slots) else {
         return;
-    }
+    };
     let source = format!("{rel}:1");
-    facts.set(
-        "nodes",
-        json!(slots.len()),
-        source.clone(),
-        1.0,
-        fact.strength,
-    );
-    if let Some(Some(first)) = slots.first() {
-        if slots.iter().all(|s| *s == Some(*first)) {
-            facts.set("gpus_per_node", json!(first), source, 1.0, fact.strength);
-        }
+    facts.set("nodes", json!(nodes), source.clone(), 1.0, fact.strength);
+    if let Some(gpus) = gpus {
+        facts.set("gpus_per_node", json!(gpus), source, 1.0, fact.strength);
     }
 }
 
@@ -1066,7 +1058,7 @@ fn derive(facts: &mut JobFacts) {
     // that spawn a process per GPU do.
     let gpus_unknown = ["gpus_per_node", "gpus_total"]
         .iter()
-        .any(|f| facts.get(&launch::unknown(f)).is_some());
+        .any(|f| launch::unknown(f).is_some_and(|m| facts.get(m).is_some()));
     if facts.get("gpus_per_node").is_none() && facts.get("script").is_some() && !gpus_unknown {
         if let Some(tasks) = number(facts, "tasks_per_node") {
             let c = 0.6 * confidence(facts, &["tasks_per_node"]);

@@ -642,19 +642,21 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&
     // `deepspeed --include host1:0,1@host2:0,1`: the hosts and the GPUs used on each.
     // An empty device list (`localhost:` from an empty variable) names the host only.
     if launcher == "deepspeed" && name == "include" {
-        let hosts: Vec<usize> = value
+        let hosts: Vec<Option<u64>> = value
             .split('@')
             .filter(|h| !h.is_empty())
             .map(|h| {
-                h.split_once(':')
-                    .map_or(0, |(_, d)| d.split(',').filter(|x| !x.is_empty()).count())
+                let devices = h.split_once(':').map_or(0, |(_, d)| {
+                    d.split(',').filter(|x| !x.is_empty()).count() as u64
+                });
+                Some(devices).filter(|&n| n > 0)
             })
             .collect();
-        if !hosts.is_empty() {
-            set("nodes", json!(hosts.len()), 1.0);
-        }
-        if hosts.iter().all(|&g| g > 0 && g == hosts[0]) && !hosts.is_empty() {
-            set("gpus_per_node", json!(hosts[0]), 1.0);
+        if let Some((nodes, gpus)) = per_host(&hosts) {
+            set("nodes", json!(nodes), 1.0);
+            if let Some(gpus) = gpus {
+                set("gpus_per_node", json!(gpus), 1.0);
+            }
         }
         return;
     }
@@ -667,15 +669,24 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&
         .iter()
         .find(|(l, flag, _)| *l == launcher && *flag == name)
         .map(|(_, _, field)| *field);
-    if let (Some(field), true) = (field, value.contains('$')) {
+    if let (Some(marker), true) = (field.and_then(unknown), value.contains('$')) {
         // `--num_machines $NUM_NODES`: the count is the job's, but unknown here.
-        set(&unknown(field), json!(format!("--{name} {value}")), 1.0);
+        set(marker, json!(format!("--{name} {value}")), 1.0);
         return;
     }
     if let (Some(field), Some(v)) = (field, count(value)) {
         // An elastic range (`--nnodes 1:4`) gives its minimum, with less confidence.
         set(field, v, if value.contains(':') { 0.8 } else { 1.0 });
     }
+}
+
+/// Nodes and GPUs per node from the GPU count of each host (`--include host1:0,1@host2:0,1`, a
+/// hostfile's `slots=N`; `None` where a host's count is not given): one node per host, and the
+/// GPUs per node when every host has the same count. `None` without hosts.
+pub fn per_host(counts: &[Option<u64>]) -> Option<(u64, Option<u64>)> {
+    let first = *counts.first()?;
+    let gpus = first.filter(|_| counts.iter().all(|c| *c == first));
+    Some((counts.len() as u64, gpus))
 }
 
 fn count(value: &str) -> Option<Value> {
@@ -700,6 +711,8 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         .collect();
     let words = words.as_slice();
     let mut settings = Vec::new();
+    // Fields left to an unknown variable: ([`unknown`] fact, the words as written).
+    let mut unknowns: Vec<(&'static str, Value)> = Vec::new();
     let names: Vec<String> = words
         .iter()
         .filter_map(|w| w.strip_prefix("--"))
@@ -717,8 +730,8 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
                     .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
                 if path && !name.starts_with('-') && !value.is_empty() {
                     if value.contains('$') {
-                        if let Some(field) = dotted_field(name) {
-                            settings.push((unknown(field), json!(words[i].clone())));
+                        if let Some(marker) = dotted_field(name).and_then(unknown) {
+                            unknowns.push((marker, json!(words[i].clone())));
                         }
                     } else {
                         settings.push((name.to_string(), hydra_value(value)));
@@ -745,9 +758,9 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         if values.iter().any(|v| v.contains('$')) {
             // A value the files leave to an unknown variable overrides any weaker one with
             // something unknown (an accumulation is unknown, not 1).
-            if let Some((field, _)) = argument(&name) {
+            if let Some(marker) = argument(&name).and_then(|(field, _)| unknown(field)) {
                 let written = format!("--{name} {}", values.join(" "));
-                settings.push((unknown(field), json!(written)));
+                unknowns.push((marker, json!(written)));
             }
             continue;
         }
@@ -768,14 +781,21 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     for (_, (field, value, confidence), ()) in facts {
         set(field, value, confidence);
     }
+    for (marker, written) in unknowns {
+        set(marker, written, 1.0);
+    }
 }
 
-/// The fact that says a field was given but could not be read (`--num_machines $NUM_NODES`,
+/// The fact that says `field` was given but could not be read (`--num_machines $NUM_NODES`,
 /// `--gradient_accumulation_steps $GAS` with the variable unknown): `FIELD_unknown`, whose value
-/// is the flag as written. A weaker source's value for the field is then not the job's
-/// (`extract` takes it out and notes it there), and nothing is derived from it.
-pub fn unknown(field: &str) -> String {
-    format!("{field}_unknown")
+/// is the flag as written, from [`UNKNOWN_FIELDS`] (`None` for a field not there). A weaker
+/// source's value for the field is then not the job's (`extract` takes it out and notes it
+/// there), and nothing is derived from it.
+pub fn unknown(field: &str) -> Option<&'static str> {
+    UNKNOWN_FIELDS
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map(|&(_, marker)| marker)
 }
 
 /// The fact that names a DeepSpeed hostfile (`--hostfile configs/hostfile`), whose hosts and
@@ -863,39 +883,30 @@ pub const NOT_TRAINING: &[&str] = &[
 /// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);
 /// nothing under a section of [`NOT_TRAINING`].
 fn dotted_setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
-    if let Some(field) = name.strip_suffix("_unknown") {
-        return UNKNOWN_FIELDS
-            .iter()
-            .find(|(f, _)| *f == field)
-            .map(|&(_, marker)| (marker, value, 1.0));
-    }
+    setting(&dotted_name(name)?, value)
+}
+
+/// The field a setting name sets, dotted or not (as [`dotted_setting`] reads it).
+fn dotted_field(name: &str) -> Option<&'static str> {
+    argument(&dotted_name(name)?).map(|(field, _)| field)
+}
+
+/// The setting name a possibly dotted name stands for: undotted as it is; the whole name with
+/// `.` read as `_` when that is a known name (`train_batch_size`), else its last part
+/// (`max_len`); `None` under a section of [`NOT_TRAINING`]. `-` is read as `_`.
+fn dotted_name(name: &str) -> Option<String> {
     let name = name.replace('-', "_");
     let Some((section, _)) = name.split_once('.') else {
-        return setting(&name, value);
+        return Some(name);
     };
     if NOT_TRAINING.contains(&section) {
         return None;
     }
     let joined = name.replace('.', "_");
     if argument(&joined).is_some() || PRECISION_FLAGS.contains(&joined.as_str()) {
-        return setting(&joined, value);
+        return Some(joined);
     }
-    setting(name.rsplit('.').next().unwrap_or(&name), value)
-}
-
-/// The field a setting name sets, dotted or not (as [`dotted_setting`] reads it).
-fn dotted_field(name: &str) -> Option<&'static str> {
-    let name = name.replace('-', "_");
-    if let Some((section, _)) = name.split_once('.') {
-        if NOT_TRAINING.contains(&section) {
-            return None;
-        }
-        let joined = name.replace('.', "_");
-        if let Some((field, _)) = argument(&joined) {
-            return Some(field);
-        }
-    }
-    argument(name.rsplit('.').next().unwrap_or(&name)).map(|(field, _)| field)
+    Some(name.rsplit('.').next().unwrap_or(&name).to_string())
 }
 
 /// A Hydra override's value: `[a,b]` is a list, anything else [`typed`].
