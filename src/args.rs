@@ -129,6 +129,33 @@ pub struct ShapeArgs {
     #[arg(long)]
     pub deps: Option<f64>,
 
+    /// hpc: the partition's walltime limit (a short or debug partition), e.g. 1h: jobs whose
+    /// request would exceed it are drawn again. At least 5m. One of the settings that give
+    /// headroom over the rules (docs/generator.md).
+    #[arg(long, value_name = "DURATION", value_parser = parse_seconds)]
+    pub max_walltime: Option<i64>,
+
+    /// Every family: the queue arrived in a burst within this span before `now` (a job array,
+    /// a sweep, a deadline), e.g. 10m: the family's arrival times are scaled down to it, in the
+    /// same order. 0 puts every submission at `now`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_seconds_or_zero)]
+    pub queue_span: Option<i64>,
+
+    /// hpc and dl: the share of wide jobs, e.g. 0.3 or 30%: 16 to 32 cores (half a node or
+    /// more) on hpc, 4 or 8 GPUs on dl (GPU fragmentation).
+    #[arg(long, value_name = "SHARE", value_parser = parse_share)]
+    pub wide: Option<f64>,
+
+    /// hpc: the share of memory-bound jobs: 1 to 4 cores with half to all of the largest
+    /// node's memory, e.g. 0.3 or 30%.
+    #[arg(long, value_name = "SHARE", value_parser = parse_share)]
+    pub mem_bound: Option<f64>,
+
+    /// hpc and dl: heterogeneous servers, node types in turn (hpc: 32 cores/128 GiB, 64/256,
+    /// 32/512, 16/64; dl: 8 GPUs/64 cores/512 GiB and 4/32/256) instead of identical nodes.
+    #[arg(long)]
+    pub mixed_nodes: bool,
+
     /// Seed of every random choice: the same seed gives the same bytes, whatever the number of
     /// threads.
     #[arg(long, default_value_t = 1)]
@@ -155,6 +182,13 @@ impl ShapeArgs {
             (None, None) => None,
         };
         config.dep_prob = self.deps.unwrap_or(0.0);
+        config.hard = schedlm_generator::Hard {
+            max_walltime: self.max_walltime,
+            queue_span: self.queue_span,
+            wide: self.wide.unwrap_or(0.0),
+            mem_bound: self.mem_bound.unwrap_or(0.0),
+            mixed_nodes: self.mixed_nodes,
+        };
         config
     }
 
@@ -166,6 +200,11 @@ impl ShapeArgs {
             ("--running", self.running.is_some()),
             ("--load", self.load.is_some()),
             ("--deps", self.deps.is_some()),
+            ("--max-walltime", self.max_walltime.is_some()),
+            ("--queue-span", self.queue_span.is_some()),
+            ("--wide", self.wide.is_some()),
+            ("--mem-bound", self.mem_bound.is_some()),
+            ("--mixed-nodes", self.mixed_nodes),
         ]
         .into_iter()
         .filter_map(|(name, given)| given.then_some(name))
@@ -199,6 +238,14 @@ impl std::str::FromStr for QueueRange {
     }
 }
 
+/// [`parse_seconds`], where 0 is allowed.
+pub fn parse_seconds_or_zero(s: &str) -> Result<i64, String> {
+    if s.trim() == "0" {
+        return Ok(0);
+    }
+    parse_seconds(s)
+}
+
 /// Parses a whole number of seconds, `5400` or a duration such as `1h 30m`, at least 1 s.
 pub fn parse_seconds(s: &str) -> Result<i64, String> {
     let seconds = match s.trim().parse::<i64>() {
@@ -215,4 +262,43 @@ pub fn parse_seconds(s: &str) -> Result<i64, String> {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
         .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 10s, 500ms or 2m"))
+}
+
+/// Parses a share written as a percentage (`1%`, `0.5%`) or a fraction below 1 (`0.01`).
+/// A bare number of 1 or more is refused: `2` could mean 2% or 200%.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 0.01),
+        None => (t, 1.0),
+    };
+    let v: f64 = number.parse().map_err(|_| {
+        format!("`{s}` is not a share; write a percentage such as 1% or a fraction such as 0.01")
+    })?;
+    let v = v * scale;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("`{s}`: a share must be 0 or more"));
+    }
+    if scale == 1.0 && v >= 1.0 {
+        return Err(format!(
+            "`{s}` is ambiguous: write {s}% for a percentage, or a fraction below 1"
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod share_tests {
+    use super::parse_share;
+
+    #[test]
+    fn shares_are_percentages_or_fractions() {
+        assert_eq!(parse_share("1%"), Ok(0.01));
+        assert_eq!(parse_share("0.5 %"), Ok(0.005));
+        assert_eq!(parse_share("0.02"), Ok(0.02));
+        assert_eq!(parse_share("150%"), Ok(1.5));
+        assert!(parse_share("2").unwrap_err().contains("ambiguous"));
+        assert!(parse_share("-1%").is_err());
+        assert!(parse_share("x").is_err());
+    }
 }

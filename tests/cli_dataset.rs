@@ -185,6 +185,16 @@ fn every_record_is_consistent_and_optimal_labels_survive_brute_force() {
             let ranked = reference::repair(&inst, &ranking);
             assert_eq!(order, ranked, "{id}: label is not the optimal {rule} order");
         }
+        check_difficulty(
+            id,
+            &r["difficulty"],
+            &inst,
+            &ranking,
+            &order,
+            best,
+            label,
+            r,
+        );
         let first_line: Vec<String> = order_ids(&inst, &ranking, &strings(&r["order"]));
         let mut lines = completion.lines();
         assert_eq!(lines.next().unwrap(), first_line.join(" "));
@@ -206,6 +216,58 @@ fn every_record_is_consistent_and_optimal_labels_survive_brute_force() {
     for s in SPLITS {
         assert!(recs.iter().any(|(x, _)| x == s), "no {s} record");
     }
+}
+
+/// A record's `difficulty`, recomputed from the reference: BRPI's value is the lowest
+/// baseline, the headroom its distance above the label (and above the lower bound), the label
+/// is the ranking exactly when it is the repaired ranking, and a deviation is a label position
+/// whose job is not the first job of the ranking that is unplaced and ready.
+#[allow(clippy::too_many_arguments)]
+fn check_difficulty(
+    id: &str,
+    d: &Value,
+    inst: &reference::Instance,
+    ranking: &[usize],
+    label: &[usize],
+    brpi: f64,
+    value: f64,
+    r: &Value,
+) {
+    assert!(close(d["brpi_value"].as_f64().unwrap(), brpi), "{id}: {d}");
+    assert_eq!(d["ranking_rule"], r["ranking_rule"], "{id}");
+    let gap = |v: f64, base: f64| {
+        if v <= base {
+            0.0
+        } else {
+            (v - base) / base
+        }
+    };
+    let headroom = d["headroom"].as_f64().unwrap();
+    assert!((headroom - gap(brpi, value)).abs() < 1e-9, "{id}: {d}");
+    let bound = r["lower_bound"].as_f64().unwrap();
+    assert!((d["headroom_bound"].as_f64().unwrap() - gap(brpi, bound)).abs() < 1e-9);
+    let ranked = reference::repair(inst, ranking);
+    assert_eq!(
+        d["label_is_ranking"].as_bool().unwrap(),
+        label == ranked,
+        "{id}"
+    );
+    let mut placed = vec![false; inst.queue.len()];
+    let mut deviations = 0;
+    for &j in label {
+        let next = ranking
+            .iter()
+            .copied()
+            .find(|&k| !placed[k] && inst.queued_deps(k).iter().all(|&q| placed[q]));
+        deviations += usize::from(next != Some(j));
+        placed[j] = true;
+    }
+    assert_eq!(
+        d["deviations"].as_u64().unwrap() as usize,
+        deviations,
+        "{id}"
+    );
+    assert_eq!(deviations == 0, label == ranked, "{id}");
 }
 
 /// Prompt ids of original job ids: J + position in `ranking` (queue indices).
@@ -283,6 +345,113 @@ fn same_bytes_with_any_threads_chunks_and_shards() {
     m.extend(parts.iter().rev().cloned());
     run(&m).ok();
     assert_same_files(&one, &merged);
+}
+
+#[test]
+fn min_headroom_keeps_only_instances_with_headroom_and_counts_the_others() {
+    let dir = tempdir();
+    let args = [
+        "--family",
+        "uniform",
+        "-n",
+        "90",
+        "--queue",
+        "7..9",
+        "--solver",
+        "bnb",
+        "--node-limit",
+        "200000",
+        "--seed",
+        "4",
+    ];
+    let all = dir.path().join("all");
+    build(&all, &args).ok();
+    let kept = dir.path().join("kept");
+    let mut a = args.to_vec();
+    a.extend(["--min-headroom", "1%", "--chunk", "16"]);
+    let report = build(&kept, &a).ok();
+    // Exactly the instances of the unfiltered build with at least 1% headroom, in its order.
+    let hard: Vec<String> = records(&all)
+        .iter()
+        .filter(|(_, r)| r["difficulty"]["headroom"].as_f64().unwrap() >= 0.01)
+        .map(|(_, r)| r["id"].as_str().unwrap().to_string())
+        .collect();
+    let ids: Vec<String> = records(&kept)
+        .iter()
+        .map(|(_, r)| r["id"].as_str().unwrap().to_string())
+        .collect();
+    let (mut a_sorted, mut b_sorted) = (hard.clone(), ids.clone());
+    a_sorted.sort();
+    b_sorted.sort();
+    assert_eq!(a_sorted, b_sorted);
+    assert!(!ids.is_empty() && ids.len() < 80, "kept {}", ids.len());
+    let manifest: Value =
+        serde_json::from_str(&fs::read_to_string(kept.join("manifest.json")).unwrap()).unwrap();
+    let filtered = manifest["filtered"].as_u64().unwrap();
+    let duplicates = manifest["duplicates"].as_u64().unwrap();
+    assert_eq!(ids.len() as u64 + filtered + duplicates, 90);
+    assert_eq!(manifest["args"]["min_headroom"], 0.01);
+    let d = &manifest["difficulty"]["all"];
+    assert_eq!(d["instances"].as_u64().unwrap(), ids.len() as u64);
+    assert_eq!(d["label_is_ranking"], 0.0);
+    assert!(d["headroom"]["min"].as_f64().unwrap() >= 0.01);
+    // The build says how many candidates it drew per record kept.
+    assert!(
+        report.stderr.contains("candidates drawn per instance kept"),
+        "{}",
+        report.stderr
+    );
+    // Shards of a filtered build merge to the same bytes.
+    let mut parts = Vec::new();
+    for k in 1..=2 {
+        let part = dir.path().join(format!("part{k}"));
+        let shard = format!("{k}/2");
+        let mut c = a.clone();
+        c.extend(["--shard", &shard]);
+        build(&part, &c).ok();
+        parts.push(path_str(&part));
+    }
+    let merged = dir.path().join("merged");
+    let mut m = vec!["dataset".to_string(), "merge".into(), "-o".into()];
+    m.push(path_str(&merged));
+    m.extend(parts);
+    run(&m).ok();
+    assert_same_files(&kept, &merged);
+}
+
+#[test]
+fn a_build_whose_labels_are_mostly_the_ranking_warns() {
+    let dir = tempdir();
+    let out = dir.path().join("easy");
+    // hpc at its defaults: the best rule is optimal on almost every instance.
+    let easy = build(
+        &out,
+        &[
+            "--family", "hpc", "-n", "40", "--queue", "10..12", "--seed", "3",
+        ],
+    )
+    .ok();
+    assert!(
+        easy.stderr
+            .contains("of the labels are the prompt's ranking")
+            && easy.stderr.contains("--min-headroom"),
+        "{}",
+        easy.stderr
+    );
+    let stats = common::run(&["dataset", "stats", &path_str(&out)]).ok();
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(text.contains("label=ranking"), "{text}");
+    assert!(text.contains("warning:"), "{text}");
+    // A build with headroom does not warn.
+    let hard = dir.path().join("hard");
+    let harder = build(
+        &hard,
+        &[
+            "--family", "uniform", "-n", "40", "--queue", "10..12", "--seed", "3",
+        ],
+    )
+    .ok();
+    assert!(!harder.stderr.contains("warning:"), "{}", harder.stderr);
 }
 
 #[test]

@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use crate::canonical::fingerprint;
 use crate::error::{io_err, BuildError};
 use crate::layout::{
-    chunk_path, finished_chunks, lock_dir, open, parse_line, skip_line, write_atomic, Line,
-    SplitWriters,
+    chunk_path, filtered_line, finished_chunks, lock_dir, open, parse_line, skip_line,
+    write_atomic, Line, SplitWriters,
 };
 use crate::manifest::{
     read_manifest, write_manifest, BuildArgs, Manifest, Shard, Source, Tally, FORMAT,
@@ -350,6 +350,11 @@ impl<'a> Context<'a> {
             index: item.index,
             reason: e.to_string(),
         })?;
+        if let (Some(min), Some(d)) = (self.args.min_headroom, &record.difficulty) {
+            if !d.has_headroom(min) {
+                return Ok(vec![filtered_line(item.index)]);
+            }
+        }
         let records = match self.args.records {
             RecordKind::Orders => vec![record],
             RecordKind::Steps => {
@@ -437,6 +442,7 @@ fn assemble(
             let text = text.map_err(io_err(&path))?;
             match parse_line(&path, i as u64 + 1, &text)? {
                 Line::Skipped(s) => tally.skipped.push(s),
+                Line::Filtered => tally.filtered += 1,
                 Line::Record(head) => {
                     if !seen.insert(head.id.clone()) {
                         tally.duplicates += u64::from(head.position().1 == 0);

@@ -101,6 +101,18 @@ pub(crate) struct Head {
     pub split: Split,
     pub family: String,
     pub proven_optimal: bool,
+    /// Absent in records built before difficulty was stored.
+    #[serde(default)]
+    pub difficulty: Option<crate::difficulty::Difficulty>,
+    #[serde(default)]
+    pub instance: QueueHead,
+}
+
+/// The part of a record's instance the manifest counts: its queue length.
+#[derive(Deserialize, Default)]
+pub(crate) struct QueueHead {
+    #[serde(default)]
+    pub queue: Vec<serde::de::IgnoredAny>,
 }
 
 impl Head {
@@ -110,10 +122,16 @@ impl Head {
     }
 }
 
-/// A chunk-file line: a record or a skip note.
+/// A chunk-file line for an item left out by `--min-headroom`.
+pub(crate) fn filtered_line(index: u64) -> String {
+    serde_json::json!({ "filtered": { "index": index } }).to_string()
+}
+
+/// A chunk-file line: a record, a skip note, or an item the headroom filter left out.
 pub(crate) enum Line {
     Record(Head),
     Skipped(Skipped),
+    Filtered,
 }
 
 pub(crate) fn parse_line(path: &Path, number: u64, text: &str) -> Result<Line, BuildError> {
@@ -128,6 +146,9 @@ pub(crate) fn parse_line(path: &Path, number: u64, text: &str) -> Result<Line, B
             reason: e.to_string(),
         })?;
         return Ok(Line::Skipped(s.skipped));
+    }
+    if text.starts_with("{\"filtered\"") {
+        return Ok(Line::Filtered);
     }
     read_head(path, number, text).map(Line::Record)
 }

@@ -8,6 +8,7 @@
 //! - [`record`]: records (one form of prompt and answer per file, [`RecordFormat`]) and their
 //!   reader; [`build`], [`merge`], [`stats`]: `schedlm dataset build | merge | stats`;
 //!   [`manifest`]: what a dataset directory holds and the arguments that made it;
+//!   [`difficulty`]: how much a record asks beyond the prompt's ranking (headroom, deviations);
 //!   [`layout`]: its files on disk; [`error`]: [`BuildError`], why any of them failed.
 //! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
@@ -43,6 +44,7 @@
 
 pub mod build;
 pub mod canonical;
+pub mod difficulty;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -16,6 +16,7 @@ use schedlm_model::{Objective, Variant};
 use schedlm_solver::portfolio::{SolveOptions, Solver};
 use serde::{Deserialize, Serialize};
 
+use crate::difficulty::{DifficultySummary, DifficultyTally};
 use crate::error::{io_err, BuildError};
 use crate::layout::{write_atomic, Head};
 use crate::prompt::Template;
@@ -131,6 +132,11 @@ pub struct BuildArgs {
     pub split: SplitSpec,
     /// Skip invalid input instances (listed in the manifest) instead of failing.
     pub skip_invalid: bool,
+    /// Keep only instances whose headroom (the best rule per instance's value over the
+    /// label's, [`crate::difficulty`]) is at least this fraction (`--min-headroom`); the
+    /// others are solved, counted in the manifest's `filtered` and left out. Absent: keep all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_headroom: Option<f64>,
 }
 
 impl BuildArgs {
@@ -190,6 +196,13 @@ pub struct Manifest {
     /// Input items left out, in source order: invalid `--from` lines (with `--skip-invalid`)
     /// and, in step builds, instances with a one-job queue.
     pub skipped: Vec<Skipped>,
+    /// Instances left out by `--min-headroom` (solved, below the headroom asked for).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub filtered: u64,
+    /// How much the labels ask beyond the prompts' ranking, over the instances written
+    /// ([`crate::difficulty`]); absent in manifests of builds before it was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<DifficultySummary>,
 }
 
 impl Manifest {
@@ -197,6 +210,23 @@ impl Manifest {
     pub fn total(&self) -> u64 {
         self.records.values().sum()
     }
+
+    /// Instances written: the records, except that step records count once per instance.
+    pub fn instances(&self) -> u64 {
+        self.difficulty
+            .as_ref()
+            .map_or_else(|| self.total(), |d| d.all.instances)
+    }
+
+    /// Candidate instances the source gave this build (or part): those written, the
+    /// duplicates, those left out by the headroom filter, and the skipped ones.
+    pub fn candidates(&self) -> u64 {
+        self.instances() + self.duplicates + self.filtered + self.skipped.len() as u64
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counts that become a manifest.
@@ -207,6 +237,8 @@ pub(crate) struct Tally {
     pub proven_optimal: u64,
     pub duplicates: u64,
     pub skipped: Vec<Skipped>,
+    pub filtered: u64,
+    pub difficulty: DifficultyTally,
 }
 
 impl Tally {
@@ -214,6 +246,9 @@ impl Tally {
         *self.records.entry(head.split).or_default() += 1;
         *self.families.entry(head.family.clone()).or_default() += 1;
         self.proven_optimal += u64::from(head.proven_optimal);
+        if let (Some(d), 0) = (&head.difficulty, head.position().1) {
+            self.difficulty.add(head.instance.queue.len(), d);
+        }
     }
 
     pub(crate) fn into_manifest(self, args: &BuildArgs, shard: Option<Shard>) -> Manifest {
@@ -230,6 +265,8 @@ impl Tally {
             proven_optimal: self.proven_optimal,
             duplicates: self.duplicates,
             skipped: self.skipped,
+            filtered: self.filtered,
+            difficulty: (!self.difficulty.is_empty()).then(|| self.difficulty.summary()),
         }
     }
 }

@@ -73,6 +73,7 @@ pub fn merge(parts: &[PathBuf], out: &Path) -> Result<Manifest, BuildError> {
     writers.finish()?;
     for m in &manifests {
         tally.duplicates += m.duplicates;
+        tally.filtered += m.filtered;
         tally.skipped.extend(m.skipped.iter().cloned());
     }
     tally.skipped.sort_by_key(|s| s.index);

@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 
 use schedlm_model::lines::TextLines;
 use schedlm_model::{repair, text_lines, Instance, Objective, Problem, Variant};
-use schedlm_solver::canonical::{canonical_order, ranking, NODE_LIMIT};
+use schedlm_solver::canonical::{canonical_order, ranking, Ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::{fingerprint, Fingerprint};
+use crate::difficulty::Difficulty;
 use crate::error::BuildError;
 use crate::prompt::{answer, render, Template};
 use crate::split::{Split, SplitSpec};
@@ -102,6 +103,12 @@ pub struct Record {
     pub nodes: u64,
     /// Each classic rule's objective value on this instance, by rule name.
     pub baselines: BTreeMap<String, f64>,
+    /// How much the label asks beyond the prompt's ranking: its headroom over the best rule
+    /// per instance, and the label positions that leave the ranking
+    /// ([`crate::difficulty`]). Absent in records built before it was stored
+    /// ([`Difficulty::of_record`] recomputes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<Difficulty>,
     /// The snapshot that was solved (SPEC section 1), as parsed: input fields the schema does
     /// not know are not kept.
     pub instance: Instance,
@@ -324,6 +331,13 @@ pub fn record_with_fingerprint(
         options.plan,
     )?;
     let prompt = prompt_text(&rendered.system, &rendered.user);
+    let difficulty = Difficulty::with_ranking(
+        problem,
+        &label.ranking,
+        &label.order,
+        label.value,
+        solution.lower_bound,
+    );
     let messages = vec![
         message("system", rendered.system),
         message("user", rendered.user),
@@ -359,38 +373,33 @@ pub fn record_with_fingerprint(
             .iter()
             .map(|(rule, v)| (rule.name().to_string(), *v))
             .collect(),
+        difficulty: Some(difficulty),
         instance: instance.clone(),
     })
 }
 
-/// The label of a solved instance under [`RecordOptions::answer`].
+/// The label of a solved instance under [`RecordOptions::answer`], and the instance's ranking.
 struct Label {
     order: Vec<usize>,
     value: f64,
     answer: AnswerOrder,
+    /// The ranking rule's name, when the record names it (canonical labels, compact-v2).
     ranking_rule: Option<String>,
+    ranking: Ranking,
 }
 
 impl Label {
     fn new(problem: &Problem, solution: &Solution, options: &RecordOptions) -> Label {
-        let solver = Label {
-            order: solution.order.clone(),
-            value: solution.value,
-            answer: AnswerOrder::Solver,
-            ranking_rule: None,
-        };
         if options.answer == AnswerOrder::Solver {
-            // Solver labels need the ranking rule only to name it (compact-v2), not the search.
+            let ranking = ranking(problem, options.objective, options.variant);
+            // Solver labels name the ranking rule only for compact-v2, whose prompt shows it.
             let ranked = matches!(options.template, Template::CompactV2);
-            let ranking_rule = ranked.then(|| {
-                ranking(problem, options.objective, options.variant)
-                    .rule
-                    .name()
-                    .to_string()
-            });
             return Label {
-                ranking_rule,
-                ..solver
+                order: solution.order.clone(),
+                value: solution.value,
+                answer: AnswerOrder::Solver,
+                ranking_rule: ranked.then(|| ranking.rule.name().to_string()),
+                ranking,
             };
         }
         let c = canonical_order(
@@ -405,8 +414,11 @@ impl Label {
             // The node limit stopped the search: the solver's order stays the label, and the
             // record says so.
             return Label {
+                order: solution.order.clone(),
+                value: solution.value,
+                answer: AnswerOrder::Solver,
                 ranking_rule,
-                ..solver
+                ranking: c.ranking,
             };
         }
         let (_, value) = problem.evaluate(&c.order, options.objective, options.variant);
@@ -415,6 +427,7 @@ impl Label {
             value,
             answer: AnswerOrder::Canonical,
             ranking_rule,
+            ranking: c.ranking,
         }
     }
 }

@@ -7,14 +7,15 @@ use schedlm_model::quantile::quantile;
 use schedlm_model::Problem;
 use schedlm_solver::portfolio::relative_gap;
 use schedlm_solver::rules::{order, Rule, RuleContext};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::difficulty::{Difficulty, DifficultySummary, DifficultyTally};
 use crate::error::BuildError;
 use crate::record::{read_records, AnswerOrder, Record};
 use crate::split::Split;
 
 /// Min, mean, median, 90th percentile and max of a sample.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Summary {
     /// How many values the sample has (0 for an empty sample, whose other fields are all 0).
     pub count: usize,
@@ -96,6 +97,10 @@ pub struct Stats {
     /// Per classic rule, by name (the keys of the records' `baselines`: `fcfs`, `sjf`, ...),
     /// how good its order already is.
     pub rules: BTreeMap<String, RuleStats>,
+    /// How much the labels ask beyond the prompts' ranking (headroom over the best rule per
+    /// instance, labels equal to the ranking, deviating positions), over all instances and
+    /// per queue length; recomputed for records that do not store it.
+    pub difficulty: DifficultySummary,
 }
 
 /// A token counter, e.g. a tokenizer's `encode(text).len()`.
@@ -110,6 +115,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
     let mut rule_gap: BTreeMap<String, f64> = BTreeMap::new();
     let mut rule_same: BTreeMap<String, u64> = BTreeMap::new();
     let (mut instances, mut proven, mut canonical) = (0u64, 0u64, 0u64);
+    let mut difficulty = DifficultyTally::default();
     for split in Split::ALL {
         let path = dir.join(split.file_name());
         if !path.exists() {
@@ -142,6 +148,9 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
                 gaps.push(relative_gap(r.value, r.lower_bound));
             }
             canonical += u64::from(r.answer == AnswerOrder::Canonical);
+            if let Some(d) = r.difficulty.clone().or_else(|| Difficulty::of_record(&r)) {
+                difficulty.add(r.instance.queue.len(), &d);
+            }
             let same = rules_with_label_order(&r);
             for (rule, v) in &r.baselines {
                 let tol = 1e-9 * r.value.abs().max(1.0);
@@ -166,6 +175,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
     s.proven_optimal_share = share(proven, instances);
     s.canonical_share = share(canonical, instances);
     s.gap_unproven = Summary::of(&mut gaps);
+    s.difficulty = difficulty.summary();
     for (rule, gap_sum) in rule_gap {
         let optimal = rule_opt.get(&rule).copied().unwrap_or(0);
         let same = rule_same.get(&rule).copied().unwrap_or(0);
@@ -198,6 +208,18 @@ fn rules_with_label_order(r: &Record) -> Vec<&'static str> {
         })
         .map(Rule::name)
         .collect()
+}
+
+/// The warning of a dataset whose labels are mostly the prompt's ranking.
+pub fn ranking_warning(d: &DifficultySummary) -> String {
+    format!(
+        "warning: {:.1}% of the labels are the prompt's ranking (J1 J2 ... Jn in compact-v2), \
+         with a mean headroom of {:.2}% over the best rule per instance: a model that copies \
+         the ranking matches most labels. Ask for instances with headroom (--min-headroom, \
+         longer queues, a harder family setting; docs/learning.md)",
+        100.0 * d.all.label_is_ranking,
+        100.0 * d.all.headroom.mean
+    )
 }
 
 fn share(part: u64, whole: u64) -> f64 {
@@ -276,6 +298,11 @@ impl Stats {
                 100.0 * r.mean_gap,
                 100.0 * r.label_is_rule_order
             ));
+        }
+        t.push_str(&self.difficulty.to_text());
+        if self.difficulty.mostly_ranking() {
+            t.push_str(&ranking_warning(&self.difficulty));
+            t.push('\n');
         }
         t
     }

@@ -155,6 +155,115 @@ pub struct Config {
     pub dep_prob: f64,
     /// Seed of the whole set; instance `index` uses its own stream of it.
     pub seed: u64,
+    /// The settings that make snapshots harder for the rules (docs/generator.md, "Settings
+    /// that give headroom"); all off by default, and left out of the JSON when off.
+    #[serde(flatten)]
+    pub hard: Hard,
+}
+
+/// Settings that give snapshots headroom over the best priority rule, each for a reason real
+/// clusters have. All are off by default; `docs/generator.md` lists what each does and the
+/// headroom measured with it. Extra random draws happen only when a setting is on, so the
+/// instances of a configuration without them are unchanged.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Hard {
+    /// `hpc`: the partition's walltime limit in seconds (a short or debug partition): jobs,
+    /// queued and running, whose request would exceed it are drawn again. At least 300 s (the
+    /// smallest walltime step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_walltime: Option<i64>,
+    /// Every family: the queue arrived within this many seconds before `now` (a burst of
+    /// submissions: a job array, a sweep, a deadline). The family's arrival times are scaled
+    /// down so that the oldest job waited this long; their order is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_span: Option<i64>,
+    /// `hpc` and `dl`: the share of jobs that are wide: half a node or more (`hpc`: 16 to 32
+    /// cores) or 4 to 8 GPUs (`dl`, at least the model's minimum), in [0, 1].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wide: f64,
+    /// `hpc`: the share of jobs that are memory-bound: 1 to 4 cores with half to all of the
+    /// largest node's memory, in [0, 1].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mem_bound: f64,
+    /// `hpc` and `dl`: heterogeneous servers, node types in turn (`hpc`: 32 cores/128 GiB,
+    /// 64/256, 32/512 (large memory), 16/64; `dl`: 8 GPUs/64 cores/512 GiB, 4/32/256) instead
+    /// of identical nodes.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mixed_nodes: bool,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+impl Hard {
+    /// Whether every setting is off.
+    pub fn is_off(&self) -> bool {
+        *self == Hard::default()
+    }
+
+    /// The settings that are on, by their option names (`--max-walltime`, ...).
+    pub fn options_on(&self) -> Vec<&'static str> {
+        [
+            ("--max-walltime", self.max_walltime.is_some()),
+            ("--queue-span", self.queue_span.is_some()),
+            ("--wide", self.wide > 0.0),
+            ("--mem-bound", self.mem_bound > 0.0),
+            ("--mixed-nodes", self.mixed_nodes),
+        ]
+        .into_iter()
+        .filter_map(|(name, on)| on.then_some(name))
+        .collect()
+    }
+
+    fn check(&self, family: Family) -> Result<(), GenError> {
+        let refuse = |option: &'static str, families: &'static str| GenError::NotForFamily {
+            option,
+            family,
+            families,
+        };
+        if let Some(w) = self.max_walltime {
+            if family != Family::Hpc {
+                return Err(refuse("max_walltime (--max-walltime)", "hpc"));
+            }
+            if w < hpc::MIN_WALLTIME_CAP {
+                return Err(GenError::MaxWalltime(w));
+            }
+        }
+        if let Some(s) = self.queue_span {
+            if s < 0 {
+                return Err(GenError::QueueSpan(s));
+            }
+        }
+        for (name, share) in [
+            ("wide (--wide)", self.wide),
+            ("mem_bound (--mem-bound)", self.mem_bound),
+        ] {
+            if !(0.0..=1.0).contains(&share) {
+                return Err(GenError::Share {
+                    option: name,
+                    value: share,
+                });
+            }
+        }
+        if self.wide > 0.0 && family == Family::Uniform {
+            return Err(refuse("wide (--wide)", "hpc and dl"));
+        }
+        if self.mem_bound > 0.0 && family != Family::Hpc {
+            return Err(refuse("mem_bound (--mem-bound)", "hpc"));
+        }
+        if self.mixed_nodes && family == Family::Uniform {
+            return Err(refuse(
+                "mixed_nodes (--mixed-nodes)",
+                "hpc and dl (uniform servers are mixed already)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Config {
@@ -168,6 +277,7 @@ impl Config {
             load: None,
             dep_prob: 0.0,
             seed,
+            hard: Hard::default(),
         }
     }
 
@@ -212,7 +322,7 @@ impl Config {
             }
             _ => {}
         }
-        Ok(())
+        self.hard.check(self.family)
     }
 }
 
@@ -264,6 +374,30 @@ pub enum GenError {
         /// server count (2 servers for `uniform` when `servers` is absent).
         capacity: i64,
     },
+    /// A setting of [`Hard`] was given for a family it does not apply to.
+    #[error("`{option}` applies to {families} snapshots, not to {family}; drop it")]
+    NotForFamily {
+        /// The setting, with its option name.
+        option: &'static str,
+        /// The configured family.
+        family: Family,
+        /// The families it applies to.
+        families: &'static str,
+    },
+    /// `max_walltime` (the value carried, in seconds) is below the smallest walltime step.
+    #[error("`max_walltime` (--max-walltime) is {0} s; it must be at least 300 s (5 min, the smallest walltime a job requests)")]
+    MaxWalltime(i64),
+    /// `queue_span` (the value carried, in seconds) is negative.
+    #[error("`queue_span` (--queue-span) is {0} s; it must be 0 or more")]
+    QueueSpan(i64),
+    /// A share of [`Hard`] is not in [0, 1], or is NaN.
+    #[error("`{option}` is {value}; it must be a share in [0, 1]")]
+    Share {
+        /// The setting, with its option name.
+        option: &'static str,
+        /// The value given.
+        value: f64,
+    },
     /// A family name (the string carried) parsed with `Family`'s `FromStr` is not `uniform`,
     /// `hpc` or `dl`.
     #[error("unknown family \"{0}\"; expected one of: uniform, hpc, dl")]
@@ -286,11 +420,14 @@ pub enum GenError {
 pub fn generate_one(config: &Config, index: u64) -> Result<Instance, GenError> {
     config.check()?;
     let mut rng = instance_rng(config.seed, index, config.family, Purpose::Main);
-    let draft = match config.family {
+    let mut draft = match config.family {
         Family::Uniform => uniform::generate(config, &mut rng),
         Family::Hpc => hpc::generate(config, &mut rng),
         Family::Dl => dl::generate(config, &mut rng),
     };
+    if let Some(span) = config.hard.queue_span {
+        draft.compress_queue(span);
+    }
     let mut instance = draft.into_instance();
     if config.dep_prob > 0.0 {
         let mut deps_rng = instance_rng(config.seed, index, config.family, Purpose::Deps);

@@ -25,6 +25,7 @@ fn configs() -> Vec<Config> {
                             load,
                             dep_prob,
                             seed: seed * 1_000 + out.len() as u64,
+                            hard: crate::Hard::default(),
                         });
                     }
                 }
@@ -408,5 +409,117 @@ fn instances_survive_a_json_round_trip() {
             assert_eq!(back, inst);
             assert!(!text.contains("\"weight\""));
         }
+    }
+}
+
+#[test]
+fn settings_that_give_headroom_do_what_they_say() {
+    use crate::family::{dl, hpc};
+    let share = |config: &Config, f: &dyn Fn(&schedlm_model::QueuedJob) -> bool| {
+        let (mut hit, mut all) = (0, 0);
+        for inst in generate(config, 200).unwrap() {
+            for j in &inst.queue {
+                hit += usize::from(f(j));
+                all += 1;
+            }
+        }
+        hit as f64 / all as f64
+    };
+    // hpc: wide and memory-bound shares, the partition's walltime limit, the burst.
+    let mut c = Config::new(Family::Hpc, 21);
+    let base_wide = share(&c, &|j| j.demand[0] >= hpc::WIDE_CORES.0);
+    c.hard.wide = 0.5;
+    let wide = share(&c, &|j| j.demand[0] >= hpc::WIDE_CORES.0);
+    assert!(wide > base_wide + 0.35, "wide {wide}, without {base_wide}");
+    c.hard = Hard {
+        mem_bound: 0.4,
+        ..Hard::default()
+    };
+    let mem = share(&c, &|j| j.demand[0] <= 4 && j.demand[1] >= 64);
+    assert!((0.33..0.5).contains(&mem), "memory-bound share {mem}");
+    c.hard = Hard {
+        max_walltime: Some(3_600),
+        queue_span: Some(0),
+        mixed_nodes: true,
+        ..Hard::default()
+    };
+    for inst in generate(&c, 50).unwrap() {
+        assert!(inst
+            .queue
+            .iter()
+            .all(|j| j.walltime <= 3_600 && j.submit == inst.now));
+        let caps: Vec<Vec<i64>> = inst.servers.iter().map(|s| s.capacity.clone()).collect();
+        assert_eq!(caps[2], hpc::MIXED_NODES[2].to_vec());
+    }
+    // dl: wide jobs use 4 or 8 GPUs; mixed nodes alternate 8- and 4-GPU nodes.
+    let mut d = Config::new(Family::Dl, 22);
+    d.hard.wide = 1.0;
+    d.hard.mixed_nodes = true;
+    for inst in generate(&d, 50).unwrap() {
+        assert!(inst
+            .queue
+            .iter()
+            .all(|j| dl::WIDE_GPUS.contains(&j.demand[0])));
+        assert_eq!(inst.servers[1].capacity, dl::MIXED_NODES[1].to_vec());
+    }
+    // Off, the settings change nothing; on, a setting is refused where it means nothing.
+    let plain = Config::new(Family::Hpc, 21);
+    let mut off = plain.clone();
+    off.hard.wide = 0.0;
+    assert_eq!(generate(&plain, 5).unwrap(), generate(&off, 5).unwrap());
+    for (family, hard, option) in [
+        (
+            Family::Dl,
+            Hard {
+                max_walltime: Some(3_600),
+                ..Hard::default()
+            },
+            "max_walltime",
+        ),
+        (
+            Family::Uniform,
+            Hard {
+                wide: 0.2,
+                ..Hard::default()
+            },
+            "wide",
+        ),
+        (
+            Family::Dl,
+            Hard {
+                mem_bound: 0.2,
+                ..Hard::default()
+            },
+            "mem_bound",
+        ),
+        (
+            Family::Uniform,
+            Hard {
+                mixed_nodes: true,
+                ..Hard::default()
+            },
+            "mixed_nodes",
+        ),
+        (
+            Family::Hpc,
+            Hard {
+                max_walltime: Some(60),
+                ..Hard::default()
+            },
+            "max_walltime",
+        ),
+        (
+            Family::Hpc,
+            Hard {
+                wide: 1.5,
+                ..Hard::default()
+            },
+            "wide",
+        ),
+    ] {
+        let mut c = Config::new(family, 1);
+        c.hard = hard;
+        let e = c.check().unwrap_err().to_string();
+        assert!(e.contains(option), "{e}");
     }
 }

@@ -1,7 +1,7 @@
 //! Property tests: any valid configuration gives valid instances with the promised shape.
 
 use proptest::prelude::*;
-use schedlm_generator::{generate_one, Config, Family, Load};
+use schedlm_generator::{generate_one, Config, Family, Hard, Load};
 
 fn family() -> impl Strategy<Value = Family> {
     prop_oneof![Just(Family::Uniform), Just(Family::Hpc), Just(Family::Dl)]
@@ -15,27 +15,51 @@ fn load() -> impl Strategy<Value = Option<Load>> {
     ]
 }
 
-fn config() -> impl Strategy<Value = Config> {
+/// The settings of [`Hard`] a family takes, any of them on or off.
+fn hard(family: Family) -> impl Strategy<Value = Hard> {
     (
-        family(),
-        1usize..=30,
-        0usize..=30,
-        prop::option::of(1usize..=6),
-        load(),
+        prop::option::of(prop_oneof![Just(300i64), 300i64..=86_400]),
+        prop::option::of(prop_oneof![Just(0i64), 0i64..=7_200]),
         prop_oneof![Just(0.0), 0.0f64..=1.0, Just(1.0)],
-        any::<u64>(),
+        prop_oneof![Just(0.0), 0.0f64..=1.0, Just(1.0)],
+        any::<bool>(),
     )
-        .prop_map(
-            |(family, queue_min, extra, servers, load, dep_prob, seed)| Config {
-                family,
-                queue_min,
-                queue_max: queue_min + extra,
-                servers,
-                load,
-                dep_prob,
-                seed,
-            },
-        )
+        .prop_map(move |(cap, span, wide, mem, mixed)| Hard {
+            max_walltime: cap.filter(|_| family == Family::Hpc),
+            queue_span: span,
+            wide: if family == Family::Uniform { 0.0 } else { wide },
+            mem_bound: if family == Family::Hpc { mem } else { 0.0 },
+            mixed_nodes: mixed && family != Family::Uniform,
+        })
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    family()
+        .prop_flat_map(|family| (Just(family), hard(family)))
+        .prop_flat_map(|(family, hard)| {
+            (
+                Just(family),
+                1usize..=30,
+                0usize..=30,
+                prop::option::of(1usize..=6),
+                load(),
+                prop_oneof![Just(0.0), 0.0f64..=1.0, Just(1.0)],
+                any::<u64>(),
+                Just(hard),
+            )
+                .prop_map(
+                    |(family, queue_min, extra, servers, load, dep_prob, seed, hard)| Config {
+                        family,
+                        queue_min,
+                        queue_max: queue_min + extra,
+                        servers,
+                        load,
+                        dep_prob,
+                        seed,
+                        hard,
+                    },
+                )
+        })
 }
 
 proptest! {
@@ -57,6 +81,16 @@ proptest! {
             prop_assert!(j.submit >= 0 && j.submit <= inst.now);
             prop_assert!(j.walltime >= 1);
             prop_assert!(j.runtime.is_some_and(|r| r <= j.walltime));
+            // The settings that give headroom keep their promises.
+            if let Some(span) = config.hard.queue_span {
+                prop_assert!(inst.now - j.submit <= span, "waited {} > span {span}", inst.now - j.submit);
+            }
+            if let Some(cap) = config.hard.max_walltime {
+                prop_assert!(j.walltime <= cap);
+            }
+        }
+        if config.hard.mixed_nodes && inst.servers.len() > 1 {
+            prop_assert_ne!(&inst.servers[0].capacity, &inst.servers[1].capacity);
         }
         for r in &inst.running {
             prop_assert!(r.end > inst.now);

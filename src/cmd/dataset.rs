@@ -134,6 +134,16 @@ pub struct BuildCmd {
     #[arg(long, value_enum, default_value = "messages")]
     pub format: RecordFormatArg,
 
+    /// Keep only instances with at least this headroom: the best rule per instance (the
+    /// ranking a compact-v2 prompt lists) must be this much above the label's value, e.g. 1%
+    /// or 0.01. Every candidate is solved; those below are left out and counted (manifest
+    /// `filtered`), so --count is the number of candidates drawn and the build reports how
+    /// many were drawn per record kept. With an unproven label the headroom is a lower bound,
+    /// so every kept instance has at least this much. Deterministic, resumable and shardable
+    /// like every build (docs/dataset.md, "Difficulty").
+    #[arg(long, value_name = "SHARE", value_parser = crate::args::parse_share)]
+    pub min_headroom: Option<f64>,
+
     /// Shares of train/val/test in percent.
     #[arg(long, default_value = "90/5/5")]
     pub split: SplitSpec,
@@ -282,6 +292,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         },
         split: a.split,
         skip_invalid: a.skip_invalid,
+        min_headroom: a.min_headroom,
     })
 }
 
@@ -372,7 +383,45 @@ fn run_build(a: &BuildCmd) -> Result<()> {
             String::new()
         }
     );
+    if let Some(min) = args.min_headroom {
+        let kept = m.instances();
+        eprintln!(
+            "--min-headroom {:.2}%: kept {kept} of {} candidate instances ({} below it); {}",
+            100.0 * min,
+            m.candidates(),
+            m.filtered,
+            if kept > 0 {
+                format!(
+                    "{:.2} candidates drawn per instance kept",
+                    m.candidates() as f64 / kept as f64
+                )
+            } else {
+                "none kept: lower the headroom or change the family's settings".to_string()
+            }
+        );
+    }
+    if let Some(d) = &m.difficulty {
+        eprintln!(
+            "difficulty: {:.1}% of the labels are the prompt's ranking, {:.1}% of label \
+             positions leave it, mean headroom over the best rule per instance {:.2}% \
+             (`schedlm dataset stats {}` for quantiles and queue lengths)",
+            100.0 * d.all.label_is_ranking,
+            100.0 * d.all.deviating_positions,
+            100.0 * d.all.headroom.mean,
+            a.out.display()
+        );
+        if d.mostly_ranking() {
+            eprintln!("{}", schedlm_dataset::stats::ranking_warning(d));
+        }
+    }
     if m.total() == 0 {
+        if m.filtered > 0 {
+            bail!(
+                "the dataset in {} is empty: all {} candidates were below --min-headroom",
+                a.out.display(),
+                m.filtered
+            );
+        }
         bail!(
             "the dataset in {} is empty: all {} input lines were skipped (reasons above)",
             a.out.display(),

@@ -306,6 +306,12 @@ pub fn runtime_with_noise(job: &DlJob, noise: f64) -> i64 {
     ((ideal_runtime(job) * noise).round() as i64).max(1)
 }
 
+/// GPU counts of a wide job (`wide`, `--wide`).
+pub const WIDE_GPUS: [i64; 2] = [4, 8];
+/// Node types of `mixed_nodes` (`--mixed-nodes`), [GPUs, cores, GiB], used in turn: the
+/// default 8-GPU node and a 4-GPU node with half of everything.
+pub const MIXED_NODES: [[i64; 3]; 2] = [[8, 64, 512], [4, 32, 256]];
+
 /// Powers of two a job may use, and their weights.
 const GPU_CHOICES: [(i64, f64); 4] = [(1, 0.4), (2, 0.25), (4, 0.2), (8, 0.15)];
 
@@ -325,10 +331,17 @@ fn draw_epochs_and_batch<R: Rng>(rng: &mut R, m: &ModelSpec, gpus: i64) -> (i64,
     (epochs, per_gpu * gpus)
 }
 
-fn draw_dl_job<R: Rng>(rng: &mut R) -> DlJob {
+/// A job's description; with probability `wide` its GPU count is 4 or 8 (at least the model's
+/// minimum), drawn uniformly, instead of the Philly-like weights.
+fn draw_dl_job<R: Rng>(rng: &mut R, wide: f64) -> DlJob {
     let weights: Vec<f64> = MODELS.iter().map(|m| m.popularity).collect();
     let m = &MODELS[weighted_index(rng, &weights)];
-    let gpus = draw_gpus(rng, m.min_gpus);
+    let gpus = if wide > 0.0 && rng.random_bool(wide) {
+        let choices: Vec<i64> = WIDE_GPUS.into_iter().filter(|&g| g >= m.min_gpus).collect();
+        choices[rng.random_range(0..choices.len())]
+    } else {
+        draw_gpus(rng, m.min_gpus)
+    };
     let samples =
         ((log_uniform(rng, m.samples.0, m.samples.1) / 100.0).round() as i64 * 100).max(100);
     let dataset_gb = ((samples as f64 * m.kb_per_sample / 1e5).round() / 10.0).max(0.1);
@@ -371,7 +384,16 @@ const RUNNING_CANDIDATES: usize = 4;
 
 pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
     let n_servers = config.servers.unwrap_or(DEFAULT_SERVERS);
-    let caps = vec![vec![NODE_GPUS, NODE_CORES, NODE_MEM_GIB]; n_servers];
+    let caps: Vec<Vec<i64>> = (0..n_servers)
+        .map(|i| {
+            if config.hard.mixed_nodes {
+                MIXED_NODES[i % MIXED_NODES.len()].to_vec()
+            } else {
+                vec![NODE_GPUS, NODE_CORES, NODE_MEM_GIB]
+            }
+        })
+        .collect();
+    let wide = config.hard.wide;
     let now_base = draw_now_base(rng);
 
     let target = Target::of(config.load.unwrap_or(Load::Fraction(DEFAULT_LOAD)), &caps);
@@ -382,7 +404,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
         |r| {
             let jobs: Vec<Job> = (0..RUNNING_CANDIDATES)
                 .map(|_| {
-                    let dl = draw_dl_job(r);
+                    let dl = draw_dl_job(r, wide);
                     complete(r, dl)
                 })
                 .collect();
@@ -416,7 +438,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
                 if k > 0 {
                     t += gap.sample(rng).round() as i64;
                 }
-                (zipf_user(rng, USERS), draw_dl_job(rng))
+                (zipf_user(rng, USERS), draw_dl_job(rng, wide))
             }
         };
         let job = complete(rng, dl);

@@ -79,6 +79,19 @@ pub(crate) struct Draft {
 }
 
 impl Draft {
+    /// Scales the queue's arrival times down so that its oldest job waited at most `span`
+    /// seconds (a burst of submissions); their order is kept. Nothing changes when the queue
+    /// is already that young.
+    pub fn compress_queue(&mut self, span: i64) {
+        let oldest = self.queue.iter().map(|j| j.ago).max().unwrap_or(0);
+        if oldest <= span || oldest <= 0 {
+            return;
+        }
+        for j in &mut self.queue {
+            j.ago = (i128::from(j.ago) * i128::from(span) / i128::from(oldest)) as i64;
+        }
+    }
+
     /// Fixes `now`, absolute times and ids: servers `n0..` in draft order, running jobs `r0..`
     /// by start time (oldest first), queued jobs `j0..` by submit time (oldest first). Both sorts
     /// are stable, so ties keep the order in which the family drew the jobs.

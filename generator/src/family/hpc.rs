@@ -69,6 +69,15 @@ pub const DEFAULT_LOAD: f64 = 0.7;
 pub const MAX_WALLTIME: i64 = WALLTIME_STEPS[WALLTIME_STEPS.len() - 1];
 /// Size of the user pool.
 pub const USERS: usize = 16;
+/// The smallest `max_walltime` (`--max-walltime`): the smallest walltime step, 5 minutes.
+pub const MIN_WALLTIME_CAP: i64 = WALLTIME_STEPS[0];
+/// Node types of `mixed_nodes` (`--mixed-nodes`), [cores, GiB], used in turn: the standard
+/// node, a newer generation with twice of both, a large-memory node, an older small node.
+pub const MIXED_NODES: [[i64; 2]; 4] = [[32, 128], [64, 256], [32, 512], [16, 64]];
+/// Cores of a wide job (`wide`, `--wide`): half a node to a whole node.
+pub const WIDE_CORES: (i64, i64) = (16, 32);
+/// Cores of a memory-bound job (`mem_bound`, `--mem-bound`).
+pub const MEM_BOUND_CORES: (i64, i64) = (1, 4);
 
 /// The parameters of the Lublin–Feitelson model for one job class.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -220,25 +229,71 @@ struct Job {
     walltime: i64,
 }
 
-fn draw_job<R: Rng>(model: &Model, rng: &mut R) -> Job {
-    let cores = model.size(rng);
-    let mem = memory(rng, cores);
-    let runtime = model.runtime(rng, cores);
-    let walltime = walltime(rng, runtime);
-    Job {
-        demand: vec![cores, mem],
-        runtime,
-        walltime,
+/// What shapes every job of an instance: the model and the settings of [`crate::Hard`].
+struct Jobs<'a> {
+    model: Model,
+    hard: &'a crate::Hard,
+    /// The largest node's memory (GiB), the most a memory-bound job asks for.
+    max_mem: i64,
+}
+
+impl Jobs<'_> {
+    /// A job within the partition's walltime limit (drawn again while over it).
+    fn draw<R: Rng>(&self, rng: &mut R) -> Job {
+        loop {
+            let job = self.draw_any(rng);
+            if self.hard.max_walltime.is_none_or(|cap| job.walltime <= cap) {
+                return job;
+            }
+        }
     }
+
+    fn draw_any<R: Rng>(&self, rng: &mut R) -> Job {
+        let (cores, mem) = if self.hard.mem_bound > 0.0 && rng.random_bool(self.hard.mem_bound) {
+            let cores = rng.random_range(MEM_BOUND_CORES.0..=MEM_BOUND_CORES.1);
+            (cores, rng.random_range(self.max_mem / 2..=self.max_mem))
+        } else {
+            let cores = if self.hard.wide > 0.0 && rng.random_bool(self.hard.wide) {
+                rng.random_range(WIDE_CORES.0..=WIDE_CORES.1)
+            } else {
+                self.model.size(rng)
+            };
+            (cores, memory(rng, cores))
+        };
+        let runtime = self.model.runtime(rng, cores);
+        let walltime = walltime(rng, runtime);
+        Job {
+            demand: vec![cores, mem],
+            runtime,
+            walltime,
+        }
+    }
+}
+
+/// Server capacities: identical nodes, or [`MIXED_NODES`] in turn.
+fn capacities(n_servers: usize, mixed: bool) -> Vec<Vec<i64>> {
+    (0..n_servers)
+        .map(|i| {
+            if mixed {
+                MIXED_NODES[i % MIXED_NODES.len()].to_vec()
+            } else {
+                vec![NODE_CORES, NODE_MEM_GIB]
+            }
+        })
+        .collect()
 }
 
 /// Candidates drawn per running job for the length-biased pick.
 const RUNNING_CANDIDATES: usize = 4;
 
 pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
-    let model = Model::new(BATCH);
     let n_servers = config.servers.unwrap_or(DEFAULT_SERVERS);
-    let caps = vec![vec![NODE_CORES, NODE_MEM_GIB]; n_servers];
+    let caps = capacities(n_servers, config.hard.mixed_nodes);
+    let jobs = Jobs {
+        model: Model::new(BATCH),
+        hard: &config.hard,
+        max_mem: caps.iter().map(|c| c[1]).max().unwrap_or(NODE_MEM_GIB),
+    };
     let now_base = draw_now_base(rng);
 
     let target = Target::of(config.load.unwrap_or(Load::Fraction(DEFAULT_LOAD)), &caps);
@@ -247,9 +302,7 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
         &caps,
         target,
         |r| {
-            let jobs: Vec<Job> = (0..RUNNING_CANDIDATES)
-                .map(|_| draw_job(&model, r))
-                .collect();
+            let jobs: Vec<Job> = (0..RUNNING_CANDIDATES).map(|_| jobs.draw(r)).collect();
             let job = pick_by_runtime(r, jobs, |j| j.runtime);
             let elapsed = r.random_range(0..job.runtime);
             (job.demand, (job.walltime, elapsed))
@@ -262,8 +315,8 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
     let mut ago = 0i64;
     let queue = (0..n_queue)
         .map(|_| {
-            ago += model.gap(rng);
-            let job = draw_job(&model, rng);
+            ago += jobs.model.gap(rng);
+            let job = jobs.draw(rng);
             DraftJob {
                 ago,
                 demand: job.demand,
