@@ -365,6 +365,6 @@ fn a_step_model_rolls_out_to_valid_orders() {
     .ok();
     assert!(r.stderr.contains("holds step records"), "{}", r.stderr);
     let rows = fs::read_to_string(report.join("instances.csv")).unwrap();
-    let model_rows = rows.lines().filter(|l| l.contains("model:")).count();
+    let model_rows = rows.lines().filter(|l| l.starts_with("model:")).count();
     assert_eq!(model_rows, test_instances, "{rows}");
 }

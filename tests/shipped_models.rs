@@ -108,3 +108,70 @@ fn b2_sites_answers_hpc2n_snapshots() {
     .ok();
     answers_validly(&model_dir("b2-sites"), &data, &[]);
 }
+
+/// The B1 model, trained on queues of 6 to 8 jobs, asked about 10 to 12: `eval` and `predict`
+/// say that every instance lies outside its training distribution, and the report counts them.
+#[test]
+fn a_model_asked_outside_its_training_range_is_warned_about() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--family",
+        "uniform",
+        "-n",
+        "6",
+        "--queue",
+        "10..12",
+        "--split",
+        "0/0/100",
+        "--node-limit",
+        "20000",
+        "-o",
+        &path_str(&data),
+    ])
+    .ok();
+    let model = path_str(&model_dir("b1-uniform"));
+    let test = path_str(&data.join("test.jsonl"));
+    let report = dir.path().join("out");
+    let r = run(&[
+        "eval",
+        "--data",
+        &test,
+        "--policies",
+        &format!("sjf,model:{model}"),
+        "--constrained-only",
+        "--quiet",
+        "--report",
+        &path_str(&report),
+    ])
+    .ok();
+    let n = read_jsonl(&data.join("test.jsonl")).len();
+    assert!(
+        r.stderr.contains(&format!(
+            "{n} of {n} instances lie outside its training distribution"
+        )) && r.stderr.contains("trained on 6..8"),
+        "{}",
+        r.stderr
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap())
+            .unwrap();
+    let p = summary["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["policy"] == format!("model:{model}").as_str())
+        .unwrap();
+    assert_eq!(p["outside_training"], n);
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("lie outside its training distribution"), "{md}");
+    let p = run(&["predict", "--model", &model, &test, "--constrained-only"]).ok();
+    assert!(
+        p.stderr.contains("outside its training distribution"),
+        "{}",
+        p.stderr
+    );
+}

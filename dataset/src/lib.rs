@@ -9,6 +9,7 @@
 //!   reader; [`build`], [`merge`], [`stats`]: `schedlm dataset build | merge | stats`;
 //!   [`manifest`]: what a dataset directory holds and the arguments that made it;
 //!   [`difficulty`]: how much a record asks beyond the prompt's ranking (headroom, deviations);
+//!   [`distribution`]: what a model was trained on, to tell later questions outside it;
 //!   [`layout`]: its files on disk; [`error`]: [`BuildError`], why any of them failed.
 //! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
@@ -45,6 +46,7 @@
 pub mod build;
 pub mod canonical;
 pub mod difficulty;
+pub mod distribution;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -2,11 +2,14 @@
 //! interrupted evaluation loses nothing and `eval --resume` asks only for what is missing.
 //!
 //! One JSON object per line: `policy`, `id` (record id), `line` (its line in the data file),
-//! `prompt_sha256` (of the system and user messages as sent), `output` (raw text or null),
+//! `prompt_sha256` (of the system and user messages as sent), `decoding` (how the answer was
+//! decoded: `constrained greedy`, `endpoint, temperature 0, unconstrained`, ...), `output`
+//! (raw text or null),
 //! `best_of`, `sampled`, `error` (why there is no output), `finish_reason`, `prompt_tokens`,
-//! `completion_tokens` and `seconds`. On resume, a line counts for the same policy, record and
-//! prompt only if it has no `error`; later lines win over earlier ones. Failed answers are
-//! asked again.
+//! `completion_tokens`, `seconds`, and where they apply `best_of_seconds`, `unconstrained` (a
+//! constrained model's answer without the constraint), `retries` and `retry_reasons`. On
+//! resume, a line counts for the same policy, record, prompt and decoding only if it has no
+//! `error`; later lines win over earlier ones. Failed answers are asked again.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -35,6 +38,11 @@ pub struct AnswerLine {
     /// SHA-256 (hex) of the prompt as sent ([`prompt_sha256`]): on resume, a kept answer is reused
     /// only for the same policy, record and prompt. JSON field `prompt_sha256`.
     pub prompt_sha256: String,
+    /// How the answer was decoded ([`crate::text_policy::Decoding::line`]); an answer is reused
+    /// on resume only under the same decoding. JSON field `decoding` (empty in files written
+    /// before it was recorded).
+    #[serde(default)]
+    pub decoding: String,
     /// The answer: its fields (`output`, `best_of`, `sampled`, `error`, `finish_reason`,
     /// `prompt_tokens`, `completion_tokens`, `seconds`) at the top level of the line.
     #[serde(flatten)]
@@ -43,13 +51,21 @@ pub struct AnswerLine {
 
 impl AnswerLine {
     /// The line of `policy`'s answer `r` to record `id` (1-based data line `line`), whose prompt
-    /// hashes to `prompt_sha256`.
-    pub fn new(policy: &str, id: &str, line: usize, prompt_sha256: String, r: &Reply) -> Self {
+    /// hashes to `prompt_sha256`, decoded as `decoding` says.
+    pub fn new(
+        policy: &str,
+        id: &str,
+        line: usize,
+        prompt_sha256: String,
+        decoding: &str,
+        r: &Reply,
+    ) -> Self {
         AnswerLine {
             policy: policy.to_string(),
             id: id.to_string(),
             line,
             prompt_sha256,
+            decoding: decoding.to_string(),
             reply: r.clone(),
         }
     }
@@ -64,13 +80,16 @@ pub fn prompt_sha256(system: &str, user: &str) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What a kept answer is looked up by: policy, record id, prompt hash, decoding.
+type Key = (String, String, String, String);
+
 /// Where answers are written, and the answers of an earlier run kept for resuming.
 #[derive(Debug)]
 pub struct AnswerLog {
     path: PathBuf,
     file: Mutex<File>,
-    /// (policy, record id, prompt hash) -> reply of an earlier run without error.
-    kept: HashMap<(String, String, String), Reply>,
+    /// (policy, record id, prompt hash, decoding) -> reply of an earlier run without error.
+    kept: HashMap<Key, Reply>,
 }
 
 impl AnswerLog {
@@ -103,12 +122,20 @@ impl AnswerLog {
         &self.path
     }
 
-    /// The kept answer of `policy` to record `id` with this prompt, if an earlier run got one.
-    pub fn kept(&self, policy: &str, id: &str, prompt_sha256: &str) -> Option<&Reply> {
+    /// The kept answer of `policy` to record `id` with this prompt and decoding, if an earlier
+    /// run got one.
+    pub fn kept(
+        &self,
+        policy: &str,
+        id: &str,
+        prompt_sha256: &str,
+        decoding: &str,
+    ) -> Option<&Reply> {
         self.kept.get(&(
             policy.to_string(),
             id.to_string(),
             prompt_sha256.to_string(),
+            decoding.to_string(),
         ))
     }
 
@@ -133,7 +160,7 @@ impl AnswerLog {
 
 /// The answers without error of an earlier run; a line that is not an answer is an error
 /// naming it (a truncated last line, from a run killed mid-write, is skipped with a message).
-fn read_kept(path: &Path) -> Result<HashMap<(String, String, String), Reply>, EvalError> {
+fn read_kept(path: &Path) -> Result<HashMap<Key, Reply>, EvalError> {
     let file = File::open(path).map_err(|e| EvalError::io(path, e))?;
     let lines: Vec<_> = BufReader::new(file)
         .split(b'\n')
@@ -161,10 +188,11 @@ fn read_kept(path: &Path) -> Result<HashMap<(String, String, String), Reply>, Ev
             policy,
             id,
             prompt_sha256,
+            decoding,
             reply,
             ..
         } = answer;
-        let key = (policy, id, prompt_sha256);
+        let key = (policy, id, prompt_sha256, decoding);
         if reply.error.is_none() {
             kept.insert(key, reply);
         } else {
@@ -195,9 +223,9 @@ mod tests {
             let log = AnswerLog::open(dir.path(), false).unwrap();
             let ok = reply(Some("J1 J2"), None);
             let failed = reply(None, Some("HTTP 500"));
-            log.write(&AnswerLine::new("p", "a", 1, sha.clone(), &ok))
+            log.write(&AnswerLine::new("p", "a", 1, sha.clone(), "", &ok))
                 .unwrap();
-            log.write(&AnswerLine::new("p", "b", 2, sha.clone(), &failed))
+            log.write(&AnswerLine::new("p", "b", 2, sha.clone(), "", &failed))
                 .unwrap();
         }
         // A run killed mid-write leaves half a line.
@@ -209,15 +237,20 @@ mod tests {
         let log = AnswerLog::open(dir.path(), true).unwrap();
         assert_eq!(log.kept_count(), 1);
         assert_eq!(
-            log.kept("p", "a", &sha).and_then(|r| r.output.as_deref()),
+            log.kept("p", "a", &sha, "")
+                .and_then(|r| r.output.as_deref()),
             Some("J1 J2")
         );
         assert!(
-            log.kept("p", "b", &sha).is_none(),
+            log.kept("p", "b", &sha, "").is_none(),
             "failed answers are asked again"
         );
-        assert!(log.kept("p", "a", &prompt_sha256("s", "other")).is_none());
-        assert!(log.kept("q", "a", &sha).is_none());
+        assert!(log
+            .kept("p", "a", &prompt_sha256("s", "other"), "")
+            .is_none());
+        // Another decoding asks again.
+        assert!(log.kept("p", "a", &sha, "unconstrained greedy").is_none());
+        assert!(log.kept("q", "a", &sha, "").is_none());
     }
 
     #[test]
@@ -225,8 +258,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sha = prompt_sha256("s", "u");
         let log = AnswerLog::open(dir.path(), false).unwrap();
-        log.write(&AnswerLine::new("p", "a", 1, sha, &reply(Some("J1"), None)))
-            .unwrap();
+        log.write(&AnswerLine::new(
+            "p",
+            "a",
+            1,
+            sha,
+            "",
+            &reply(Some("J1"), None),
+        ))
+        .unwrap();
         drop(log);
         let log = AnswerLog::open(dir.path(), false).unwrap();
         assert_eq!(log.kept_count(), 0);

@@ -18,6 +18,8 @@
 //! - [`baseline`]: the classic rules on each record (the best rule per instance and the queue
 //!   order), the reference for "does it beat the rules, or just repeat one?".
 //! - [`stats`]: every summary number, computed from the rows alone.
+//! - [`verdict`]: "better than", "level with", "worse than": a paired bootstrap test and a
+//!   practical margin on per-record gaps.
 //! - [`replay`]: what an online replay runs on: the trace laid out as servers, planning
 //!   estimates, the windows.
 //! - [`online`]: online evaluation (trace replay with each policy consulted at every event),
@@ -41,6 +43,7 @@ pub mod report;
 pub mod snapshot;
 pub mod stats;
 pub mod text_policy;
+pub mod verdict;
 
 pub use error::EvalError;
 pub use policy::EvalPolicy;

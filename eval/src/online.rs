@@ -99,6 +99,8 @@ pub struct Replay {
     pub decisions: usize,
     /// Decisions that fell back to FCFS (invalid answer, solver error).
     pub fallbacks: usize,
+    /// Requests to an endpoint that were retried (text policies).
+    pub retries: usize,
     /// Wall-clock seconds of the replay.
     pub seconds: f64,
 }
@@ -145,6 +147,7 @@ struct Consulted<'k> {
     kind: &'k mut Kind,
     decisions: usize,
     fallbacks: usize,
+    retries: usize,
 }
 
 impl Policy for Consulted<'_> {
@@ -163,7 +166,10 @@ impl Policy for Consulted<'_> {
                 .ok()
                 .map(|p| local::solve(&p, Objective::Bsld, Variant::Serial, options).order),
             Kind::Text(model, template, shown) => {
-                text_order(model.as_ref(), *template, *shown, state, waiting)
+                let (order, retries) =
+                    text_order(model.as_ref(), *template, *shown, state, waiting);
+                self.retries += retries as usize;
+                order
             }
         };
         decided.unwrap_or_else(|| {
@@ -181,7 +187,8 @@ impl Policy for Consulted<'_> {
     }
 }
 
-/// A text policy's order of `waiting` (positions), or `None` when its answer is invalid.
+/// A text policy's order of `waiting` (positions), or `None` when its answer is invalid; and
+/// how many requests were retried.
 /// With `shown = Some(k)` and more than `k` jobs waiting, the model is asked about the first
 /// `k` jobs of the best classic rule's ranking of the snapshot (bounded slowdown, serial
 /// dispatcher) and the others follow in that ranking.
@@ -191,11 +198,13 @@ fn text_order(
     shown: Option<usize>,
     state: &SimState<'_>,
     waiting: &[usize],
-) -> Option<Vec<usize>> {
+) -> (Option<Vec<usize>>, u32) {
     let snapshot = state.snapshot();
     let (asked, rest) = match shown {
         Some(k) if waiting.len() > k => {
-            let problem = Problem::new(&snapshot).ok()?;
+            let Ok(problem) = Problem::new(&snapshot) else {
+                return (None, 0);
+            };
             let mut ranked = ranking(&problem, Objective::Bsld, Variant::Serial).order;
             let rest = ranked.split_off(k);
             (ranked, rest)
@@ -217,11 +226,13 @@ fn text_order(
         variant: Variant::Serial,
         template,
     });
-    let text = reply.output?;
-    let parsed = parse_answer(&text, &rendered.ids, &instance, Mode::Strict).ok()?;
-    let mut order: Vec<usize> = parsed.order.iter().map(|&i| asked[i]).collect();
-    order.extend(rest);
-    Some(order)
+    let order = reply.output.and_then(|text| {
+        let parsed = parse_answer(&text, &rendered.ids, &instance, Mode::Strict).ok()?;
+        let mut order: Vec<usize> = parsed.order.iter().map(|&i| asked[i]).collect();
+        order.extend(rest);
+        Some(order)
+    });
+    (order, reply.retries)
 }
 
 fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind, EvalError> {
@@ -325,6 +336,7 @@ fn replay_window(
         kind,
         decisions: 0,
         fallbacks: 0,
+        retries: 0,
     };
     let t = Instant::now();
     let result = sim
@@ -336,6 +348,7 @@ fn replay_window(
         result,
         decisions: policy.decisions,
         fallbacks: policy.fallbacks,
+        retries: policy.retries,
         seconds: t.elapsed().as_secs_f64(),
     })
 }

@@ -220,6 +220,17 @@ impl TextModel for Client {
             .unwrap_or_else(|| auto_max_tokens(ask.instance.queue.len()));
         self.complete(ask.system, ask.user, max_tokens)
     }
+
+    fn decoding(&self) -> crate::text_policy::Decoding {
+        crate::text_policy::Decoding {
+            greedy: format!(
+                "endpoint, temperature {}, unconstrained",
+                self.options.temperature
+            ),
+            constrained: Some(false),
+            ..Default::default()
+        }
+    }
 }
 
 impl Client {
@@ -237,15 +248,19 @@ impl Client {
         let started = Instant::now();
         let mut wait = self.options.backoff;
         let mut attempt = 0;
+        let mut retry_reasons = Vec::new();
         loop {
             match self.attempt(&body) {
                 Ok(reply) => {
                     return Reply {
                         seconds: Some(started.elapsed().as_secs_f64()),
+                        retries: attempt,
+                        retry_reasons,
                         ..reply
                     }
                 }
                 Err(f) if f.retry && attempt < self.options.retries => {
+                    retry_reasons.push(retry_reason(&f.message));
                     std::thread::sleep(f.retry_after.map_or(wait, |after| after.max(wait)));
                     wait = wait.saturating_mul(2);
                     attempt += 1;
@@ -258,12 +273,26 @@ impl Client {
                             f.message
                         )),
                         seconds: Some(started.elapsed().as_secs_f64()),
+                        retries: attempt,
+                        retry_reasons,
                         ..Reply::default()
                     }
                 }
             }
         }
     }
+}
+
+/// A retry's reason, short enough to count: an HTTP status without the server's words
+/// (`HTTP 503 Service Unavailable`), other failures (transport errors, malformed bodies) cut to
+/// 80 characters.
+fn retry_reason(message: &str) -> String {
+    let head = if message.starts_with("HTTP ") {
+        message.split(": ").next().unwrap_or(message)
+    } else {
+        message
+    };
+    shorten(head, 80)
 }
 
 #[cfg(test)]

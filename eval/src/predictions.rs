@@ -1,7 +1,10 @@
 //! Raw model outputs produced elsewhere: JSON Lines, one object per record,
 //! `{"id": record id, "output": raw text, "best_of": text or null, "time_ms": number}` (the
 //! format `schedlm predict` writes; `best_of` and the decision time, `time_ms` or `seconds`,
-//! are optional; other keys are ignored).
+//! are optional, and so are `best_of_time_ms` (the samples' time), `samples` (how many
+//! answers the best-of was chosen from), `decoding` (how the answers were decoded, in words)
+//! and `unconstrained` (a constrained model's answer without the constraint); other keys are
+//! ignored).
 //!
 //! A line that is not such an object, or an id given twice, is an error naming the line.
 //! Records without a line are scored as invalid answers ("missing prediction"); ids that are
@@ -26,6 +29,14 @@ pub struct Prediction {
     pub best_of: Option<String>,
     /// Decision time in seconds, when the producer measured it.
     pub seconds: Option<f64>,
+    /// Time of the best-of samples in seconds, when measured apart.
+    pub best_of_seconds: Option<f64>,
+    /// How many samples the best-of answer was chosen from.
+    pub samples: Option<usize>,
+    /// How the answers were decoded, in words.
+    pub decoding: Option<String>,
+    /// The greedy answer without the decoding constraint.
+    pub unconstrained: Option<String>,
 }
 
 /// The id and prediction of one line, or what is wrong with it.
@@ -57,6 +68,11 @@ fn parse_line(text: &str, line: usize) -> Result<(String, Prediction), String> {
         Some(s) => Some(s),
         None => number("time_ms")?.map(|ms| ms / 1000.0),
     };
+    let samples = match number("samples")? {
+        Some(n) if n.fract() == 0.0 => Some(n as usize),
+        Some(n) => return Err(format!("field `samples` must be a whole number, not {n}")),
+        None => None,
+    };
     Ok((
         id,
         Prediction {
@@ -64,6 +80,10 @@ fn parse_line(text: &str, line: usize) -> Result<(String, Prediction), String> {
             output: text_field("output", true)?,
             best_of: text_field("best_of", false)?,
             seconds,
+            best_of_seconds: number("best_of_time_ms")?.map(|ms| ms / 1000.0),
+            samples,
+            decoding: text_field("decoding", false)?,
+            unconstrained: text_field("unconstrained", false)?,
         },
     ))
 }

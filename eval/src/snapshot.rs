@@ -26,9 +26,14 @@ use crate::error::EvalError;
 use crate::openai::{Client, ClientOptions};
 use crate::policy::EvalPolicy;
 use crate::predictions::{read_predictions, Prediction};
+use crate::stats::tied;
 use crate::text_policy::{
-    answer_all, placed, score_text, Ask, ModelLoader, Reply, Scored, TextModel,
+    answer_all, placed, score_text, Ask, Decoding, ModelLoader, Reply, Scored, TextModel,
 };
+use crate::verdict::VerdictRule;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use schedlm_dataset::distribution::{OutsideTally, TrainingDistribution};
 
 /// Values within this relative distance are equal (ties, "solved optimally").
 pub const TOLERANCE: f64 = 1e-9;
@@ -56,6 +61,8 @@ pub struct SnapshotOptions {
     pub answers: Option<Arc<AnswerLog>>,
     /// Show a progress bar per policy (rate and ETA) on stderr.
     pub progress: bool,
+    /// How verdicts are decided (the paired test's confidence and resamples, the margin).
+    pub verdict: VerdictRule,
 }
 
 impl Default for SnapshotOptions {
@@ -70,6 +77,7 @@ impl Default for SnapshotOptions {
             models: ModelLoader::default(),
             answers: None,
             progress: false,
+            verdict: VerdictRule::default(),
         }
     }
 }
@@ -127,6 +135,26 @@ pub struct Row {
     /// Whether the placed order equals the best rule's placed order; always false for an
     /// invalid answer.
     pub same_as_best_rule_order: bool,
+    /// How a text policy's answer was decoded (`constrained greedy`, `unconstrained greedy`,
+    /// `constrained, best of 8 samples at temperature 1`, `endpoint, temperature 0`, ...);
+    /// empty for rules and solvers.
+    #[serde(default)]
+    pub decoding: String,
+    /// A constrained model only: whether its greedy answer without the constraint (decoded
+    /// beside the constrained one) is a valid order; empty otherwise.
+    #[serde(default)]
+    pub unconstrained_valid: Option<bool>,
+    /// Models that record their training distribution: whether this record lies outside it
+    /// (family, queue length, objective, variant or template never seen in training); empty
+    /// when unknown.
+    #[serde(default)]
+    pub outside_training: Option<bool>,
+    /// Requests retried for this answer (endpoints).
+    #[serde(default)]
+    pub retries: u32,
+    /// Why they were retried, `; `-separated.
+    #[serde(default)]
+    pub retry_reasons: String,
 }
 
 /// The rows of an evaluation and what the report must mention about its inputs.
@@ -230,6 +258,11 @@ impl Decision {
 }
 
 /// Evaluates every policy on every record.
+///
+/// Every text policy brings its equal-compute baselines as columns of their own, right after
+/// it: `ls@POLICY`, local search given the policy's decision time on each record, when the
+/// times are known; and for a best-of-N column, `ranking+Nswaps@POLICY (best-of)`, the best of
+/// the ranking and N random transpositions of it under the same dispatcher.
 pub fn evaluate(
     data: &Dataset,
     specs: &[EvalPolicy],
@@ -261,9 +294,15 @@ pub fn evaluate(
         ));
     }
     for (spec, source) in specs.iter().zip(&sources) {
-        for (name, decisions) in decide(data, spec, source, options, &mut eval.notes)? {
-            let texts: Vec<String> = decisions.iter().filter_map(|(d, _)| d.text()).collect();
-            let rows = score_all(data, &eval.rules, &name, decisions)?;
+        let columns = decide(data, spec, source, options, &mut eval)?;
+        for column in columns {
+            let texts: Vec<String> = column
+                .decided
+                .iter()
+                .filter_map(|d| d.decision.text())
+                .collect();
+            let name = column.name.clone();
+            let rows = score_all(data, &eval.rules, column)?;
             if texts.len() == rows.len() {
                 eval.examples.extend(examples(data, &rows, &texts));
             }
@@ -275,7 +314,41 @@ pub fn evaluate(
     Ok(eval)
 }
 
-type Decisions = Vec<(Decision, Option<f64>)>;
+/// One answer of a column, before scoring.
+struct Decided {
+    decision: Decision,
+    /// Decision time in seconds, when measured.
+    seconds: Option<f64>,
+    /// A constrained model's unconstrained greedy answer.
+    unconstrained: Option<String>,
+    /// Requests retried, and why.
+    retries: u32,
+    retry_reasons: Vec<String>,
+}
+
+impl Decided {
+    fn order(order: Vec<usize>, seconds: Option<f64>) -> Decided {
+        Decided {
+            decision: Decision::Order(order),
+            seconds,
+            unconstrained: None,
+            retries: 0,
+            retry_reasons: Vec::new(),
+        }
+    }
+}
+
+/// One column of the evaluation (a policy, or a text policy's best-of answers, or an
+/// equal-compute baseline), before scoring.
+struct Column {
+    name: String,
+    /// How the answers were decoded (text policies); empty for rules and solvers.
+    decoding: String,
+    decided: Vec<Decided>,
+    /// Per record, whether it lies outside the policy's training distribution; `None` when
+    /// the policy does not record one.
+    outside: Option<Vec<bool>>,
+}
 
 /// What went wrong with a policy's answers, for the report and stderr: how many failed and
 /// the most common reasons, how many were cut off at the token limit.
@@ -339,21 +412,144 @@ fn prepare(spec: &EvalPolicy, options: &SnapshotOptions) -> Result<Source, EvalE
     })
 }
 
-/// The decisions of one policy: one column, or two for text policies with best-of-N.
+/// The columns of one policy: one for rules and solvers; for a text policy its greedy column,
+/// its best-of column when it samples, and their equal-compute baselines.
 fn decide(
     data: &Dataset,
     spec: &EvalPolicy,
     source: &Source,
     options: &SnapshotOptions,
-    notes: &mut Vec<String>,
-) -> Result<Vec<(String, Decisions)>, EvalError> {
+    eval: &mut Evaluation,
+) -> Result<Vec<Column>, EvalError> {
     let name = spec.name();
-    let replies = match source {
-        Source::Text(model) => ask(data, &name, model.as_ref(), options)?,
-        Source::Predictions(by_id) => predicted(data, by_id.clone(), &name, notes),
-        Source::Orders => return Ok(vec![(name, timed_orders(data, spec, options)?)]),
+    let (replies, decoding, outside) = match source {
+        Source::Text(model) => {
+            let replies = ask(data, &name, model.as_ref(), options)?;
+            let outside = model
+                .trained_on()
+                .map(|d| outside_training(data, &d, &name, &mut eval.warnings));
+            (replies, model.decoding(), outside)
+        }
+        Source::Predictions(by_id) => {
+            let replies = predicted(data, by_id.clone(), &name, &mut eval.notes);
+            let decoding = predictions_decoding(by_id);
+            (replies, decoding, None)
+        }
+        Source::Orders => {
+            return Ok(vec![Column {
+                name,
+                decoding: String::new(),
+                decided: timed_orders(data, spec, options)?,
+                outside: None,
+            }])
+        }
     };
-    Ok(text_columns(name, replies))
+    let retried: u32 = replies.iter().map(|r| r.retries).sum();
+    if retried > 0 {
+        eval.warnings
+            .push(retry_note(&name, &replies, retried, data.records.len()));
+    }
+    let mut columns = text_columns(name, replies, &decoding, outside);
+    let mut baselines = Vec::new();
+    for column in &columns {
+        if column
+            .decided
+            .iter()
+            .all(|d| matches!(d.decision, Decision::Failed(_)))
+        {
+            // No answer at all: nothing was computed to match.
+            continue;
+        }
+        let baseline = if column.name.ends_with(BEST_OF_SUFFIX) {
+            (decoding.samples > 0)
+                .then(|| ranking_swaps(data, &eval.rules, column, decoding.samples, options))
+        } else {
+            equal_time_ls(data, column, options)
+        };
+        match baseline {
+            Some(b) => baselines.push(b),
+            None => eval.notes.push(format!(
+                "{}: no equal-compute baseline ({})",
+                column.name,
+                if column.name.ends_with(BEST_OF_SUFFIX) {
+                    "the number of samples is unknown"
+                } else {
+                    "its decision times are unknown"
+                }
+            )),
+        }
+    }
+    columns.extend(baselines);
+    Ok(columns)
+}
+
+/// The suffix of a text policy's best-of column.
+pub const BEST_OF_SUFFIX: &str = " (best-of)";
+
+/// The note of a policy whose requests were retried: how many, and the most common reasons.
+fn retry_note(policy: &str, replies: &[Reply], retried: u32, records: usize) -> String {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for why in replies.iter().flat_map(|r| &r.retry_reasons) {
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = reasons
+        .iter()
+        .take(3)
+        .map(|(w, n)| format!("{n} x {w}"))
+        .collect();
+    let answers = replies.iter().filter(|r| r.retries > 0).count();
+    format!(
+        "{policy}: {retried} requests retried for {answers} of {records} answers: {}",
+        shown.join("; ")
+    )
+}
+
+/// Per record, whether it lies outside the training distribution `d`; the warning, when any
+/// does, goes to `warnings`.
+fn outside_training(
+    data: &Dataset,
+    d: &TrainingDistribution,
+    policy: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<bool> {
+    let mut tally = OutsideTally::default();
+    let flags = data
+        .records
+        .iter()
+        .map(|r| {
+            let rec = &r.record;
+            let why = d.outside(
+                &rec.family,
+                rec.instance.queue.len(),
+                data.objective,
+                data.variant,
+                &rec.template,
+            );
+            tally.add(&why);
+            !why.is_empty()
+        })
+        .collect();
+    warnings.extend(tally.warning(policy, d));
+    flags
+}
+
+/// How a predictions file says its answers were decoded (its `decoding` and `samples` fields),
+/// or that it does not say.
+fn predictions_decoding(by_id: &HashMap<String, Prediction>) -> Decoding {
+    let first = by_id.values().min_by_key(|p| p.line);
+    let samples = first.and_then(|p| p.samples).unwrap_or(0);
+    Decoding {
+        greedy: first
+            .and_then(|p| p.decoding.clone())
+            .unwrap_or_else(|| "not stated by the predictions file".into()),
+        best_of: (samples > 0).then(|| format!("best of {samples} samples (predictions file)")),
+        samples,
+        constrained: None,
+    }
 }
 
 /// Orders from rules and solvers, with their decision time.
@@ -361,7 +557,7 @@ fn timed_orders(
     data: &Dataset,
     spec: &EvalPolicy,
     options: &SnapshotOptions,
-) -> Result<Decisions, EvalError> {
+) -> Result<Vec<Decided>, EvalError> {
     let bar = progress_bar(&spec.name(), data.records.len(), options.progress);
     data.records
         .par_iter()
@@ -369,9 +565,108 @@ fn timed_orders(
         .map(|r| {
             let t = Instant::now();
             let order = order_of(r, spec, data, options)?;
-            Ok((Decision::Order(order), Some(t.elapsed().as_secs_f64())))
+            Ok(Decided::order(order, Some(t.elapsed().as_secs_f64())))
         })
         .collect()
+}
+
+/// `ls@POLICY`: local search from the best rule on each record, for as long as the policy took
+/// to decide there (no evaluation limit). `None` when no decision time is known.
+fn equal_time_ls(data: &Dataset, of: &Column, options: &SnapshotOptions) -> Option<Column> {
+    if of.decided.iter().all(|d| d.seconds.is_none()) {
+        return None;
+    }
+    let name = format!("ls@{}", of.name);
+    let bar = progress_bar(&name, data.records.len(), options.progress);
+    let decided = data
+        .records
+        .par_iter()
+        .zip(of.decided.par_iter())
+        .progress_with(bar)
+        .map(|(r, d)| {
+            let limit = Duration::from_secs_f64(d.seconds.unwrap_or(0.0).max(0.0));
+            let ls = LsOptions {
+                time_limit: Some(limit),
+                max_evaluations: u64::MAX,
+                seed: options.seed,
+                start: None,
+            };
+            let t = Instant::now();
+            let order = local::solve(&r.problem, data.objective, data.variant, &ls).order;
+            Decided::order(order, Some(t.elapsed().as_secs_f64()))
+        })
+        .collect();
+    Some(Column {
+        name,
+        decoding: String::new(),
+        decided,
+        outside: None,
+    })
+}
+
+/// `ranking+Nswaps@POLICY`: on each record the best, under the dispatcher, of the ranking (the
+/// best rule per instance's order, `J1 J2 ... Jn` in compact-v2) and `samples` random
+/// transpositions of it (two positions drawn uniformly, seeded by `--seed` and the record's
+/// line): the same number of dispatcher evaluations as a best-of-N column, spent without a
+/// model.
+fn ranking_swaps(
+    data: &Dataset,
+    rules: &[RecordRules],
+    of: &Column,
+    samples: usize,
+    options: &SnapshotOptions,
+) -> Column {
+    let decided = data
+        .records
+        .par_iter()
+        .zip(rules.par_iter())
+        .map(|(r, rr)| {
+            let t = Instant::now();
+            let order = best_transposition(r, rr, samples, options.seed, data);
+            Decided::order(order, Some(t.elapsed().as_secs_f64()))
+        })
+        .collect();
+    let base = of.name.strip_suffix(BEST_OF_SUFFIX).unwrap_or(&of.name);
+    Column {
+        name: format!("ranking+{samples}swaps@{base}{BEST_OF_SUFFIX}"),
+        decoding: String::new(),
+        decided,
+        outside: None,
+    }
+}
+
+/// The best of the ranking and `samples` random transpositions of it.
+fn best_transposition(
+    r: &Loaded,
+    rr: &RecordRules,
+    samples: usize,
+    seed: u64,
+    data: &Dataset,
+) -> Vec<usize> {
+    let ranking = &rr.best_order;
+    let n = ranking.len();
+    let value = |o: &[usize]| r.problem.evaluate(o, data.objective, data.variant).1;
+    let mut best = (value(ranking), ranking.clone());
+    if n < 2 {
+        return best.1;
+    }
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(seed ^ (r.line as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut cand = ranking.clone();
+    for _ in 0..samples {
+        let i = rng.random_range(0..n);
+        let mut j = rng.random_range(0..n - 1);
+        if j >= i {
+            j += 1;
+        }
+        cand.clone_from(ranking);
+        cand.swap(i, j);
+        let v = value(&cand);
+        if v < best.0 && !tied(v, best.0) {
+            best = (v, cand.clone());
+        }
+    }
+    best.1
 }
 
 fn order_of(
@@ -446,11 +741,15 @@ fn ask(
         .collect();
     let hashes: Vec<String> = prompts.iter().map(|(s, u)| prompt_sha256(s, u)).collect();
     let log = options.answers.as_deref();
+    let decoding = model.decoding().line();
     let mut replies: Vec<Option<Reply>> = data
         .records
         .iter()
         .zip(&hashes)
-        .map(|(r, h)| log.and_then(|l| l.kept(policy, &r.record.id, h)).cloned())
+        .map(|(r, h)| {
+            log.and_then(|l| l.kept(policy, &r.record.id, h, &decoding))
+                .cloned()
+        })
         .collect();
     let todo: Vec<usize> = (0..replies.len())
         .filter(|&i| replies[i].is_none())
@@ -482,7 +781,14 @@ fn ask(
         bar.inc(1);
         if let Some(log) = log {
             let r = &data.records[i];
-            let line = AnswerLine::new(policy, &r.record.id, r.line, hashes[i].clone(), reply);
+            let line = AnswerLine::new(
+                policy,
+                &r.record.id,
+                r.line,
+                hashes[i].clone(),
+                &decoding,
+                reply,
+            );
             if let Err(e) = log.write(&line) {
                 if let Ok(mut first) = write_error.lock() {
                     first.get_or_insert(e);
@@ -518,6 +824,8 @@ fn predicted(
                 output: p.output,
                 best_of: p.best_of,
                 seconds: p.seconds,
+                best_of_seconds: p.best_of_seconds,
+                unconstrained: p.unconstrained,
                 ..Reply::default()
             },
             None => {
@@ -548,41 +856,88 @@ fn predicted(
 }
 
 /// The greedy column, and a best-of column when any reply has a best-of answer.
-fn text_columns(name: String, replies: Vec<Reply>) -> Vec<(String, Decisions)> {
+fn text_columns(
+    name: String,
+    replies: Vec<Reply>,
+    decoding: &Decoding,
+    outside: Option<Vec<bool>>,
+) -> Vec<Column> {
     let has_best = replies.iter().any(|r| r.best_of.is_some() || r.sampled);
-    let decision = |r: &Reply, best: bool| {
+    let decided = |r: &Reply, best: bool| {
         let out = if best { &r.best_of } else { &r.output };
-        match (out, &r.error) {
+        let decision = match (out, &r.error) {
             (Some(t), _) => Decision::Text(t.clone(), !best && r.truncated()),
             (None, Some(e)) => Decision::Failed(e.clone()),
             (None, None) if best => Decision::NoOrder("no valid best-of answer".into()),
             (None, None) => Decision::Failed("no output".into()),
+        };
+        let seconds = if best {
+            match (r.seconds, r.best_of_seconds) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            }
+        } else {
+            r.seconds
+        };
+        Decided {
+            decision,
+            seconds,
+            unconstrained: if best { None } else { r.unconstrained.clone() },
+            retries: if best { 0 } else { r.retries },
+            retry_reasons: if best {
+                Vec::new()
+            } else {
+                r.retry_reasons.clone()
+            },
         }
     };
-    let column = |best: bool| -> Decisions {
-        replies
-            .iter()
-            .map(|r| (decision(r, best), r.seconds))
-            .collect()
-    };
-    let mut out = vec![(name.clone(), column(false))];
+    let column =
+        |best: bool| -> Vec<Decided> { replies.iter().map(|r| decided(r, best)).collect() };
+    let mut out = vec![Column {
+        name: name.clone(),
+        decoding: decoding.greedy.clone(),
+        decided: column(false),
+        outside: outside.clone(),
+    }];
     if has_best {
-        out.push((format!("{name} (best-of)"), column(true)));
+        out.push(Column {
+            name: format!("{name}{BEST_OF_SUFFIX}"),
+            decoding: decoding
+                .best_of
+                .clone()
+                .unwrap_or_else(|| "best of several samples".into()),
+            decided: column(true),
+            outside,
+        });
     }
     out
 }
 
-fn score_all(
-    data: &Dataset,
-    rules: &[RecordRules],
-    policy: &str,
-    decisions: Decisions,
-) -> Result<Vec<Row>, EvalError> {
+fn score_all(data: &Dataset, rules: &[RecordRules], column: Column) -> Result<Vec<Row>, EvalError> {
+    let Column {
+        name,
+        decoding,
+        decided,
+        outside,
+    } = column;
+    let outside = outside.unwrap_or_default();
     data.records
         .par_iter()
         .zip(rules.par_iter())
-        .zip(decisions.into_par_iter())
-        .map(|((r, rr), (decision, seconds))| score_one(data, r, rr, policy, &decision, seconds))
+        .zip(decided.into_par_iter())
+        .enumerate()
+        .map(|(i, ((r, rr), d))| {
+            let mut row = score_one(data, r, rr, &name, &d.decision, d.seconds)?;
+            row.decoding.clone_from(&decoding);
+            row.unconstrained_valid = d
+                .unconstrained
+                .as_deref()
+                .map(|text| score_reply(data, r, Ok(text)).is_ok_and(|s| s.valid));
+            row.outside_training = outside.get(i).copied();
+            row.retries = d.retries;
+            row.retry_reasons = d.retry_reasons.join("; ");
+            Ok(row)
+        })
         .collect()
 }
 
@@ -663,6 +1018,11 @@ fn score_one(
         same_as_queue_order: same(&rules.queue_order),
         same_as_best_rule_order: same(&rules.best_order),
         defects: scored.defects,
+        decoding: String::new(),
+        unconstrained_valid: None,
+        outside_training: None,
+        retries: 0,
+        retry_reasons: String::new(),
     })
 }
 

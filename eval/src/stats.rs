@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::baseline::RecordRules;
 use crate::snapshot::{gap_to, Row, TOLERANCE};
+use crate::verdict::{compare, Comparison, VerdictRule};
 
 /// Gap statistics of one policy or group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +82,21 @@ pub struct PolicyStats {
     /// Share of rows whose placed order is the best rule per instance's (invalid answers never
     /// are).
     pub same_as_best_rule_order: f64,
+    /// How the policy's answers were decoded (text policies; see [`Row::decoding`]).
+    #[serde(default)]
+    pub decoding: Option<String>,
+    /// A constrained model: share of its unconstrained greedy answers that are valid orders.
+    #[serde(default)]
+    pub unconstrained_valid_share: Option<f64>,
+    /// Records outside the model's training distribution, when the model records it.
+    #[serde(default)]
+    pub outside_training: Option<usize>,
+    /// Requests retried in all (endpoints).
+    #[serde(default)]
+    pub retries: usize,
+    /// Why, with how often: (reason, count), most frequent first.
+    #[serde(default)]
+    pub retry_reasons: Vec<(String, usize)>,
 }
 
 impl PolicyStats {
@@ -197,17 +213,64 @@ pub struct Stats {
     pub fcfs_gap: GapStats,
     /// The classic rule with the lowest mean gap; `None` when no rule's values are known.
     pub best_single_rule: Option<BestSingleRule>,
+    /// How verdicts ("better than", "level with", "worse than") are decided.
+    #[serde(default)]
+    pub verdict_rule: VerdictRule,
+    /// The paired comparisons behind every verdict of the report: each text policy against
+    /// the best rule per instance, the best single rule, FCFS and its equal-compute baselines
+    /// ([`equal_compute_baselines`]); the best policy (and the best without `optimal`) against
+    /// every other policy whose answers were all valid.
+    #[serde(default)]
+    pub verdicts: Vec<Comparison>,
+}
+
+/// The reference name of the best rule per instance in [`Comparison::against`].
+pub const BRPI: &str = "best rule per instance";
+
+/// The equal-compute baselines of `policy` among `policies`: the policies named `ls@POLICY`
+/// (local search given the policy's decision time on each record) and
+/// `ranking+Nswaps@POLICY` (the best of the ranking and N random transpositions of it, for a
+/// best-of-N column).
+pub fn equal_compute_baselines<'a>(policy: &str, policies: &'a [String]) -> Vec<&'a String> {
+    policies
+        .iter()
+        .filter(|b| baseline_of(b) == Some(policy))
+        .collect()
+}
+
+/// The policy an equal-compute baseline is matched to (`ls@P` and `ranking+Nswaps@P` give P).
+pub fn baseline_of(name: &str) -> Option<&str> {
+    let (kind, of) = name.split_once('@')?;
+    let is_swaps = kind
+        .strip_prefix("ranking+")
+        .and_then(|k| k.strip_suffix("swaps"))
+        .is_some_and(|n| n.parse::<usize>().is_ok());
+    (kind == "ls" || is_swaps).then_some(of)
+}
+
+/// Whether a policy answers in text (its validity matters): `model:`, `openai:`,
+/// `predictions:` and their best-of columns.
+pub fn is_text(policy: &str) -> bool {
+    ["model:", "openai:", "predictions:"]
+        .iter()
+        .any(|p| policy.starts_with(p))
 }
 
 /// Computes the statistics of `rows` for `policies` (in that order); the best single rule
-/// only among the classic rules evaluated as policies.
+/// only among the classic rules evaluated as policies; verdicts by the default rule.
 pub fn summarize(policies: &[String], rows: &[Row]) -> Stats {
-    summarize_with(policies, rows, &[])
+    summarize_with(policies, rows, &[], &VerdictRule::default())
 }
 
 /// [`summarize`], with every classic rule's values on the records (`rules`) to choose the
-/// best single rule from when no classic rule was evaluated as a policy.
-pub fn summarize_with(policies: &[String], rows: &[Row], rules: &[RecordRules]) -> Stats {
+/// best single rule from when no classic rule was evaluated as a policy, and the rule of the
+/// verdicts.
+pub fn summarize_with(
+    policies: &[String],
+    rows: &[Row],
+    rules: &[RecordRules],
+    verdict_rule: &VerdictRule,
+) -> Stats {
     let of = |p: &str| -> Vec<&Row> { rows.iter().filter(|r| r.policy == p).collect() };
     let per: Vec<PolicyStats> = policies.iter().map(|p| policy_stats(p, &of(p))).collect();
     let mut ranking: Vec<&PolicyStats> = per.iter().collect();
@@ -219,8 +282,18 @@ pub fn summarize_with(policies: &[String], rows: &[Row], rules: &[RecordRules]) 
     });
     let bins = queue_bins(rows);
     let records = per_record(rows);
+    let best_single_rule = best_single_rule(&per, &records, rules);
+    let ranked: Vec<String> = ranking.iter().map(|s| s.policy.clone()).collect();
+    let verdicts = verdicts(
+        &Gaps::new(rows, rules),
+        policies,
+        &per,
+        &ranked,
+        best_single_rule.as_ref(),
+        verdict_rule,
+    );
     Stats {
-        ranking: ranking.iter().map(|s| s.policy.clone()).collect(),
+        ranking: ranked,
         pairs: pairs(policies, rows),
         by_queue: groups(policies, rows, |r| bin_label(&bins, r.queue)),
         by_family: groups(policies, rows, |r| r.family.clone()),
@@ -232,9 +305,125 @@ pub fn summarize_with(policies: &[String], rows: &[Row], rules: &[RecordRules]) 
         best_rule_per_instance_mean_value: mean(records.iter().map(|r| r.best_rule_value))
             .unwrap_or(f64::NAN),
         fcfs_gap: gap_stats_of(records.iter().map(|r| gap_to(r.fcfs_value, r.reference).1)),
-        best_single_rule: best_single_rule(&per, &records, rules),
+        best_single_rule,
         policies: per,
+        verdict_rule: *verdict_rule,
+        verdicts,
     }
+}
+
+/// Every gap by record: each policy's (from its rows), the best rule per instance's, FCFS's and
+/// each classic rule's (from the records' rule values), for the paired comparisons.
+struct Gaps<'a> {
+    /// Record ids in order of first appearance.
+    records: Vec<&'a str>,
+    /// (name, record) -> gap; names are policies, [`BRPI`], `fcfs (reference)` and
+    /// `rule:NAME`.
+    gaps: BTreeMap<(String, &'a str), Option<f64>>,
+}
+
+impl<'a> Gaps<'a> {
+    fn new(rows: &'a [Row], rules: &'a [RecordRules]) -> Self {
+        let mut gaps = BTreeMap::new();
+        let mut records = Vec::new();
+        let mut reference: BTreeMap<&str, f64> = BTreeMap::new();
+        for r in rows {
+            if reference.insert(r.record.as_str(), r.reference).is_none() {
+                records.push(r.record.as_str());
+                let brpi = gap_to(r.best_rule_value, r.reference).1;
+                gaps.insert((BRPI.to_string(), r.record.as_str()), brpi);
+                let fcfs = gap_to(r.fcfs_value, r.reference).1;
+                gaps.insert((FCFS_REFERENCE.to_string(), r.record.as_str()), fcfs);
+            }
+            gaps.insert((r.policy.clone(), r.record.as_str()), r.gap);
+        }
+        for rr in rules {
+            let Some(&reference) = reference.get(rr.record.as_str()) else {
+                continue;
+            };
+            for (rule, v) in &rr.values {
+                let key = (format!("rule:{}", rule.name()), rr.record.as_str());
+                gaps.insert(key, gap_to(*v, reference).1);
+            }
+        }
+        Gaps { records, gaps }
+    }
+
+    /// (a's gap, b's gap) on every record where both are defined.
+    fn pairs(&self, a: &str, b: &str) -> Vec<(f64, f64)> {
+        self.records
+            .iter()
+            .filter_map(|&rec| {
+                let ga = (*self.gaps.get(&(a.to_string(), rec))?)?;
+                let gb = (*self.gaps.get(&(b.to_string(), rec))?)?;
+                Some((ga, gb))
+            })
+            .collect()
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.records
+            .first()
+            .is_some_and(|&rec| self.gaps.contains_key(&(name.to_string(), rec)))
+    }
+}
+
+/// The reference name of FCFS (the fallback's values, known on every record) in comparisons.
+pub const FCFS_REFERENCE: &str = "fcfs";
+
+/// The comparisons behind the report's verdicts (see [`Stats::verdicts`]).
+fn verdicts(
+    gaps: &Gaps<'_>,
+    policies: &[String],
+    per: &[PolicyStats],
+    ranking: &[String],
+    single: Option<&BestSingleRule>,
+    rule: &VerdictRule,
+) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    let mut judge = |policy: &str, against: &str, key: &str| {
+        if gaps.has(key) {
+            out.push(compare(policy, against, &gaps.pairs(policy, key), rule));
+        }
+    };
+    for p in per.iter().filter(|p| is_text(&p.policy) && !p.all_failed()) {
+        judge(&p.policy, BRPI, BRPI);
+        if let Some(b) = single.filter(|b| b.rule != "fcfs") {
+            let key = if policies.contains(&b.rule) {
+                b.rule.clone()
+            } else {
+                format!("rule:{}", b.rule)
+            };
+            judge(&p.policy, &b.rule, &key);
+        }
+        judge(&p.policy, FCFS_REFERENCE, FCFS_REFERENCE);
+        for baseline in equal_compute_baselines(&p.policy, policies) {
+            judge(&p.policy, baseline, baseline);
+        }
+    }
+    // The best policy, and the best one without the exact solver, against the other policies
+    // whose answers were all valid: the headline names those level with it.
+    let valid: Vec<&String> = ranking
+        .iter()
+        .filter(|n| per.iter().any(|p| &&p.policy == n && p.all_valid()))
+        .collect();
+    let heads: Vec<&String> = valid
+        .iter()
+        .copied()
+        .take(1)
+        .chain(valid.iter().copied().find(|n| n.as_str() != "optimal"))
+        .collect();
+    let mut done: Vec<&String> = Vec::new();
+    for head in heads {
+        if done.contains(&head) {
+            continue;
+        }
+        done.push(head);
+        for other in valid.iter().filter(|&&o| o != head) {
+            judge(head, other, other);
+        }
+    }
+    out
 }
 
 /// The first row of every record, in order of first appearance.
@@ -350,7 +539,41 @@ fn policy_stats(policy: &str, rows: &[&Row]) -> PolicyStats {
         }),
         same_as_queue_order: share(rows, |r| r.same_as_queue_order),
         same_as_best_rule_order: share(rows, |r| r.same_as_best_rule_order),
+        decoding: rows
+            .iter()
+            .map(|r| r.decoding.as_str())
+            .find(|d| !d.is_empty())
+            .map(str::to_string),
+        unconstrained_valid_share: {
+            let checked: Vec<bool> = rows.iter().filter_map(|r| r.unconstrained_valid).collect();
+            (!checked.is_empty())
+                .then(|| checked.iter().filter(|&&v| v).count() as f64 / checked.len() as f64)
+        },
+        outside_training: rows.iter().any(|r| r.outside_training.is_some()).then(|| {
+            rows.iter()
+                .filter(|r| r.outside_training == Some(true))
+                .count()
+        }),
+        retries: rows.iter().map(|r| r.retries as usize).sum(),
+        retry_reasons: reasons(rows),
     }
+}
+
+/// The retry reasons of rows with how often each occurs, most frequent first (ties by the
+/// reason's text).
+fn reasons(rows: &[&Row]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in rows {
+        for why in r.retry_reasons.split("; ").filter(|w| !w.is_empty()) {
+            *counts.entry(why).or_default() += 1;
+        }
+    }
+    let mut out: Vec<(String, usize)> = counts
+        .into_iter()
+        .map(|(w, n)| (w.to_string(), n))
+        .collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
 }
 
 /// Whether two values are equal within the tolerance.
@@ -490,6 +713,11 @@ mod tests {
             best_rule_value: value,
             same_as_queue_order: false,
             same_as_best_rule_order: false,
+            decoding: String::new(),
+            unconstrained_valid: None,
+            outside_training: None,
+            retries: 0,
+            retry_reasons: String::new(),
         };
         Row {
             gap: (reference > 0.0).then(|| (value - reference) / reference),
@@ -638,20 +866,29 @@ mod tests {
                 .cloned()
                 .unwrap_or_else(|| panic!("no sentence for {name}: {lines:?}"))
         };
+        // Six records prove nothing: every verdict is "level with", whatever the means.
         assert_eq!(
             line("predictions:p"),
-            "**predictions:p**: mean gap 36.7% (best rule per instance 35.0%, best single rule \
-             sjf 41.7%, FCFS 70.0%), better than both FCFS and the best single rule sjf; \
-             against the best rule per instance: 1 win, 3 ties, 2 losses; answers identical \
-             to the queue order on 50.0%, to the best rule's order on 33.3%."
+            "**predictions:p**: mean gap 36.7%; level with the best rule per instance (35.0%), \
+             level with the best single rule sjf (41.7%), level with FCFS (70.0%); no \
+             equal-compute baseline (its decision times are unknown); against the best rule \
+             per instance: 1 win, 3 ties, 2 losses; answers identical to the queue order on \
+             50.0%, to the best rule's order on 33.3%."
         );
         let m = line("model:m");
         assert!(
-            m.contains("FCFS 70.0%), no better than FCFS and worse than the best single rule sjf;")
+            m.contains("level with FCFS (70.0%)")
                 && m.contains("0 wins, 2 ties, 4 losses")
                 && m.contains("queue order on 100.0%"),
             "{m}"
         );
+        // The comparisons behind the sentences: FCFS answers FCFS everywhere (all ties).
+        let fcfs = s
+            .verdicts
+            .iter()
+            .find(|c| c.policy == "model:m" && c.against == FCFS_REFERENCE)
+            .unwrap();
+        assert_eq!((fcfs.ties, fcfs.mean_difference), (6, 0.0));
         // Rules get no such sentence.
         assert!(!lines.iter().any(|l| l.starts_with("**fcfs**: mean gap")));
     }
@@ -690,7 +927,12 @@ mod tests {
                 disagrees: false,
             })
             .collect();
-        let s = summarize_with(&["model:m".to_string()], &rows, &rules);
+        let s = summarize_with(
+            &["model:m".to_string()],
+            &rows,
+            &rules,
+            &VerdictRule::default(),
+        );
         let single = s.best_single_rule.unwrap();
         assert_eq!(
             (single.rule.as_str(), single.source.as_str()),

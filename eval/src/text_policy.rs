@@ -56,6 +56,51 @@ pub struct Reply {
     /// Tokens of the answer, as the server counts them; `None` when it does not say.
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// Decision time of the best-of answer (all its samples) in seconds, when measured apart
+    /// from `seconds` (the greedy answer's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_of_seconds: Option<f64>,
+    /// A constrained model's greedy answer decoded without the constraint, to measure the
+    /// validity of the model alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconstrained: Option<String>,
+    /// Requests retried before this answer (or before giving up).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// Why each retry happened, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retry_reasons: Vec<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// How a text policy decodes its answers, in words for reports and `answers.jsonl`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decoding {
+    /// The greedy (main) answer: `constrained greedy`, `unconstrained greedy`, `endpoint,
+    /// temperature 0`, `as given (predictions file)`.
+    pub greedy: String,
+    /// The best-of column, when the policy samples: `constrained, best of 8 samples at
+    /// temperature 1`.
+    pub best_of: Option<String>,
+    /// Samples behind the best-of column (its equal-compute baseline gets as many dispatcher
+    /// evaluations).
+    pub samples: usize,
+    /// Whether answers are constrained to valid orders (`None`: unknown or not applicable).
+    pub constrained: Option<bool>,
+}
+
+impl Decoding {
+    /// Both columns in one line, for `answers.jsonl` (a resumed run reuses an answer only when
+    /// this is unchanged).
+    pub fn line(&self) -> String {
+        match &self.best_of {
+            Some(b) => format!("{}; best-of: {b}", self.greedy),
+            None => self.greedy.clone(),
+        }
+    }
 }
 
 impl Reply {
@@ -93,6 +138,20 @@ pub trait TextModel: Sync {
     /// remote endpoints): a model that runs in this process answers one per core, since more
     /// gain nothing and each holds its own activations. `None`: the requested concurrency.
     fn own_concurrency(&self) -> Option<usize> {
+        None
+    }
+
+    /// How the answers are decoded.
+    fn decoding(&self) -> Decoding {
+        Decoding {
+            greedy: "endpoint's own decoding".into(),
+            ..Decoding::default()
+        }
+    }
+
+    /// What the model was trained on, when it records it (schedlm models): instances outside
+    /// it are counted and warned about.
+    fn trained_on(&self) -> Option<schedlm_dataset::distribution::TrainingDistribution> {
         None
     }
 }

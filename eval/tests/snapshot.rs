@@ -342,6 +342,89 @@ fn summary_numbers_recompute_from_the_csv() {
         .unwrap();
     assert_eq!(hpc["instances"], 8);
 
+    // Every verdict: its counts and mean difference recomputed from the CSV's gaps, its word
+    // from its interval and the margin.
+    let margin = summary["verdict_rule"]["margin"].as_f64().unwrap();
+    let verdicts = summary["verdicts"].as_array().unwrap();
+    assert!(verdicts.len() >= 3, "{verdicts:?}");
+    let gap_of = |value: f64, reference: f64| -> Option<f64> {
+        if value <= reference + 1e-9 * reference.abs().max(1.0) {
+            Some(0.0)
+        } else if reference > 0.0 {
+            Some((value - reference) / reference)
+        } else {
+            None
+        }
+    };
+    let gap = |who: &str, record: &str| -> Option<f64> {
+        let row = |p: &str| {
+            rows.iter()
+                .find(|r| r["policy"] == p && r["record"] == record)
+                .unwrap()
+        };
+        match who {
+            "best rule per instance" => {
+                let r = row(names[0]);
+                gap_of(f(r, "best_rule_value"), f(r, "reference"))
+            }
+            "fcfs" => {
+                let r = row(names[0]);
+                gap_of(f(r, "fcfs_value"), f(r, "reference"))
+            }
+            p => row(p)["gap"].parse().ok(),
+        }
+    };
+    let records_ids: Vec<String> = rows
+        .iter()
+        .filter(|r| r["policy"] == names[0])
+        .map(|r| r["record"].clone())
+        .collect();
+    for v in verdicts {
+        let (a, b) = (
+            v["policy"].as_str().unwrap(),
+            v["against"].as_str().unwrap(),
+        );
+        let pairs: Vec<(f64, f64)> = records_ids
+            .iter()
+            .filter_map(|id| Some((gap(a, id)?, gap(b, id)?)))
+            .collect();
+        assert_eq!(v["records"], pairs.len(), "{a} vs {b}");
+        let tie = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0);
+        let wins = pairs.iter().filter(|&&(x, y)| x < y && !tie(x, y)).count();
+        let losses = pairs.iter().filter(|&&(x, y)| x > y && !tie(x, y)).count();
+        assert_eq!(
+            (v["wins"].as_u64(), v["losses"].as_u64()),
+            (Some(wins as u64), Some(losses as u64)),
+            "{a} vs {b}"
+        );
+        let mean = pairs
+            .iter()
+            .map(|&(x, y)| if tie(x, y) { 0.0 } else { x - y })
+            .sum::<f64>()
+            / pairs.len().max(1) as f64;
+        close(
+            mean,
+            &v["mean_difference"],
+            &format!("{a} vs {b}: mean difference"),
+        );
+        let (lo, hi) = (
+            v["interval"][0].as_f64().unwrap(),
+            v["interval"][1].as_f64().unwrap(),
+        );
+        assert!(
+            lo <= mean + 1e-12 && mean <= hi + 1e-12,
+            "{a} vs {b}: {mean} not in [{lo}, {hi}]"
+        );
+        let expected = if hi < 0.0 && mean <= -margin && wins + losses > 0 {
+            "better"
+        } else if lo > 0.0 && mean >= margin && wins + losses > 0 {
+            "worse"
+        } else {
+            "level"
+        };
+        assert_eq!(v["verdict"], expected, "{a} vs {b}");
+    }
+
     // The same bytes with another thread count, timing aside.
     let (summary4, rows4) = run(dir.path(), 4);
     let strip = |rows: &[Cells]| -> Vec<Vec<(String, String)>> {
@@ -366,7 +449,9 @@ fn summary_numbers_recompute_from_the_csv() {
     assert!(md.contains("Best: **ls**"), "{md}");
     assert!(md.contains("of answers valid"), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert_eq!(html.matches("<svg").count(), 2);
+    // Both plots, each with a panel zoomed on the band of the best policies (FCFS is far out).
+    assert_eq!(html.matches("<svg").count(), 4);
+    assert!(html.contains("zoomed on 0 to"), "no zoomed panel");
     assert!(!html.contains("NaN"));
     assert!(
         !html.contains("src=") && !html.contains("<link"),
@@ -466,9 +551,9 @@ fn text_answers_against_the_rules() {
     let lines = schedlm_eval::report::markdown::headline(&summary);
     let sentence = lines
         .iter()
-        .find(|l| l.starts_with(&format!("**{name}**: mean gap")))
+        .find(|l| l.starts_with(&format!("**{name}**")) && l.contains(": mean gap"))
         .unwrap();
-    let share = |k: usize| format!("{:.1}%", 100.0 * k as f64 / n as f64);
+    let share = |k: usize| schedlm_eval::report::pct(Some(k as f64 / n as f64));
     assert!(
         sentence.contains(&format!(
             "identical to the queue order on {}, to the best rule's order on {}.",

@@ -33,6 +33,10 @@ pub struct DecodeOptions {
     pub use_cache: bool,
     /// Dispatcher variant that scores best-of samples.
     pub variant: Variant,
+    /// With `constrained`: also decode the greedy answer without the constraint (reusing the
+    /// primed prompt), so that the validity of the model alone is measured beside the
+    /// constrained answer ([`crate::predict::Prediction::unconstrained`]).
+    pub check_unconstrained: bool,
 }
 
 impl Default for DecodeOptions {
@@ -46,6 +50,7 @@ impl Default for DecodeOptions {
             max_new_tokens: 512,
             use_cache: true,
             variant: Variant::Serial,
+            check_unconstrained: false,
         }
     }
 }

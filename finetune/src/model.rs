@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::RecordKind;
 
 use crate::error::{FinetuneError, Result};
@@ -155,6 +156,9 @@ pub struct Loaded {
     pub tokenizer: TextTokenizer,
     /// What the model answers (from `task.json`; whole orders when the file is absent).
     pub task: Task,
+    /// What it was trained on (`training_data.json`, written from the training records;
+    /// `None` for runs made before it was recorded).
+    pub trained_on: Option<TrainingDistribution>,
 }
 
 /// Builds a fresh model: a GPT initialised from `seed`, or a base with new adapters (`A`
@@ -187,6 +191,7 @@ pub fn build(
         vars,
         tokenizer,
         task: Task::default(),
+        trained_on: None,
     })
 }
 
@@ -245,6 +250,9 @@ pub fn save(loaded: &Loaded, dir: &Path) -> Result<()> {
     if loaded.task.records != RecordKind::Orders {
         crate::io::write_json(&dir.join(TASK_FILE), &loaded.task)?;
     }
+    if let Some(d) = &loaded.trained_on {
+        d.write(dir).map_err(FinetuneError::Model)?;
+    }
     Ok(())
 }
 
@@ -260,6 +268,7 @@ pub fn load(dir: &Path, device: &Device) -> Result<Loaded> {
     if task.exists() {
         loaded.task = crate::io::read_json(&task)?;
     }
+    loaded.trained_on = TrainingDistribution::read(dir).map_err(FinetuneError::Model)?;
     let path = dir.join(vars_file(&spec));
     loaded
         .vars

@@ -1,6 +1,7 @@
 //! [`Predictor`]: a trained run directory that answers snapshots with queue orders.
 
 use std::path::Path;
+use std::time::Instant;
 
 use candle_core::Device;
 use rand::SeedableRng;
@@ -34,6 +35,16 @@ pub struct Prediction {
     pub valid_samples: usize,
     /// Objective value of `best_of`.
     pub best_value: Option<f64>,
+    /// The greedy answer decoded without the constraint, when decoding is constrained and
+    /// [`DecodeOptions::check_unconstrained`] asks for it: what the model alone writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconstrained: Option<String>,
+    /// Seconds of the greedy answer (prompt and decoding), the model's decision time.
+    #[serde(default)]
+    pub greedy_seconds: f64,
+    /// Seconds of the best-of samples (0 without best-of).
+    #[serde(default)]
+    pub samples_seconds: f64,
 }
 
 /// What decoding needs to know about a tokenizer's tokens, computed once.
@@ -104,6 +115,11 @@ impl Predictor {
         &self.loaded
     }
 
+    /// What the model was trained on, when its run recorded it.
+    pub fn trained_on(&self) -> Option<&schedlm_dataset::distribution::TrainingDistribution> {
+        self.loaded.trained_on.as_ref()
+    }
+
     /// Answers a snapshot rendered with `objective`, `options.variant` and `template`: greedy,
     /// and best of `options.best_of` samples when it is 2 or more.
     pub fn predict(
@@ -132,6 +148,7 @@ impl Predictor {
                 context: model.context(),
             });
         }
+        let started = Instant::now();
         let primed = prime(model, &prompt, &self.device)?;
         let vocab = self.tables.vocab();
         let constraint = options
@@ -146,6 +163,22 @@ impl Predictor {
             options,
             &self.device,
         )?;
+        let greedy_seconds = started.elapsed().as_secs_f64();
+        let unconstrained = if options.constrained && options.check_unconstrained {
+            let free = generate(
+                model,
+                &primed,
+                &vocab,
+                None,
+                &mut Chooser::Greedy,
+                options,
+                &self.device,
+            )?;
+            Some(tok.decode_clean(&free)?)
+        } else {
+            None
+        };
+        let started = Instant::now();
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
         let mut best: Option<(f64, String)> = None;
         let mut valid_samples = 0;
@@ -182,6 +215,9 @@ impl Predictor {
             valid_samples,
             best_value: best.as_ref().map(|b| b.0),
             best_of: best.map(|b| b.1),
+            unconstrained,
+            greedy_seconds,
+            samples_seconds: started.elapsed().as_secs_f64(),
         })
     }
 }
@@ -220,8 +256,29 @@ impl Predictor {
                 &self.device,
             )
         };
+        let started = Instant::now();
         let greedy = roll(&mut Chooser::Greedy)?;
+        let greedy_seconds = started.elapsed().as_secs_f64();
+        let unconstrained = if options.constrained && options.check_unconstrained {
+            let free = DecodeOptions {
+                constrained: false,
+                ..options.clone()
+            };
+            let r = rollout(
+                &self.loaded,
+                &self.tables,
+                instance,
+                objective,
+                &free,
+                &mut Chooser::Greedy,
+                &self.device,
+            )?;
+            Some(text_of(&r))
+        } else {
+            None
+        };
         let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
+        let started = Instant::now();
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
         let mut best: Option<(f64, String)> = None;
         let mut valid_samples = 0;
@@ -248,6 +305,9 @@ impl Predictor {
             valid_samples,
             best_value: best.as_ref().map(|b| b.0),
             best_of: best.map(|b| b.1),
+            unconstrained,
+            greedy_seconds,
+            samples_seconds: started.elapsed().as_secs_f64(),
         })
     }
 }

@@ -166,6 +166,7 @@ fn smollm2_lora_steps_save_reload_merge() {
         vars,
         tokenizer,
         task: Default::default(),
+        trained_on: None,
     };
     let options = TrainOptions {
         epochs: 1,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::Template;
 use schedlm_eval::answers::AnswerLog;
 use schedlm_eval::data::load_dataset;
@@ -19,7 +20,8 @@ use schedlm_eval::report::online::{
 };
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
-use schedlm_eval::text_policy::{Ask, ModelLoader, Reply, TextModel};
+use schedlm_eval::text_policy::{Ask, Decoding, ModelLoader, Reply, TextModel};
+use schedlm_eval::verdict::VerdictRule;
 use schedlm_eval::EvalError;
 use schedlm_finetune::{DecodeOptions, Predictor};
 
@@ -102,6 +104,10 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 2)]
     pub retries: u32,
 
+    /// Wait before the first retry of a request; doubled at each further retry.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub backoff: Duration,
+
     /// Environment variable holding the API key of `openai:` endpoints (sent as a bearer token
     /// when set).
     #[arg(long, default_value = "OPENAI_API_KEY")]
@@ -164,6 +170,23 @@ pub struct EvalArgs {
     /// `model:DIR`: most tokens generated per answer.
     #[arg(long, default_value_t = 512)]
     pub max_new_tokens: usize,
+
+    /// `model:DIR`: skip the unconstrained greedy answer that is otherwise decoded beside each
+    /// constrained one (to report how many answers the model alone gets valid); halves the
+    /// decoding time.
+    #[arg(long, conflicts_with = "unconstrained")]
+    pub constrained_only: bool,
+
+    /// `model:DIR`: temperature of the best-of samples (the greedy answer does not depend on
+    /// it).
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+
+    /// The practical margin of every verdict, in percentage points of mean gap, e.g. 0.1%:
+    /// "better than" and "worse than" need the paired bootstrap interval to exclude 0 and the
+    /// mean gap difference to be at least this large; otherwise "level with".
+    #[arg(long, value_name = "POINTS", default_value = "0.1%", value_parser = crate::args::parse_share)]
+    pub margin: f64,
 }
 
 /// A schedlm model (`model:DIR`) as a text policy: greedy answer and best-of-N.
@@ -177,6 +200,32 @@ struct FinetuneModel {
 impl TextModel for FinetuneModel {
     fn own_concurrency(&self) -> Option<usize> {
         Some(rayon::current_num_threads())
+    }
+
+    fn decoding(&self) -> Decoding {
+        let d = &self.decode;
+        let how = if d.constrained {
+            "constrained"
+        } else {
+            "unconstrained"
+        };
+        let samples = d.samples();
+        let top_k = d.top_k.map(|k| format!(", top {k}")).unwrap_or_default();
+        Decoding {
+            greedy: format!("{how} greedy"),
+            best_of: (samples > 0).then(|| {
+                format!(
+                    "{how}, best of {samples} samples at temperature {}{top_k}",
+                    d.temperature
+                )
+            }),
+            samples,
+            constrained: Some(d.constrained),
+        }
+    }
+
+    fn trained_on(&self) -> Option<TrainingDistribution> {
+        self.predictor.trained_on().cloned()
     }
 
     fn answer(&self, ask: &Ask<'_>) -> Reply {
@@ -204,8 +253,12 @@ impl TextModel for FinetuneModel {
                 output: Some(p.text),
                 best_of: p.best_of,
                 sampled: self.decode.best_of >= 2,
-                seconds,
+                // The decision time of each column: the greedy answer, and the samples.
+                seconds: Some(p.greedy_seconds),
+                best_of_seconds: (self.decode.best_of >= 2).then_some(p.samples_seconds),
+                unconstrained: p.unconstrained,
                 error: None,
+                ..Reply::default()
             },
             Err(e) => Reply {
                 error: Some(format!("model error: {e:#}")),
@@ -217,13 +270,17 @@ impl TextModel for FinetuneModel {
 }
 
 impl EvalArgs {
-    /// Loads `model:DIR` with schedlm_finetune's predictor and these decoding options.
-    fn models(&self) -> ModelLoader {
+    /// Loads `model:DIR` with schedlm_finetune's predictor and these decoding options;
+    /// `check` decodes the unconstrained greedy answer beside each constrained one (snapshot
+    /// evaluation; online replay uses only the answers that schedule).
+    fn models(&self, check: bool) -> ModelLoader {
         let decode = DecodeOptions {
             constrained: !self.unconstrained,
             best_of: self.best_of,
             seed: self.seed,
             max_new_tokens: self.max_new_tokens,
+            temperature: self.temperature,
+            check_unconstrained: check && !self.unconstrained && !self.constrained_only,
             ..DecodeOptions::default()
         };
         ModelLoader(Arc::new(move |dir: &Path| {
@@ -242,6 +299,7 @@ impl EvalArgs {
         ClientOptions {
             timeout: self.request_timeout,
             retries: self.retries,
+            backoff: self.backoff,
             api_key_env: self.api_key_env.clone(),
             max_tokens: self.max_tokens,
             ..ClientOptions::default()
@@ -272,9 +330,14 @@ impl EvalArgs {
             ls_evaluations: self.ls_evaluations,
             concurrency: self.concurrency.max(1),
             client: self.client(),
-            models: self.models(),
+            models: self.models(true),
             answers: log,
             progress: !self.quiet,
+            verdict: VerdictRule {
+                margin: self.margin,
+                seed: self.seed,
+                ..VerdictRule::default()
+            },
         })
     }
 }
@@ -367,7 +430,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
         template: args.template,
         text_queue: args.text_queue.map(|k| k as usize),
         client: args.client(),
-        models: args.models(),
+        models: args.models(false),
     };
     let eval = evaluate_online(trace, specs, &options)?;
     let summary = online_summary(&eval);
@@ -390,13 +453,18 @@ fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> Result<()> {
             *w = (*w).max(cell.chars().count());
         }
     }
+    // Names and words are left-aligned, numbers right-aligned.
+    let left: Vec<bool> = header
+        .iter()
+        .map(|h| h == "policy" || h == "decoding")
+        .collect();
     let line = |cells: &[String]| {
         cells
             .iter()
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
-                if i == 0 {
+                if i == 0 || left.get(i).copied().unwrap_or(false) {
                     format!("{c:<w$}")
                 } else {
                     format!("{c:>w$}")

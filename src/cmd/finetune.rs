@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
+use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::read_records;
 use schedlm_dataset::Record;
 use schedlm_finetune::data::{examples, Example};
@@ -219,6 +220,7 @@ fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
     let vocab_size = tokenizer.as_ref().map_or(0, TextTokenizer::vocab_size);
     let mut loaded = build(&spec(args, vocab_size)?, tokenizer, args.seed, device)?;
     loaded.task = task_of(&records, &args.train)?;
+    loaded.trained_on = Some(TrainingDistribution::of(&records));
     Ok(Trainer::new(loaded, options(args), device)?)
 }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use rayon::prelude::*;
+use schedlm_dataset::distribution::OutsideTally;
 use schedlm_dataset::read_records;
 use schedlm_dataset::{parse_answer, prompt_ids, Mode, Record};
 use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
@@ -20,13 +21,17 @@ pub struct PredictArgs {
     pub model: PathBuf,
     /// Records to answer (JSON Lines, e.g. DIR/test.jsonl).
     pub file: PathBuf,
-    /// Output file (JSON Lines: id, output, best_of, tokens, time_ms) [default: standard
-    /// output].
+    /// Output file (JSON Lines: id, output, best_of, tokens, time_ms (the greedy answer),
+    /// best_of_time_ms, samples, decoding, unconstrained) [default: standard output].
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Let the model write anything (no constraint to valid orders), to measure it alone.
     #[arg(long)]
     pub unconstrained: bool,
+    /// Skip the unconstrained greedy answer otherwise decoded beside each constrained one
+    /// (`unconstrained` in the output, so that `eval` reports the model's own validity).
+    #[arg(long, conflicts_with = "unconstrained")]
+    pub constrained_only: bool,
     /// Also sample N answers and keep the best valid one under the dispatcher (`best_of`).
     #[arg(long, default_value_t = 1)]
     pub best_of: usize,
@@ -72,7 +77,9 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         max_new_tokens: args.max_new_tokens,
         use_cache: !args.no_cache,
         variant: Default::default(),
+        check_unconstrained: !args.unconstrained && !args.constrained_only,
     };
+    warn_outside(&predictor, &records);
     let mut out = crate::io::create_output(args.output.as_deref())?;
     let written = |e: std::io::Error| {
         let to = args
@@ -109,6 +116,46 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     Ok(())
 }
 
+/// Warns, on stderr, when records lie outside the model's training distribution.
+fn warn_outside(predictor: &Predictor, records: &[Record]) {
+    let Some(d) = predictor.trained_on() else {
+        return;
+    };
+    let mut tally = OutsideTally::default();
+    for r in records {
+        tally.add(&d.outside(
+            &r.family,
+            r.instance.queue.len(),
+            r.objective,
+            r.variant,
+            &r.template,
+        ));
+    }
+    if let Some(w) = tally.warning("predict: the model", d) {
+        eprintln!("{w}");
+    }
+}
+
+/// How the answers are decoded, in the words `eval` reports.
+fn decoding(options: &DecodeOptions) -> String {
+    let how = if options.constrained {
+        "constrained"
+    } else {
+        "unconstrained"
+    };
+    match options.samples() {
+        0 => format!("{how} greedy"),
+        n => format!(
+            "{how} greedy; best-of: {how}, best of {n} samples at temperature {}{}",
+            options.temperature,
+            options
+                .top_k
+                .map(|k| format!(", top {k}"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
 /// One record's output line and what it counts for.
 struct Answer {
     line: serde_json::Value,
@@ -124,7 +171,6 @@ fn answer(predictor: &Predictor, record: &Record, options: &DecodeOptions) -> Re
         variant: record.variant,
         ..options.clone()
     };
-    let t0 = Instant::now();
     let p = match predictor.predict(&record.instance, record.objective, template, &options) {
         Ok(p) => p,
         Err(e @ FinetuneError::PromptTooLong { .. }) => {
@@ -138,11 +184,18 @@ fn answer(predictor: &Predictor, record: &Record, options: &DecodeOptions) -> Re
         }
         Err(e) => return Err(e).with_context(|| format!("record {}", record.id)),
     };
-    let time_ms = t0.elapsed().as_secs_f64() * 1e3;
     let ids = prompt_ids(&record.instance, record.objective, record.variant, template);
     let valid = parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok();
-    let line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
-                      "tokens": p.tokens, "time_ms": time_ms});
+    let mut line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
+                      "tokens": p.tokens, "time_ms": p.greedy_seconds * 1e3,
+                      "decoding": decoding(&options)});
+    if options.samples() > 0 {
+        line["samples"] = json!(options.samples());
+        line["best_of_time_ms"] = json!(p.samples_seconds * 1e3);
+    }
+    if let Some(free) = &p.unconstrained {
+        line["unconstrained"] = json!(free);
+    }
     Ok(Answer {
         line,
         valid,

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::markdown::{
-    example_rows, group_rows, headline, pair_rows, policy_rows, rules_note, rules_rows,
-    BEST_RULE_LABEL,
+    answer_rows, example_rows, group_rows, headline, is_text, pair_rows, policy_key, policy_rows,
+    rules_note, rules_rows, verdict_rows, BEST_RULE_LABEL,
 };
 use super::plot::{cdf, svg, Chart, Line};
 use super::SnapshotSummary;
@@ -14,9 +14,9 @@ use crate::stats::queue_bins;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;\
 padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}\
-table{border-collapse:collapse;margin:.5em 0;font-size:.92em}\
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}\
-td:first-child,th:first-child{text-align:left}\
+table{border-collapse:collapse;margin:.5em 0;font-size:.85em;max-width:100%}\
+td,th{border:1px solid #ccc;padding:.2em .45em;text-align:right;overflow-wrap:anywhere}\
+td:first-child,th:first-child{text-align:left;max-width:22em}\
 th{background:#f3f3f3}.wide{overflow-x:auto}\
 .headline{background:#f6f8fa;border-left:4px solid #2a6;padding:.6em 1em}\
 .headline li{margin:.3em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}\
@@ -105,6 +105,10 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     }
     b.push_str("</ul>\n<h2>Policies (best first)</h2>\n");
     b.push_str(&table(policy_rows(s)));
+    if s.stats.policies.iter().any(|p| is_text(&p.policy)) {
+        b.push_str("<h2>Text answers</h2>\n");
+        b.push_str(&table(answer_rows(s)));
+    }
     if !s.examples.is_empty() {
         b.push_str("<h2>Example answers</h2>\n");
         b.push_str(&table(example_rows(s)));
@@ -112,19 +116,32 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     b.push_str("<h2>Against the rules</h2>\n");
     b.push_str(&table(rules_rows(s)));
     let _ = writeln!(b, "<p>{}</p>", escape(&rules_note()));
+    if !s.stats.verdicts.is_empty() {
+        b.push_str("<h2>Verdicts (paired comparisons)</h2>\n");
+        b.push_str(&table(verdict_rows(s)));
+        let _ = writeln!(
+            b,
+            "<p>A difference is the policy's gap minus the other's, record by record \
+             (negative: the policy is better); {}.</p>",
+            escape(&s.stats.verdict_rule.describe())
+        );
+    }
     b.push_str("<h2>Gaps</h2>\n<div class=\"plots\">\n");
-    b.push_str(&figure(&gap_cdf(s, rows)?));
-    b.push_str(&figure(&gap_by_queue(s, rows)?));
+    for chart in gap_cdf(s, rows)?.iter().chain(&gap_by_queue(s, rows)?) {
+        b.push_str(&figure(chart));
+    }
     b.push_str("</div>\n<h2>Wins / ties / losses (row policy against column policy)</h2>\n");
     b.push_str(&pair_table(s));
     b.push_str(
-        "<p>Cells: wins/ties/losses of the row policy, record by record; green where it wins \
-         more than it loses, red where it loses more, grey when even.</p>\n",
+        "<p>Cells: wins/ties/losses of the row policy against the column's (#k: the policy of \
+         row #k), record by record; green where it wins more than it loses, red where it loses \
+         more, grey when even.</p>\n",
     );
     b.push_str("<h2>Mean gap by queue length</h2>\n");
     b.push_str(&table(group_rows(s, &s.stats.by_queue, "queue")));
     b.push_str("<h2>Mean gap by family</h2>\n");
     b.push_str(&table(group_rows(s, &s.stats.by_family, "family")));
+    let _ = writeln!(b, "<p>{}</p>", escape(&policy_key(s)));
     b.push_str(
         "<p>Every number comes from <code>summary.json</code>, computed from the per-instance \
          rows in <code>instances.csv</code> (definitions: docs/eval.md).</p>\n",
@@ -178,8 +195,42 @@ fn record_rows(s: &SnapshotSummary, rows: &[Row]) -> Vec<Row> {
         .collect()
 }
 
-/// CDF of the gap (in %) per policy, and of the best rule per instance (dashed).
-fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
+/// The upper end (in %) of the band where the best policies sit, for the zoomed panels: the
+/// largest p90 gap among the policies whose mean gap is at most twice the best rule per
+/// instance's plus 0.5 points (the rules and models near it; FCFS and LJF, often ten times
+/// further, are left to the full panel), and the best rule per instance's own p90. `None`
+/// when the full range is not at least twice that band (no zoom needed).
+fn band(s: &SnapshotSummary) -> Option<f64> {
+    let brpi = &s.stats.best_rule_per_instance_gap;
+    let limit = 2.0 * brpi.mean? + 0.005;
+    let near = s
+        .stats
+        .policies
+        .iter()
+        .filter(|p| !p.all_failed() && p.gap.mean.is_some_and(|m| m <= limit));
+    let top = near
+        .filter_map(|p| p.gap.p90)
+        .chain(brpi.p90)
+        .fold(0.0f64, f64::max)
+        .max(0.001);
+    let widest = s
+        .stats
+        .policies
+        .iter()
+        .filter_map(|p| p.gap.max)
+        .fold(0.0f64, f64::max);
+    (widest > 2.0 * top).then_some(100.0 * top * 1.15)
+}
+
+/// The palette color of each policy: its place in the summary, so a policy has one color in
+/// every chart.
+fn color_of(s: &SnapshotSummary, policy: &str) -> Option<usize> {
+    s.stats.policies.iter().position(|p| p.policy == policy)
+}
+
+/// CDFs of the gap (in %) per policy and of the best rule per instance (dashed): the whole
+/// range, and a panel zoomed on the band of the best policies.
+fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<Vec<String>, EvalError> {
     let cdf_of = |rows: &[Row], p: &str| {
         let gaps: Vec<f64> = rows
             .iter()
@@ -193,6 +244,7 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
         .map(|p| Line {
             name: legend(s, p),
             points: cdf_of(rows, p),
+            color: color_of(s, p),
             ..Line::default()
         })
         .collect();
@@ -205,19 +257,31 @@ fn gap_cdf(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
             ..Line::default()
         });
     }
-    svg(&Chart {
-        title: "Gap to the reference: CDF per policy",
-        x_label: "gap (%)",
-        y_label: "share of instances with gap <= x",
-        lines: &lines,
+    let full = Chart {
         steps: true,
-        integer_x: false,
-    })
+        ..Chart::new(
+            "Gap to the reference: CDF per policy",
+            "gap (%)",
+            "share of instances with gap <= x",
+            &lines,
+        )
+    };
+    let mut out = vec![svg(&full)?];
+    if let Some(top) = band(s) {
+        let title = format!("The same, zoomed on 0 to {top:.2}% (the band of the best policies)");
+        out.push(svg(&Chart {
+            title: &title,
+            x_max: Some(top),
+            ..full
+        })?);
+    }
+    Ok(out)
 }
 
 /// Mean gap (in %) per queue-length group and policy, at the group's mean length, and of the
-/// best rule per instance (dashed, each point labelled with its group's record count).
-fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> {
+/// best rule per instance (dashed, each point labelled with its group's record count): the
+/// whole range, and a panel zoomed on the band of the best policies.
+fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<Vec<String>, EvalError> {
     let bins = queue_bins(rows);
     // (mean queue length, mean gap in %, records) of each group with a defined gap.
     let by_queue = |rows: &[Row], p: &str| -> Vec<(f64, f64, usize)> {
@@ -244,25 +308,42 @@ fn gap_by_queue(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
         .map(|p| Line {
             name: legend(s, p),
             points: points(&by_queue(rows, p)),
+            color: color_of(s, p),
             ..Line::default()
         })
         .collect();
     let reference = record_rows(s, rows);
+    let mut brpi_top = 0.0f64;
     if let Some(first) = reference.first() {
         let groups = by_queue(&reference, &first.policy);
+        brpi_top = groups.iter().map(|g| g.1).fold(0.0, f64::max);
         lines.push(Line {
             name: BEST_RULE_LABEL.to_string(),
             points: points(&groups),
             reference: true,
             labels: groups.iter().map(|g| format!("n={}", g.2)).collect(),
+            ..Line::default()
         });
     }
-    svg(&Chart {
-        title: "Mean gap versus queue length (n: records per point)",
-        x_label: "queued jobs",
-        y_label: "mean gap (%)",
-        lines: &lines,
-        steps: false,
+    let full = Chart {
         integer_x: true,
-    })
+        ..Chart::new(
+            "Mean gap versus queue length (n: records per point)",
+            "queued jobs",
+            "mean gap (%)",
+            &lines,
+        )
+    };
+    let mut out = vec![svg(&full)?];
+    if band(s).is_some() {
+        // The best rule per instance at its highest point, with room for those near it.
+        let top = (3.0 * brpi_top).max(0.5);
+        let title = format!("The same, zoomed on 0 to {top:.2}% (policies above are cut off)");
+        out.push(svg(&Chart {
+            title: &title,
+            y_max: Some(top),
+            ..full
+        })?);
+    }
+    Ok(out)
 }

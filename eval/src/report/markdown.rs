@@ -1,21 +1,19 @@
 //! `report.md`: the headline first, then the tables; every number from the summary.
 
-use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use schedlm_solver::rules::Rule;
 
 use super::{num, pct, secs, SnapshotSummary};
-use crate::stats::{tied, Group, PolicyStats};
+use crate::stats::{equal_compute_baselines, tied, Group, PolicyStats, BRPI, FCFS_REFERENCE};
+use crate::verdict::Verdict;
 
 /// The label of the best rule per instance in tables and plots.
 pub const BEST_RULE_LABEL: &str = "best rule per instance (reference)";
 
 /// Whether a policy answers in text (its validity matters).
 pub fn is_text(policy: &str) -> bool {
-    ["model:", "openai:", "predictions:"]
-        .iter()
-        .any(|p| policy.starts_with(p))
+    crate::stats::is_text(policy)
 }
 
 fn describe(p: &PolicyStats, objective: &str) -> String {
@@ -51,7 +49,7 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
         Some(best) => {
             out.push(format!(
                 "Best: {}, {}.",
-                best_names(&ranked),
+                best_names(s, &ranked),
                 describe(best, &s.objective)
             ));
             if best.policy == "optimal" {
@@ -63,7 +61,7 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
                 if let Some(next) = others.first() {
                     out.push(format!(
                         "Best without the exact solver: {}, {}.",
-                        best_names(&others),
+                        best_names(s, &others),
                         describe(next, &s.objective)
                     ));
                 }
@@ -80,42 +78,78 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
             continue;
         }
         out.push(against_rules(s, p));
-        out.push(format!(
-            "**{}**: {} of answers valid{}; invalid answers are scored by FCFS (mean {} {}; \
-             with lenient repair instead: {}).",
-            p.policy,
-            pct(Some(p.valid_share)),
-            answer_troubles(p),
-            s.objective,
-            num(p.mean_value),
-            num(p.mean_lenient_value)
-        ));
+        out.push(validity(s, p));
     }
     out.push(format!(
-        "Gaps are measured against {}; {} records, objective {}, variant {}.",
+        "Gaps are measured against {}; {} records, objective {}, variant {}. Verdicts: {}.",
         s.reference_words(),
         s.records,
         s.objective,
-        s.variant
+        s.variant,
+        s.stats.verdict_rule.describe()
     ));
     out
 }
 
-/// The best policy's name in bold, with those tied with it on the mean value ("**a** (tied
-/// with **b**)"); `ranked` is best first.
-fn best_names(ranked: &[&PolicyStats]) -> String {
+/// The validity sentence of a text policy: its decoding, the share of valid answers (and,
+/// for a constrained model, of its unconstrained answers), failures, retries, records outside
+/// its training distribution.
+fn validity(s: &SnapshotSummary, p: &PolicyStats) -> String {
+    let free = match p.unconstrained_valid_share {
+        Some(v) => format!(
+            "; without the constraint {} of its greedy answers would be valid",
+            pct(Some(v))
+        ),
+        None => String::new(),
+    };
+    let outside = match p.outside_training {
+        Some(n) if n > 0 => format!(
+            "; {n} of {} records lie outside its training distribution",
+            p.instances
+        ),
+        _ => String::new(),
+    };
+    let retries = if p.retries > 0 {
+        format!("; {} requests were retried", p.retries)
+    } else {
+        String::new()
+    };
+    format!(
+        "**{}**: {} of answers valid{}{free}{outside}{retries}; invalid answers are scored by \
+         FCFS (mean {} {}; with lenient repair instead: {}).",
+        p.policy,
+        pct(Some(p.valid_share)),
+        answer_troubles(p),
+        s.objective,
+        num(p.mean_value),
+        num(p.mean_lenient_value)
+    )
+}
+
+/// The best policy's name in bold, with those level with it by the verdict rule ("**a** (level
+/// with **b**, **c**)"); `ranked` is best first.
+fn best_names(s: &SnapshotSummary, ranked: &[&PolicyStats]) -> String {
     let Some(best) = ranked.first() else {
         return String::new();
     };
-    let tied_with: Vec<String> = ranked[1..]
+    let level: Vec<String> = ranked[1..]
         .iter()
-        .take_while(|p| tied(p.mean_value, best.mean_value))
+        .filter(|p| {
+            s.stats
+                .verdicts
+                .iter()
+                .find(|c| c.policy == best.policy && c.against == p.policy)
+                .map_or_else(
+                    || tied(p.mean_value, best.mean_value),
+                    |c| c.verdict == Verdict::Level,
+                )
+        })
         .map(|p| format!("**{}**", p.policy))
         .collect();
-    if tied_with.is_empty() {
+    if level.is_empty() {
         format!("**{}**", best.policy)
     } else {
-        format!("**{}** (tied with {})", best.policy, tied_with.join(", "))
+        format!("**{}** (level with {})", best.policy, level.join(", "))
     }
 }
 
@@ -135,81 +169,90 @@ fn answer_troubles(p: &PolicyStats) -> String {
     }
 }
 
-/// How mean gap `a` compares with mean gap `b` (equal within the tolerance), when both are
-/// defined.
-fn compare(a: Option<f64>, b: Option<f64>) -> Option<Ordering> {
-    let (a, b) = (a?, b?);
-    Some(if tied(a, b) {
-        Ordering::Equal
-    } else if a < b {
-        Ordering::Less
-    } else {
-        Ordering::Greater
-    })
-}
-
-/// The verdict on a mean gap against FCFS's and the best single rule's, in words: "worse than
-/// FCFS", "better than FCFS but worse than the best single rule sjf", ...
-pub fn verdict(gap: Option<f64>, fcfs: Option<f64>, single: Option<(&str, Option<f64>)>) -> String {
-    let words = |o: Ordering, equal: &'static str| match o {
-        Ordering::Greater => "worse than",
-        Ordering::Equal => equal,
-        Ordering::Less => "better than",
-    };
-    let vs_fcfs = compare(gap, fcfs).map(|o| (o, format!("{} FCFS", words(o, "no better than"))));
-    let vs_single = single
-        .filter(|(rule, _)| *rule != "fcfs")
-        .and_then(|(rule, g)| {
-            compare(gap, g).map(|o| {
-                let w = words(o, "as good as");
-                (o, format!("{w} the best single rule {rule}"))
-            })
-        });
-    match (vs_fcfs, vs_single) {
-        (Some((Ordering::Less, _)), Some((Ordering::Less, _))) => {
-            let rule = single.map_or("", |(r, _)| r);
-            format!("better than both FCFS and the best single rule {rule}")
+/// What an equal-compute baseline is, in words.
+pub fn baseline_words(name: &str) -> String {
+    match name.split_once('@') {
+        Some(("ls", _)) => "local search in the same time per instance".to_string(),
+        Some((kind, _)) => {
+            let n = kind
+                .strip_prefix("ranking+")
+                .and_then(|k| k.strip_suffix("swaps"))
+                .unwrap_or("N");
+            format!("the ranking plus {n} random transpositions (same dispatcher evaluations)")
         }
-        (Some((a, x)), Some((b, y))) => {
-            // "and" when both say the same kind of thing, "but" when they differ ("no better
-            // than FCFS" is bad news, "as good as the best single rule" good news).
-            let good = (a == Ordering::Less) == (b != Ordering::Greater);
-            format!("{x} {} {y}", if good { "and" } else { "but" })
-        }
-        (Some((_, x)), None) | (None, Some((_, x))) => x,
-        (None, None) => String::new(),
+        None => name.to_string(),
     }
 }
 
-/// The sentence comparing a (text) policy with the rules: its mean gap next to the best rule
-/// per instance's, the best single rule's and FCFS's; a verdict; its wins, ties and losses
-/// against the best rule per instance; and how often it answered the queue order or the best
-/// rule's order.
+/// The sentence comparing a (text) policy with the rules and its equal-compute baselines: its
+/// mean gap, a verdict against the best rule per instance, the best single rule and FCFS
+/// (each with its gap), then against the baselines given the same compute; its wins, ties and
+/// losses against the best rule per instance; and how often it answered the queue order or
+/// the best rule's order.
 pub fn against_rules(s: &SnapshotSummary, p: &PolicyStats) -> String {
     let st = &s.stats;
-    let single = st
-        .best_single_rule
-        .as_ref()
-        .map(|b| (b.rule.as_str(), b.gap.mean));
-    let single_words = match single {
-        Some((rule, g)) => format!(", best single rule {rule} {}", pct(g)),
-        None => String::new(),
+    let judged = |against: &str| {
+        st.verdicts
+            .iter()
+            .find(|c| c.policy == p.policy && c.against == against)
     };
-    let verdict = verdict(p.gap.mean, st.fcfs_gap.mean, single);
-    let verdict = if verdict.is_empty() {
-        verdict
+    let mut rules = Vec::new();
+    if let Some(c) = judged(BRPI) {
+        rules.push(format!(
+            "{} the best rule per instance ({})",
+            c.verdict.words(),
+            pct(st.best_rule_per_instance_gap.mean)
+        ));
+    }
+    if let Some(b) = st.best_single_rule.as_ref().filter(|b| b.rule != "fcfs") {
+        if let Some(c) = judged(&b.rule) {
+            rules.push(format!(
+                "{} the best single rule {} ({})",
+                c.verdict.words(),
+                b.rule,
+                pct(b.gap.mean)
+            ));
+        }
+    }
+    if let Some(c) = judged(FCFS_REFERENCE) {
+        rules.push(format!(
+            "{} FCFS ({})",
+            c.verdict.words(),
+            pct(st.fcfs_gap.mean)
+        ));
+    }
+    let names: Vec<String> = st.policies.iter().map(|q| q.policy.clone()).collect();
+    let equal: Vec<String> = equal_compute_baselines(&p.policy, &names)
+        .into_iter()
+        .filter_map(|b| {
+            let c = judged(b)?;
+            let gap = st.policies.iter().find(|q| &q.policy == b)?.gap.mean;
+            Some(format!(
+                "{} {} ({})",
+                c.verdict.words(),
+                baseline_words(b),
+                pct(gap)
+            ))
+        })
+        .collect();
+    let equal = if equal.is_empty() {
+        "no equal-compute baseline (its decision times are unknown)".to_string()
     } else {
-        format!(", {verdict}")
+        format!("at equal compute, {}", equal.join(", "))
     };
+    let decoding = p
+        .decoding
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .map(|d| format!(" (decoding: {d})"))
+        .unwrap_or_default();
     let t = &p.vs_best_rule;
     format!(
-        "**{}**: mean gap {} (best rule per instance {}{single_words}, FCFS {}){verdict}; \
-         against the best rule per instance: {}, {}, {}; answers identical to the queue \
-         order on {}, to the best rule's order on {}.",
+        "**{}**{decoding}: mean gap {}; {}; {equal}; against the best rule per instance: {}, \
+         {}, {}; answers identical to the queue order on {}, to the best rule's order on {}.",
         p.policy,
         pct(p.gap.mean),
-        pct(st.best_rule_per_instance_gap.mean),
-        pct(st.fcfs_gap.mean),
+        rules.join(", "),
         count(t.wins, "win", "wins"),
         count(t.ties, "tie", "ties"),
         count(t.losses, "loss", "losses"),
@@ -221,6 +264,42 @@ pub fn against_rules(s: &SnapshotSummary, p: &PolicyStats) -> String {
 /// `1 win`, `3 wins`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The verdict table: every paired comparison of the summary (shared with the HTML report).
+pub fn verdict_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "policy",
+        "against",
+        "records",
+        "W/T/L",
+        "mean gap difference",
+        "95% interval",
+        "sign test p",
+        "verdict",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let points = |v: f64| format!("{:+.3} pp", 100.0 * v);
+    let rows = s
+        .stats
+        .verdicts
+        .iter()
+        .map(|c| {
+            vec![
+                c.policy.clone(),
+                c.against.clone(),
+                c.records.to_string(),
+                format!("{}/{}/{}", c.wins, c.ties, c.losses),
+                points(c.mean_difference),
+                format!("[{}, {}]", points(c.interval[0]), points(c.interval[1])),
+                format!("{:.3}", c.sign_test_p),
+                c.verdict.words().to_string(),
+            ]
+        })
+        .collect();
+    (header, rows)
 }
 
 /// The report of a snapshot evaluation.
@@ -235,6 +314,10 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     }
     let _ = writeln!(md, "\n## Policies (best first)\n");
     md.push_str(&policy_table(s));
+    if s.stats.policies.iter().any(|p| is_text(&p.policy)) {
+        let _ = writeln!(md, "\n## Text answers\n");
+        md.push_str(&table(answer_rows(s)));
+    }
     if !s.examples.is_empty() {
         let _ = writeln!(md, "\n## Example answers\n");
         md.push_str(&table(example_rows(s)));
@@ -242,15 +325,27 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     let _ = writeln!(md, "\n## Against the rules\n");
     md.push_str(&table(rules_rows(s)));
     let _ = writeln!(md, "\n{}", rules_note());
+    if !s.stats.verdicts.is_empty() {
+        let _ = writeln!(md, "\n## Verdicts (paired comparisons)\n");
+        md.push_str(&table(verdict_rows(s)));
+        let _ = writeln!(
+            md,
+            "\nA difference is the policy's gap minus the other's, record by record \
+             (negative: the policy is better); {}.",
+            s.stats.verdict_rule.describe()
+        );
+    }
     let _ = writeln!(
         md,
         "\n## Wins / ties / losses (row policy against column policy)\n"
     );
     md.push_str(&pair_table(s));
+    let _ = writeln!(md, "\n{}", policy_key(s));
     let _ = writeln!(md, "\n## Mean gap by queue length\n");
     md.push_str(&group_table(s, &s.stats.by_queue, "queue"));
     let _ = writeln!(md, "\n## Mean gap by family\n");
     md.push_str(&group_table(s, &s.stats.by_family, "family"));
+    let _ = writeln!(md, "\n{}", policy_key(s));
     let _ = writeln!(
         md,
         "\nEvery number comes from `summary.json`, computed from the per-instance rows in \
@@ -269,6 +364,7 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
 pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     let header = [
         "policy",
+        "decoding",
         &format!("mean {}", s.objective),
         "mean gap",
         "median gap",
@@ -276,8 +372,6 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         "max gap",
         "optimal",
         "valid",
-        "failed",
-        "mean (lenient)",
         "time / decision",
     ]
     .iter()
@@ -303,6 +397,7 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         }
         rows.push(vec![
             p.policy.clone(),
+            decoding_cell(p),
             num(p.mean_value),
             pct(p.gap.mean),
             pct(p.gap.median),
@@ -310,8 +405,6 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
             pct(p.gap.max),
             pct(Some(p.optimal_share)),
             pct(Some(p.valid_share)),
-            p.failed.to_string(),
-            num(p.mean_lenient_value),
             secs(p.mean_seconds),
         ]);
     }
@@ -321,17 +414,63 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// A policy's decoding for the tables: its text policy's words, `-` for rules and solvers.
+fn decoding_cell(p: &PolicyStats) -> String {
+    p.decoding.clone().unwrap_or_else(|| "-".into())
+}
+
+/// The text policies' answers (shared with the HTML report): validity with and without the
+/// constraint, failures, answers cut off, retries, records outside the model's training
+/// distribution, and the mean with lenient repair.
+pub fn answer_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "policy",
+        "decoding",
+        "valid",
+        "valid unconstrained",
+        "failed",
+        "cut off",
+        "retries",
+        "outside training data",
+        "mean (lenient repair)",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let rows = s
+        .stats
+        .policies
+        .iter()
+        .filter(|p| is_text(&p.policy))
+        .map(|p| {
+            let retries = match p.retry_reasons.first() {
+                Some((why, n)) => format!("{} ({n} x {why})", p.retries),
+                None => p.retries.to_string(),
+            };
+            vec![
+                p.policy.clone(),
+                decoding_cell(p),
+                pct(Some(p.valid_share)),
+                p.unconstrained_valid_share
+                    .map_or("-".into(), |v| pct(Some(v))),
+                p.failed.to_string(),
+                p.truncated.to_string(),
+                retries,
+                p.outside_training
+                    .map_or("unknown".into(), |n| format!("{n} of {}", p.instances)),
+                num(p.mean_lenient_value),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
 /// The policy table's row of a policy whose every answer failed: no value of its own.
 fn failed_row(p: &PolicyStats) -> Vec<String> {
     let dash = || "-".to_string();
-    let mut row = vec![p.policy.clone()];
+    let mut row = vec![p.policy.clone(), decoding_cell(p)];
     row.extend((0..6).map(|_| dash()));
-    row.extend([
-        pct(Some(0.0)),
-        p.failed.to_string(),
-        dash(),
-        secs(p.mean_seconds),
-    ]);
+    row.extend([pct(Some(0.0)), secs(p.mean_seconds)]);
     row
 }
 
@@ -342,13 +481,12 @@ fn best_rule_row(s: &SnapshotSummary) -> Vec<String> {
     let dash = || "-".to_string();
     vec![
         BEST_RULE_LABEL.to_string(),
+        dash(),
         num(s.stats.best_rule_per_instance_mean_value),
         pct(g.mean),
         pct(g.median),
         pct(g.p90),
         pct(g.max),
-        dash(),
-        dash(),
         dash(),
         dash(),
         dash(),
@@ -469,14 +607,17 @@ pub fn rules_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// The win/tie/loss matrix (shared with the HTML report).
+/// Columns are numbered (`#1`, `#2`, ...: the policy of that row), so the matrix fits the page
+/// whatever the policies' names.
 pub fn pair_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     let names: Vec<&String> = s.stats.policies.iter().map(|p| &p.policy).collect();
     let mut header = vec!["".to_string()];
-    header.extend(names.iter().map(|n| n.to_string()));
+    header.extend((1..=names.len()).map(|k| format!("#{k}")));
     let rows = names
         .iter()
-        .map(|a| {
-            let mut row = vec![a.to_string()];
+        .enumerate()
+        .map(|(k, a)| {
+            let mut row = vec![format!("#{} {a}", k + 1)];
             for b in &names {
                 let cell = s
                     .stats
@@ -493,7 +634,20 @@ pub fn pair_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
-/// Mean gap per group (rows) and policy (columns), with the group's size.
+/// The key of the numbered columns: `#1 fcfs, #2 sjf, ...`.
+pub fn policy_key(s: &SnapshotSummary) -> String {
+    let items: Vec<String> = s
+        .stats
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(k, p)| format!("#{} {}", k + 1, p.policy))
+        .collect();
+    format!("Columns: {}.", items.join(", "))
+}
+
+/// Mean gap per group (rows) and policy (numbered columns, [`policy_key`]), with the group's
+/// size.
 pub fn group_rows(
     s: &SnapshotSummary,
     groups: &[Group],
@@ -501,7 +655,7 @@ pub fn group_rows(
 ) -> (Vec<String>, Vec<Vec<String>>) {
     let names: Vec<&String> = s.stats.policies.iter().map(|p| &p.policy).collect();
     let mut header = vec![what.to_string(), "records".to_string()];
-    header.extend(names.iter().map(|n| n.to_string()));
+    header.extend((1..=names.len()).map(|k| format!("#{k}")));
     let mut keys: Vec<&String> = Vec::new();
     for g in groups {
         if !keys.contains(&&g.group) {

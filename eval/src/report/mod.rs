@@ -106,7 +106,7 @@ pub fn snapshot_summary(
         },
         notes: eval.notes.iter().chain(&eval.warnings).cloned().collect(),
         examples: eval.examples.clone(),
-        stats: summarize_with(&eval.policies, &eval.rows, &eval.rules),
+        stats: summarize_with(&eval.policies, &eval.rows, &eval.rules, &options.verdict),
     }
 }
 
@@ -213,6 +213,8 @@ pub fn num(v: f64) -> String {
 /// A share or gap as a percentage.
 pub fn pct(v: Option<f64>) -> String {
     match v {
+        // Two decimals below 10%, where models and the best rules sit; one above.
+        Some(x) if x.is_finite() && x.abs() < 0.1 => format!("{:.2}%", x * 100.0),
         Some(x) if x.is_finite() => format!("{:.1}%", x * 100.0),
         _ => "n/a".into(),
     }

@@ -51,6 +51,9 @@ pub struct WindowRow {
     pub decisions: usize,
     /// Decisions that fell back to FCFS.
     pub fallbacks: usize,
+    /// Requests to an endpoint that were retried.
+    #[serde(default)]
+    pub retries: usize,
     /// Wall-clock seconds of the replay.
     pub seconds: f64,
 }
@@ -77,6 +80,9 @@ pub struct OnlinePolicyStats {
     pub decisions: usize,
     /// Decisions that fell back to FCFS (invalid answer, solver error), over all windows.
     pub fallbacks: usize,
+    /// Requests to an endpoint that were retried, over all windows.
+    #[serde(default)]
+    pub retries: usize,
     /// Wall-clock seconds of all the policy's replays.
     pub seconds: f64,
 }
@@ -130,6 +136,7 @@ fn window_row(r: &Replay, windows: &[Window]) -> WindowRow {
         steps: s.steps,
         decisions: r.decisions,
         fallbacks: r.fallbacks,
+        retries: r.retries,
         seconds: r.seconds,
     }
 }
@@ -152,6 +159,7 @@ fn policy_stats(policy: &str, rows: &[&WindowRow]) -> OnlinePolicyStats {
         killed: rows.iter().map(|r| r.killed).sum(),
         decisions: rows.iter().map(|r| r.decisions).sum(),
         fallbacks: rows.iter().map(|r| r.fallbacks).sum(),
+        retries: rows.iter().map(|r| r.retries).sum(),
         seconds: rows.iter().map(|r| r.seconds).sum(),
     }
 }
@@ -339,6 +347,12 @@ pub fn headline(s: &OnlineSummary) -> Vec<String> {
             p.policy, p.fallbacks, p.decisions
         ));
     }
+    for p in s.policies.iter().filter(|p| p.retries > 0) {
+        out.push(format!(
+            "**{}**: {} requests were retried over {} decisions.",
+            p.policy, p.retries, p.decisions
+        ));
+    }
     out.push(format!(
         "{} window(s) of {} replayed with start rule {} (seed {}); each from an empty cluster.",
         s.windows.len(),
@@ -359,6 +373,7 @@ fn policy_table(s: &OnlineSummary) -> (Vec<String>, Vec<Vec<String>>) {
         "utilization",
         "decisions",
         "fallbacks",
+        "retries",
         "replay (s)",
     ]
     .iter()
@@ -378,6 +393,7 @@ fn policy_table(s: &OnlineSummary) -> (Vec<String>, Vec<Vec<String>>) {
                 pct(Some(p.mean_utilization)),
                 p.decisions.to_string(),
                 p.fallbacks.to_string(),
+                p.retries.to_string(),
                 format!("{:.2}", p.seconds),
             ]
         })
@@ -502,14 +518,12 @@ fn bsld_over_time(s: &OnlineSummary, eval: &OnlineEvaluation) -> Result<String, 
             }
         })
         .collect();
-    svg(&Chart {
-        title: "Mean bsld over time",
-        x_label: "hours since the window's first submit",
-        y_label: "mean bsld of jobs submitted",
-        lines: &lines,
-        steps: false,
-        integer_x: false,
-    })
+    svg(&Chart::new(
+        "Mean bsld over time",
+        "hours since the window's first submit",
+        "mean bsld of jobs submitted",
+        &lines,
+    ))
 }
 
 /// Time-weighted CDF of queue length (or of the used fraction of cores) over every window.
@@ -555,11 +569,7 @@ fn series_cdf(
         ("CDF of queue length (time-weighted)", "waiting jobs")
     };
     svg(&Chart {
-        title,
-        x_label,
-        y_label: "share of time with value <= x",
-        lines: &lines,
         steps: true,
-        integer_x: false,
+        ..Chart::new(title, x_label, "share of time with value <= x", &lines)
     })
 }
