@@ -419,6 +419,62 @@ fn min_headroom_keeps_only_instances_with_headroom_and_counts_the_others() {
     assert_same_files(&kept, &merged);
 }
 
+/// The hpc-hard setting of docs/generator.md (a short partition on 4 nodes, a burst of wide and
+/// memory-bound jobs) leaves at least 2% mean headroom at 10..12 jobs, where the family's
+/// defaults leave almost none.
+#[test]
+fn the_hpc_hard_setting_has_headroom_the_defaults_lack() {
+    let dir = tempdir();
+    let mean_headroom = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut a = vec![
+            "--family",
+            "hpc",
+            "-n",
+            "400",
+            "--queue",
+            "10..12",
+            "--seed",
+            "11",
+            "--solver",
+            "bnb",
+            "--node-limit",
+            "200000",
+        ];
+        a.extend_from_slice(extra);
+        build(&out, &a).ok();
+        let manifest: Value =
+            serde_json::from_str(&fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+        let all = &manifest["difficulty"]["all"];
+        (
+            all["headroom"]["mean"].as_f64().unwrap(),
+            all["label_is_ranking"].as_f64().unwrap(),
+        )
+    };
+    let (plain, plain_ranking) = mean_headroom("plain", &[]);
+    assert!(
+        plain < 0.002 && plain_ranking > 0.8,
+        "{plain} {plain_ranking}"
+    );
+    let (hard, ranking) = mean_headroom(
+        "hard",
+        &[
+            "--servers",
+            "4",
+            "--max-walltime",
+            "1h",
+            "--queue-span",
+            "0",
+            "--wide",
+            "0.5",
+            "--mem-bound",
+            "0.3",
+        ],
+    );
+    assert!(hard >= 0.02, "mean headroom {hard}");
+    assert!(ranking <= 0.5, "{ranking} of the labels are the ranking");
+}
+
 #[test]
 fn a_build_whose_labels_are_mostly_the_ranking_warns() {
     let dir = tempdir();

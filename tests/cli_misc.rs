@@ -177,6 +177,42 @@ fn pipeline_table_agrees_with_generate_and_schedule() {
     }
 }
 
+/// The pipeline's dataset, on its defaults, is data with headroom: at most half of its labels
+/// are the prompt's ranking, and the test split's mean headroom over the best rule per instance
+/// is at least 1% (issue #30).
+#[test]
+fn the_pipeline_dataset_has_headroom() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("run");
+    run(&[
+        "pipeline",
+        "-n",
+        "2",
+        "--queue",
+        "3..4",
+        "--epochs",
+        "1",
+        "-o",
+        &path_str(&out_dir),
+    ])
+    .ok();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("data/manifest.json")).unwrap())
+            .unwrap();
+    let ranking = manifest["difficulty"]["all"]["label_is_ranking"]
+        .as_f64()
+        .unwrap();
+    assert!(ranking <= 0.5, "{ranking} of the labels are the ranking");
+    let test = common::read_jsonl(&out_dir.join("data/test.jsonl"));
+    let headroom: Vec<f64> = test
+        .iter()
+        .map(|r| r["difficulty"]["headroom"].as_f64().unwrap())
+        .collect();
+    let mean = headroom.iter().sum::<f64>() / headroom.len() as f64;
+    assert!(headroom.len() >= 50, "{} test records", headroom.len());
+    assert!(mean >= 0.01, "mean headroom {mean}");
+}
+
 #[test]
 fn pipeline_runs_end_to_end_to_a_report() {
     let dir = tempdir();

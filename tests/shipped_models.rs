@@ -175,3 +175,57 @@ fn a_model_asked_outside_its_training_range_is_warned_about() {
         p.stderr
     );
 }
+
+/// Online, the B1 model (trained on queues of 6 to 8 jobs) is asked at every event about the
+/// waiting queue: events with fewer than 6 waiting jobs lie outside its training distribution,
+/// and the replay counts them and says so.
+#[test]
+fn online_decisions_outside_the_training_range_are_counted() {
+    let dir = tempdir();
+    let mut text = String::from("; MaxProcs: 8\n");
+    for i in 1..=40u64 {
+        let (submit, run, procs) = (i * 20, 30 + (i * 17) % 300, 1 + (i * 3) % 8);
+        text += &format!(
+            "{i} {submit} -1 {run} {procs} -1 -1 {procs} {} -1 1 1 -1 -1 -1 -1 -1 -1\n",
+            run + 20
+        );
+    }
+    let trace = dir.path().join("t.swf");
+    std::fs::write(&trace, text).unwrap();
+    let report = dir.path().join("online");
+    let model = path_str(&model_dir("b1-uniform"));
+    let r = run(&[
+        "eval",
+        "--trace",
+        &path_str(&trace),
+        "--windows",
+        "1x20",
+        "--seed",
+        "3",
+        "--policies",
+        &format!("sjf,model:{model}"),
+        "--text-queue",
+        "8",
+        "--report",
+        &path_str(&report),
+    ])
+    .ok();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap())
+            .unwrap();
+    let p = &summary["policies"][1];
+    let (outside, decisions) = (
+        p["outside_training"].as_u64().unwrap(),
+        p["decisions"].as_u64().unwrap(),
+    );
+    assert!(outside > 0 && outside <= decisions, "{p}");
+    assert!(
+        r.stderr
+            .contains("decisions asked it about queues outside its training distribution"),
+        "{}",
+        r.stderr
+    );
+    assert!(r
+        .stdout_text()
+        .contains("was asked outside its training distribution"));
+}

@@ -131,6 +131,19 @@ impl TrainingDistribution {
         why
     }
 
+    /// [`TrainingDistribution::outside`] without the family: for snapshots that have none of
+    /// their own (the events of an online replay).
+    pub fn outside_any_family(
+        &self,
+        queue: usize,
+        objective: Objective,
+        variant: Variant,
+        template: &str,
+    ) -> Vec<String> {
+        let family = self.families.keys().next().map_or("", String::as_str);
+        self.outside(family, queue, objective, variant, template)
+    }
+
     /// The distribution in a few words: `uniform, queues of 6..8 jobs, bsld, serial,
     /// compact-v2 (37963 records)`.
     pub fn describe(&self) -> String {

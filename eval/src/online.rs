@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use schedlm_generator::trace::swf::CleaningReport;
 
+use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::{parse_answer, render, Mode, Template};
 use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, StartRule};
 use schedlm_model::{Objective, Problem, Variant};
@@ -101,6 +102,9 @@ pub struct Replay {
     pub fallbacks: usize,
     /// Requests to an endpoint that were retried (text policies).
     pub retries: usize,
+    /// Decisions whose question (the shown queue, objective, template) lay outside the text
+    /// policy's training distribution, when it records one.
+    pub outside_training: usize,
     /// Wall-clock seconds of the replay.
     pub seconds: f64,
 }
@@ -142,12 +146,23 @@ enum Kind {
     Text(Box<dyn TextModel>, Template, Option<usize>),
 }
 
+/// What a text policy is asked at an event: its prompt's template and how many jobs it is shown;
+/// and what it was trained on, to count the questions outside it.
+struct Asked<'a> {
+    template: Template,
+    shown: Option<usize>,
+    trained_on: Option<&'a TrainingDistribution>,
+}
+
 /// A policy with counters, as the simulator consults it.
 struct Consulted<'k> {
     kind: &'k mut Kind,
+    /// A text policy's training distribution (`None` for others, or when not recorded).
+    trained_on: Option<TrainingDistribution>,
     decisions: usize,
     fallbacks: usize,
     retries: usize,
+    outside: usize,
 }
 
 impl Policy for Consulted<'_> {
@@ -166,9 +181,14 @@ impl Policy for Consulted<'_> {
                 .ok()
                 .map(|p| local::solve(&p, Objective::Bsld, Variant::Serial, options).order),
             Kind::Text(model, template, shown) => {
-                let (order, retries) =
-                    text_order(model.as_ref(), *template, *shown, state, waiting);
+                let asked = Asked {
+                    template: *template,
+                    shown: *shown,
+                    trained_on: self.trained_on.as_ref(),
+                };
+                let (order, retries, outside) = text_order(model.as_ref(), &asked, state, waiting);
                 self.retries += retries as usize;
+                self.outside += usize::from(outside);
                 order
             }
         };
@@ -187,23 +207,24 @@ impl Policy for Consulted<'_> {
     }
 }
 
-/// A text policy's order of `waiting` (positions), or `None` when its answer is invalid; and
-/// how many requests were retried.
+/// A text policy's order of `waiting` (positions), or `None` when its answer is invalid; how
+/// many requests were retried; and whether the question lay outside the policy's training
+/// distribution.
 /// With `shown = Some(k)` and more than `k` jobs waiting, the model is asked about the first
 /// `k` jobs of the best classic rule's ranking of the snapshot (bounded slowdown, serial
 /// dispatcher) and the others follow in that ranking.
 fn text_order(
     model: &dyn TextModel,
-    template: Template,
-    shown: Option<usize>,
+    asked_as: &Asked<'_>,
     state: &SimState<'_>,
     waiting: &[usize],
-) -> (Option<Vec<usize>>, u32) {
+) -> (Option<Vec<usize>>, u32, bool) {
+    let (template, shown) = (asked_as.template, asked_as.shown);
     let snapshot = state.snapshot();
     let (asked, rest) = match shown {
         Some(k) if waiting.len() > k => {
             let Ok(problem) = Problem::new(&snapshot) else {
-                return (None, 0);
+                return (None, 0, false);
             };
             let mut ranked = ranking(&problem, Objective::Bsld, Variant::Serial).order;
             let rest = ranked.split_off(k);
@@ -217,6 +238,15 @@ fn text_order(
         let jobs: Vec<usize> = asked.iter().map(|&p| waiting[p]).collect();
         state.snapshot_of(&jobs)
     };
+    let outside = asked_as.trained_on.is_some_and(|d| {
+        !d.outside_any_family(
+            instance.queue.len(),
+            Objective::Bsld,
+            Variant::Serial,
+            template.name(),
+        )
+        .is_empty()
+    });
     let rendered = render(&instance, Objective::Bsld, Variant::Serial, template);
     let reply = model.answer(&Ask {
         system: &rendered.system,
@@ -232,7 +262,7 @@ fn text_order(
         order.extend(rest);
         Some(order)
     });
-    (order, reply.retries)
+    (order, reply.retries, outside)
 }
 
 fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind, EvalError> {
@@ -332,11 +362,17 @@ fn replay_window(
     if let Kind::Rule(rule) = kind {
         rule.ctx.stream = k as u64;
     }
+    let trained_on = match &*kind {
+        Kind::Text(model, ..) => model.trained_on(),
+        _ => None,
+    };
     let mut policy = Consulted {
         kind,
+        trained_on,
         decisions: 0,
         fallbacks: 0,
         retries: 0,
+        outside: 0,
     };
     let t = Instant::now();
     let result = sim
@@ -349,6 +385,7 @@ fn replay_window(
         decisions: policy.decisions,
         fallbacks: policy.fallbacks,
         retries: policy.retries,
+        outside_training: policy.outside,
         seconds: t.elapsed().as_secs_f64(),
     })
 }

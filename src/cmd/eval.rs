@@ -439,6 +439,13 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
     for line in online_headline(&summary) {
         outln!("{}", line.replace("**", ""))?;
     }
+    for p in summary.policies.iter().filter(|p| p.outside_training > 0) {
+        eprintln!(
+            "eval: warning: {}: {} of {} decisions asked it about queues outside its training \
+             distribution; its answers there are extrapolations",
+            p.policy, p.outside_training, p.decisions
+        );
+    }
     for path in written {
         eprintln!("wrote {}", path.display());
     }

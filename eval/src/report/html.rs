@@ -15,8 +15,10 @@ use crate::stats::queue_bins;
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:1.5em auto;\
 padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:.5em 0;font-size:.85em;max-width:100%}\
-td,th{border:1px solid #ccc;padding:.2em .45em;text-align:right;overflow-wrap:anywhere}\
-td:first-child,th:first-child{text-align:left;max-width:22em}\
+td,th{border:1px solid #ccc;padding:.2em .45em;text-align:right;white-space:nowrap}\
+th{white-space:normal}td.name{text-align:left;white-space:normal;overflow-wrap:anywhere;\
+max-width:22em}td:first-child,th:first-child{text-align:left;white-space:normal;\
+overflow-wrap:anywhere;max-width:22em}\
 th{background:#f3f3f3}.wide{overflow-x:auto}\
 .headline{background:#f6f8fa;border-left:4px solid #2a6;padding:.6em 1em}\
 .headline li{margin:.3em 0}.plots{display:flex;flex-wrap:wrap;gap:1em}\
@@ -65,6 +67,10 @@ fn table_with(
         t.push_str("<tr>");
         for (i, cell) in row.iter().enumerate() {
             match class(i, cell) {
+                // Words (names, decodings, verdicts) wrap and align left; numbers do not.
+                "" if words(cell) => {
+                    let _ = write!(t, "<td class=\"name\">{}</td>", escape(cell));
+                }
                 "" => {
                     let _ = write!(t, "<td>{}</td>", escape(cell));
                 }
@@ -77,6 +83,12 @@ fn table_with(
     }
     t.push_str("</table></div>\n");
     t
+}
+
+/// Whether a table cell holds words (a name, a decoding, a verdict) rather than a number with
+/// its unit, a share, a count like `3/4/1` or an interval: it starts with a letter.
+fn words(cell: &str) -> bool {
+    cell.chars().next().is_some_and(char::is_alphabetic)
 }
 
 /// The page around a body.
@@ -118,7 +130,7 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     let _ = writeln!(b, "<p>{}</p>", escape(&rules_note()));
     if !s.stats.verdicts.is_empty() {
         b.push_str("<h2>Verdicts (paired comparisons)</h2>\n");
-        b.push_str(&table(verdict_rows(s)));
+        b.push_str(&table(verdict_rows(s, true)));
         let _ = writeln!(
             b,
             "<p>A difference is the policy's gap minus the other's, record by record \

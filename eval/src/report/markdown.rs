@@ -266,8 +266,10 @@ fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// The verdict table: every paired comparison of the summary (shared with the HTML report).
-pub fn verdict_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
+/// The verdict table (shared with the HTML report): every comparison of the summary, or with
+/// `shown_only` those of the text policies and those behind "level with" in the headline.
+/// `summary.json` holds every comparison.
+pub fn verdict_rows(s: &SnapshotSummary, shown_only: bool) -> (Vec<String>, Vec<Vec<String>>) {
     let header = [
         "policy",
         "against",
@@ -286,6 +288,7 @@ pub fn verdict_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         .stats
         .verdicts
         .iter()
+        .filter(|c| !shown_only || is_text(&c.policy) || c.verdict == Verdict::Level)
         .map(|c| {
             vec![
                 c.policy.clone(),
@@ -327,7 +330,7 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     let _ = writeln!(md, "\n{}", rules_note());
     if !s.stats.verdicts.is_empty() {
         let _ = writeln!(md, "\n## Verdicts (paired comparisons)\n");
-        md.push_str(&table(verdict_rows(s)));
+        md.push_str(&table(verdict_rows(s, true)));
         let _ = writeln!(
             md,
             "\nA difference is the policy's gap minus the other's, record by record \

@@ -54,6 +54,9 @@ pub struct WindowRow {
     /// Requests to an endpoint that were retried.
     #[serde(default)]
     pub retries: usize,
+    /// Decisions asked outside the text policy's training distribution.
+    #[serde(default)]
+    pub outside_training: usize,
     /// Wall-clock seconds of the replay.
     pub seconds: f64,
 }
@@ -83,6 +86,10 @@ pub struct OnlinePolicyStats {
     /// Requests to an endpoint that were retried, over all windows.
     #[serde(default)]
     pub retries: usize,
+    /// Decisions asked outside the text policy's training distribution (a shown queue of a
+    /// length it was not trained on, ...), over all windows.
+    #[serde(default)]
+    pub outside_training: usize,
     /// Wall-clock seconds of all the policy's replays.
     pub seconds: f64,
 }
@@ -137,6 +144,7 @@ fn window_row(r: &Replay, windows: &[Window]) -> WindowRow {
         decisions: r.decisions,
         fallbacks: r.fallbacks,
         retries: r.retries,
+        outside_training: r.outside_training,
         seconds: r.seconds,
     }
 }
@@ -160,6 +168,7 @@ fn policy_stats(policy: &str, rows: &[&WindowRow]) -> OnlinePolicyStats {
         decisions: rows.iter().map(|r| r.decisions).sum(),
         fallbacks: rows.iter().map(|r| r.fallbacks).sum(),
         retries: rows.iter().map(|r| r.retries).sum(),
+        outside_training: rows.iter().map(|r| r.outside_training).sum(),
         seconds: rows.iter().map(|r| r.seconds).sum(),
     }
 }
@@ -345,6 +354,13 @@ pub fn headline(s: &OnlineSummary) -> Vec<String> {
         out.push(format!(
             "**{}** fell back to FCFS at {} of {} decisions (invalid answer or solver error).",
             p.policy, p.fallbacks, p.decisions
+        ));
+    }
+    for p in s.policies.iter().filter(|p| p.outside_training > 0) {
+        out.push(format!(
+            "**{}** was asked outside its training distribution at {} of {} decisions (queue \
+             lengths or a template it was not trained on; see `--text-queue`).",
+            p.policy, p.outside_training, p.decisions
         ));
     }
     for p in s.policies.iter().filter(|p| p.retries > 0) {

@@ -77,7 +77,7 @@ const LEGEND_GAP: i32 = 6;
 /// Most ticks on an axis.
 const TICKS: usize = 10;
 
-/// A legend entry on lines of at most [`LEGEND_CHARS`] characters, broken after `/`, `@`,
+/// A legend entry on lines of at most 40 characters, broken after `/`, `@`,
 /// `:`, `,` or a space where one is near the end of a line, else anywhere. Nothing is left out.
 pub fn legend_lines(name: &str) -> Vec<String> {
     let chars: Vec<char> = name.chars().collect();
