@@ -182,16 +182,7 @@ fn bad_inputs_are_named() {
 #[test]
 fn online_report_end_to_end() {
     let dir = tempdir();
-    let mut text = String::from("; MaxProcs: 8\n");
-    for i in 1..=40u64 {
-        let (submit, run, procs) = (i * 20, 30 + (i * 17) % 300, 1 + (i * 3) % 8);
-        text += &format!(
-            "{i} {submit} -1 {run} {procs} -1 -1 {procs} {} -1 1 1 -1 -1 -1 -1 -1 -1\n",
-            run + 20
-        );
-    }
-    let trace = dir.path().join("t.swf");
-    fs::write(&trace, text).unwrap();
+    let trace = common::tiny_trace(dir.path());
     let report = dir.path().join("online");
     let r = run(&[
         "eval",

@@ -182,16 +182,7 @@ fn a_model_asked_outside_its_training_range_is_warned_about() {
 #[test]
 fn online_decisions_outside_the_training_range_are_counted() {
     let dir = tempdir();
-    let mut text = String::from("; MaxProcs: 8\n");
-    for i in 1..=40u64 {
-        let (submit, run, procs) = (i * 20, 30 + (i * 17) % 300, 1 + (i * 3) % 8);
-        text += &format!(
-            "{i} {submit} -1 {run} {procs} -1 -1 {procs} {} -1 1 1 -1 -1 -1 -1 -1 -1\n",
-            run + 20
-        );
-    }
-    let trace = dir.path().join("t.swf");
-    std::fs::write(&trace, text).unwrap();
+    let trace = common::tiny_trace(dir.path());
     let report = dir.path().join("online");
     let model = path_str(&model_dir("b1-uniform"));
     let r = run(&[

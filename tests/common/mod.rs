@@ -167,3 +167,19 @@ pub const POLICIES: [&str; 8] = [
 pub const RULES: [&str; 7] = ["fcfs", "sjf", "saf", "ljf", "wfp3", "unicep", "f1"];
 
 pub const FAMILIES: [&str; 3] = ["uniform", "hpc", "dl"];
+
+/// A small deterministic SWF trace of 40 jobs on 8 processors (submits 20 s apart, run times 30
+/// to 330 s, requests 20 s longer), written to `dir/t.swf`.
+pub fn tiny_trace(dir: &Path) -> PathBuf {
+    let mut text = String::from("; MaxProcs: 8\n");
+    for i in 1..=40u64 {
+        let (submit, run, procs) = (i * 20, 30 + (i * 17) % 300, 1 + (i * 3) % 8);
+        text += &format!(
+            "{i} {submit} -1 {run} {procs} -1 -1 {procs} {} -1 1 1 -1 -1 -1 -1 -1 -1\n",
+            run + 20
+        );
+    }
+    let trace = dir.join("t.swf");
+    std::fs::write(&trace, text).unwrap();
+    trace
+}
