@@ -187,6 +187,133 @@ fn every_step_state_agrees_with_the_reference_dispatcher() {
     }
 }
 
+/// The lines of a step-v2 prompt after its header: (id, need, time, start or `after`, ...).
+fn listing_lines(user: &str) -> Vec<Vec<String>> {
+    user.lines()
+        .skip_while(|l| !l.starts_with("next by earliest end ("))
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// step-v2 records: every state lists exactly the unplaced jobs, the placeable ones first with
+/// the start the reference dispatcher gives them if placed next, in order of the time they would
+/// end (in seconds, before rounding), then the ones waiting for a dependency; the label is never
+/// worse than the best classic rule.
+#[test]
+fn step_v2_states_list_the_placeable_jobs_by_their_end() {
+    let dir = tempdir();
+    let out = dir.path().join("ds");
+    build_steps(
+        &out,
+        &[
+            "--template",
+            "step-v2",
+            "--family",
+            "hpc,dl,uniform",
+            "-n",
+            "30",
+            "--queue",
+            "3..8",
+            "--deps",
+            "0.2",
+            "--split",
+            "50/50/0",
+        ],
+    );
+    let instances = by_instance(&out);
+    assert!(instances.len() >= 25, "{}", instances.len());
+    let mut deviations = 0;
+    for (base, steps) in &instances {
+        let first = &steps[0].1;
+        let inst = Instance::from_json(&first["instance"]);
+        let n = inst.queue.len();
+        assert_eq!(steps.len(), n - 1, "{base}");
+        let label: Vec<String> = first["order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        let order = reference::repair(&inst, &inst.indices(&label));
+        let value = first["value"].as_f64().unwrap();
+        let brpi = first["baselines"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            value <= brpi + 1e-9 * brpi.max(1.0),
+            "{base}: {value} > {brpi}"
+        );
+        // Prompt ids: from the first state, whose listing holds every job.
+        let user0 = first["messages"][1]["content"].as_str().unwrap();
+        let ids = first["instance"]["queue"].as_array().unwrap().len();
+        assert_eq!(listing_lines(user0).len(), ids, "{base}: {user0}");
+        for (k, (_, r)) in steps.iter().enumerate() {
+            assert_eq!(r["template"], "step-v2");
+            let user = r["messages"][1]["content"].as_str().unwrap();
+            let unit = unit_of(user);
+            let lines = listing_lines(user);
+            assert_eq!(lines.len(), n - k, "{base} step {k}: {user}");
+            let mut last_end = i64::MIN;
+            let mut waiting = false;
+            for fields in &lines {
+                // A job's prompt id is J + its ranking position: find it by walltime and need
+                // among the unplaced jobs whose start (or wait) the reference confirms.
+                if fields[3] == "after" {
+                    waiting = true;
+                    continue;
+                }
+                assert!(
+                    !waiting,
+                    "{base} step {k}: a placeable job after a waiting one"
+                );
+                let start_units: i64 = fields[3].parse().unwrap();
+                let matches: Vec<(usize, i64)> = (0..n)
+                    .filter(|j| !order[..k].contains(j))
+                    .filter(|&j| {
+                        let d = inst.queue[j]
+                            .demand
+                            .iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>();
+                        d.join("/") == fields[1]
+                            && up(inst.queue[j].walltime, unit).to_string() == fields[2]
+                    })
+                    .filter_map(|j| {
+                        let mut whole = order[..k].to_vec();
+                        whole.push(j);
+                        whole.extend(order[k..].iter().filter(|&&q| q != j));
+                        let placed = reference::dispatch(&inst, &whole, false);
+                        let start = placed.start[j];
+                        (up(start - inst.now, unit) == start_units)
+                            .then_some((j, start + inst.queue[j].walltime))
+                    })
+                    .collect();
+                assert!(
+                    !matches.is_empty(),
+                    "{base} step {k}: {fields:?} in\n{user}"
+                );
+                let end = matches.iter().map(|m| m.1).min().unwrap();
+                assert!(end >= last_end, "{base} step {k}: not by end\n{user}");
+                last_end = end;
+            }
+            // The answer is a listed job; count how often it is not the first.
+            let answer = r["completion"].as_str().unwrap();
+            assert!(lines.iter().any(|f| f[0] == answer), "{base} step {k}");
+            deviations += usize::from(lines[0][0] != answer);
+        }
+    }
+    // The label follows the listing on most steps, not on all.
+    let steps: usize = instances.values().map(Vec::len).sum();
+    assert!(
+        deviations > 0 && deviations * 3 < steps,
+        "{deviations} of {steps}"
+    );
+}
+
 #[test]
 fn steps_refuse_other_templates_and_plans() {
     let dir = tempdir();

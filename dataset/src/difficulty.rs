@@ -134,19 +134,66 @@ impl Difficulty {
 /// Label positions (of a dependency-feasible `label`) whose job is not the first job of `rank`
 /// that is unplaced and has every queued dependency placed.
 fn deviations(problem: &Problem, rank: &[usize], label: &[usize]) -> usize {
+    deviating_positions(problem, rank, label)
+        .into_iter()
+        .filter(|&d| d)
+        .count()
+}
+
+/// For each position of a dependency-feasible `label`, whether its job is not the first job of
+/// `rank` that is unplaced and has every queued dependency placed.
+pub fn deviating_positions(problem: &Problem, rank: &[usize], label: &[usize]) -> Vec<bool> {
     let mut placed = vec![false; problem.jobs()];
-    let mut count = 0;
-    for &job in label {
-        let next = rank
-            .iter()
-            .copied()
-            .find(|&j| !placed[j] && problem.deps(j).iter().all(|&d| placed[d]));
-        count += usize::from(next != Some(job));
-        if let Some(p) = placed.get_mut(job) {
-            *p = true;
-        }
+    label
+        .iter()
+        .map(|&job| {
+            let next = rank
+                .iter()
+                .copied()
+                .find(|&j| !placed[j] && problem.deps(j).iter().all(|&d| placed[d]));
+            if let Some(p) = placed.get_mut(job) {
+                *p = true;
+            }
+            next != Some(job)
+        })
+        .collect()
+}
+
+/// For each answer position of a record, whether it leaves the prompt's own listing: an order
+/// record's label positions against the ranking (compact-v2, step templates) or the queue order
+/// (compact-v1, verbose-v1); a step record's one answer against the first job its state lists
+/// (`step-v1`: the first ready job of the ranking; `step-v2`: the job that would end first).
+/// `None` when the record's instance or label is invalid. What a weighted loss weighs
+/// (`finetune --deviation-weight`).
+pub fn answer_deviations(r: &Record) -> Option<Vec<bool>> {
+    use crate::prompt::Template;
+    let problem = Problem::new(&r.instance).ok()?;
+    let label = repair(&problem, &r.order_indices().ok()?);
+    let ranked = || ranking(&problem, r.objective, r.variant).order;
+    let template = r.template();
+    let Some(k) = r.step else {
+        let listing: Vec<usize> = match template {
+            Some(Template::Compact | Template::Verbose) => (0..problem.jobs()).collect(),
+            _ => ranked(),
+        };
+        return Some(deviating_positions(&problem, &listing, &label));
+    };
+    let answer = *label.get(k)?;
+    let rank = ranked();
+    let mut d = schedlm_model::Dispatcher::new(&problem, r.variant);
+    for &j in &label[..k] {
+        d.place(j);
     }
-    count
+    let first = if template == Some(Template::StepV2) {
+        schedlm_solver::greedy::listing(&d, &rank)
+            .first()
+            .map(|x| x.0)
+    } else {
+        rank.iter()
+            .copied()
+            .find(|&j| !d.is_placed(j) && d.is_ready(j))
+    };
+    Some(vec![first != Some(answer)])
 }
 
 /// Difficulty figures of a group of records (one queue length, or all).

@@ -92,7 +92,8 @@ impl TrainingDistribution {
 
     /// Why an instance of this family, queue length, objective, variant and template lies
     /// outside the distribution (empty when it lies inside). Step templates count as the
-    /// templates they step through: a model trained on `step-v1` answers `compact-v2` prompts.
+    /// templates they step through: a model trained on `step-v1` or `step-v2` answers
+    /// `compact-v2` prompts (by rolling out).
     pub fn outside(
         &self,
         family: &str,
@@ -121,7 +122,11 @@ impl TrainingDistribution {
         if !self.variants.contains(&variant) {
             why.push(format!("variant {}", variant.name()));
         }
-        let stepped = template == "compact-v2" && self.templates.iter().any(|t| t == "step-v1");
+        let stepped = template == "compact-v2"
+            && self
+                .templates
+                .iter()
+                .any(|t| t == "step-v1" || t == "step-v2");
         if !stepped && !self.templates.iter().any(|t| t == template) {
             why.push(format!(
                 "template {template} (trained on {})",

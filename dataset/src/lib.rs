@@ -11,6 +11,8 @@
 //!   [`difficulty`]: how much a record asks beyond the prompt's ranking (headroom, deviations);
 //!   [`distribution`]: what a model was trained on, to tell later questions outside it;
 //!   [`layout`]: its files on disk; [`error`]: [`BuildError`], why any of them failed.
+//! - [`reward`]: the reward of an answer (its value against the best rule per instance), the
+//!   one formula of reinforcement learning.
 //! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
 //! ```
@@ -57,6 +59,7 @@ pub mod merge;
 pub mod parse;
 pub mod prompt;
 pub mod record;
+pub mod reward;
 pub mod split;
 pub mod stats;
 pub mod step;

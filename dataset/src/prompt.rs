@@ -41,15 +41,25 @@ pub enum Template {
     /// for the first job.
     #[serde(rename = "step-v1")]
     StepV1,
+    /// One dispatching decision, compactly ([`crate::step`]): only the jobs that may be placed
+    /// next, listed by the time they would end if placed next (earliest first, ties by the
+    /// ranking; [`schedlm_solver::greedy::listing`]), each with its need, requested time and
+    /// that start, then the jobs still waiting for a dependency; numbered as in compact-v2, so
+    /// the numbers never change during a rollout. Following the listing is the answer "the
+    /// first line" (the earliest-completion rule); its labels follow the listing wherever the
+    /// target stays reachable ([`schedlm_solver::canonical::follow_listing`]).
+    #[serde(rename = "step-v2")]
+    StepV2,
 }
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 4] = [
+    pub const ALL: [Template; 5] = [
         Template::Compact,
         Template::Verbose,
         Template::CompactV2,
         Template::StepV1,
+        Template::StepV2,
     ];
 
     /// The versioned name, e.g. `compact-v1`.
@@ -59,7 +69,13 @@ impl Template {
             Template::Verbose => "verbose-v1",
             Template::CompactV2 => "compact-v2",
             Template::StepV1 => "step-v1",
+            Template::StepV2 => "step-v2",
         }
+    }
+
+    /// Whether the template renders one dispatching decision (step records).
+    pub fn is_step(self) -> bool {
+        matches!(self, Template::StepV1 | Template::StepV2)
     }
 
     /// The template with this versioned name.
@@ -136,7 +152,9 @@ pub fn render(
         Template::CompactV2 => {
             compact_v2(instance, objective, variant, ranked.as_ref(), &ids, &facts)
         }
-        Template::StepV1 => return crate::step::render_state(instance, objective, variant, &[]),
+        Template::StepV1 | Template::StepV2 => {
+            return crate::step::render_state_as(instance, objective, variant, &[], template)
+        }
     };
     Rendered { system, user, ids }
 }
@@ -149,7 +167,7 @@ fn ranked(
     template: Template,
 ) -> Option<Ranking> {
     match template {
-        Template::CompactV2 | Template::StepV1 => Problem::new(instance)
+        Template::CompactV2 | Template::StepV1 | Template::StepV2 => Problem::new(instance)
             .ok()
             .map(|p| ranking(&p, objective, variant)),
         Template::Compact | Template::Verbose => None,
@@ -164,6 +182,10 @@ pub fn prompt_ids(
     variant: Variant,
     template: Template,
 ) -> IdMap {
+    if template == Template::StepV2 {
+        // Numbered in the listing of the empty state.
+        return crate::step::render_state_as(instance, objective, variant, &[], template).ids;
+    }
     ids_of(
         instance,
         ranked(instance, objective, variant, template).as_ref(),
@@ -742,7 +764,7 @@ mod tests {
                 let v = Variant::Serial;
                 assert_eq!(render(&inst, o, v, t), render(&inst, o, v, t));
                 let goal_text = match t {
-                    Template::CompactV2 | Template::StepV1 => goal(o),
+                    Template::CompactV2 | Template::StepV1 | Template::StepV2 => goal(o),
                     Template::Compact | Template::Verbose => objective_sentence(o),
                 };
                 assert!(render(&inst, o, v, t).user.contains(goal_text));

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use schedlm_model::lines::TextLines;
 use schedlm_model::{repair, text_lines, Instance, Objective, Problem, Variant};
-use schedlm_solver::canonical::{canonical_order, ranking, Ranking, NODE_LIMIT};
+use schedlm_solver::canonical::{canonical_order, follow_listing, ranking, Ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
 
@@ -159,7 +159,9 @@ pub enum AnswerOrder {
     /// The canonical order: the first, in the ranking of the instance's best classic rule, of
     /// the orders whose value is at most the solver's (`schedlm_solver::canonical`). Equal
     /// content gets equal labels, and the label is the best rule's order whenever that rule is
-    /// as good as the solver.
+    /// as good as the solver. For `step-v2` records, whose prompts list the jobs by their
+    /// completion if placed next, the order that follows that listing wherever the solver's
+    /// value stays reachable (`schedlm_solver::canonical::follow_listing`).
     Canonical,
 }
 
@@ -210,22 +212,27 @@ impl RecordKind {
 /// The step records of an instance's order record (see [`crate::step`]): for each prefix
 /// `0..n-1` of its label, repaired so that every job follows its queued dependencies, the
 /// state after that prefix and the next job. Each keeps the order record's fields (label,
-/// value, bound, baselines, instance, split) with id `<id>-s<k>`, template `step-v1` and
-/// `step: Some(k)`.
+/// value, bound, baselines, instance, split) with id `<id>-s<k>`, template `step-v2` when the
+/// order record's is (`step-v1` otherwise) and `step: Some(k)`.
 pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, RecordError> {
     let label = order
         .order_indices()
         .map_err(|id| RecordError::Order(schedlm_model::OrderError::UnknownJob(id)))?;
     let label = repair(problem, &label);
     let n = label.len();
-    let mut state = StepState::new(&order.instance, problem, order.objective, order.variant);
+    let template = match order.template() {
+        Some(Template::StepV2) => Template::StepV2,
+        _ => Template::StepV1,
+    };
+    let mut state = StepState::new(&order.instance, problem, order.objective, order.variant)
+        .rendered_as(template);
     let mut out = Vec::with_capacity(n.saturating_sub(1));
     for (k, &next) in label.iter().enumerate().take(n.saturating_sub(1)) {
         let rendered = state.render();
         let completion = rendered.ids.job(next);
         out.push(Record {
             id: format!("{}-s{k}", order.id),
-            template: Template::StepV1.name().to_string(),
+            template: template.name().to_string(),
             prompt: prompt_text(&rendered.system, &rendered.user),
             messages: vec![
                 message("system", rendered.system),
@@ -399,6 +406,26 @@ impl Label {
                 value: solution.value,
                 answer: AnswerOrder::Solver,
                 ranking_rule: ranked.then(|| ranking.rule.name().to_string()),
+                ranking,
+            };
+        }
+        if options.template == Template::StepV2 {
+            // step-v2 lists the jobs by their completion if placed next: the label follows
+            // that listing wherever the solver's value stays reachable.
+            let ranking = ranking(problem, options.objective, options.variant);
+            let order = follow_listing(
+                problem,
+                options.objective,
+                options.variant,
+                &ranking.order,
+                &solution.order,
+            );
+            let (_, value) = problem.evaluate(&order, options.objective, options.variant);
+            return Label {
+                order,
+                value,
+                answer: AnswerOrder::Canonical,
+                ranking_rule: Some(ranking.rule.name().to_string()),
                 ranking,
             };
         }

@@ -1,4 +1,5 @@
-//! Step-wise decision records (`dataset build --records steps`, template `step-v1`).
+//! Step-wise decision records (`dataset build --records steps`, templates `step-v1` and
+//! `step-v2`).
 //!
 //! An order record asks for the whole queue order at once. A step record asks for one
 //! dispatching decision: given the jobs already placed (a prefix of the label), which job goes
@@ -12,6 +13,12 @@
 //!   compact-v2 (the numbers never change during a rollout), each with its need, requested
 //!   time and the start it would get if placed next (or the queued jobs it still waits for).
 //!
+//! `step-v2` is the compact form: only the jobs that may be placed next, listed by the time
+//! they would end if placed next (the earliest-completion rule's order,
+//! [`schedlm_solver::greedy::listing`]), each with its need, requested time and start; no
+//! server lines and no placed jobs (their effect is in the starts). Its jobs are numbered
+//! `J1..` in that listing at every state, so following the listing is the answer `J1`.
+//!
 //! The answer is one job id. An instance with `n` queued jobs gives `n - 1` records, prefixes
 //! `0..n-1` of its (dependency-repaired) label; the last decision is forced and left out. A
 //! model trained on them schedules by rolling out: render the state, take its answer, place
@@ -19,6 +26,7 @@
 
 use schedlm_model::{Dispatcher, Instance, Objective, Problem, Time, Variant};
 use schedlm_solver::canonical::ranking;
+use schedlm_solver::greedy::listing;
 
 use crate::ids::IdMap;
 use crate::prompt::{coarse_head, ids_of, push_extras, render, slash, time_unit, up};
@@ -32,6 +40,14 @@ const SYSTEM_STEP_STRICT: &str = "Pick the job to place next: it starts at its e
 the first listed server, given the placed jobs, never before the last placed job. Reply with \
 one job id.";
 
+const SYSTEM_STEP_V2_SERIAL: &str = "Pick the job to place next: it starts at its earliest fit, \
+given the jobs placed so far. Jobs are listed by when they would end if placed next. Reply with \
+one job id.";
+
+const SYSTEM_STEP_V2_STRICT: &str = "Pick the job to place next: it starts at its earliest fit, \
+given the jobs placed so far, never before the last placed job. Jobs are listed by when they \
+would end if placed next. Reply with one job id.";
+
 /// Renders the state after the queue jobs `placed` (indices of `instance.queue`, in placement
 /// order) were dispatched with `variant`. The ids are compact-v2's (ranked) ids of the whole
 /// instance, so they stay the same at every step. An invalid instance, or a prefix that is not
@@ -43,10 +59,22 @@ pub fn render_state(
     variant: Variant,
     placed: &[usize],
 ) -> Rendered {
+    render_state_as(instance, objective, variant, placed, Template::StepV1)
+}
+
+/// [`render_state`] with a step template (`step-v1` or `step-v2`; any other renders as
+/// `step-v1`).
+pub fn render_state_as(
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    placed: &[usize],
+    template: Template,
+) -> Rendered {
     let Ok(problem) = Problem::new(instance) else {
         return render(instance, objective, variant, Template::CompactV2);
     };
-    let mut state = StepState::new(instance, &problem, objective, variant);
+    let mut state = StepState::new(instance, &problem, objective, variant).rendered_as(template);
     if !placed.iter().all(|&j| state.place(j)) {
         return render(instance, objective, variant, Template::CompactV2);
     }
@@ -61,6 +89,10 @@ pub struct StepState<'p> {
     dispatcher: Dispatcher<'p>,
     ids: IdMap,
     rule: &'static str,
+    /// The instance's ranking (ties of step-v2's listing).
+    rank: Vec<usize>,
+    /// `step-v1` or `step-v2`.
+    template: Template,
 }
 
 impl<'p> StepState<'p> {
@@ -78,7 +110,19 @@ impl<'p> StepState<'p> {
             dispatcher: Dispatcher::new(problem, variant),
             ids: ids_of(instance, Some(&ranked)),
             rule: ranked.rule.name(),
+            rank: ranked.order.clone(),
+            template: Template::StepV1,
         }
+    }
+
+    /// The same state, rendered with `template` (`step-v2`; anything else renders `step-v1`).
+    pub fn rendered_as(mut self, template: Template) -> Self {
+        self.template = if template == Template::StepV2 {
+            Template::StepV2
+        } else {
+            Template::StepV1
+        };
+        self
     }
 
     /// The prompt ids, the same at every step.
@@ -107,21 +151,57 @@ impl<'p> StepState<'p> {
 
     /// The prompt of the current state.
     pub fn render(&self) -> Rendered {
-        let system = match self.dispatcher.variant() {
-            Variant::Serial => SYSTEM_STEP_SERIAL,
-            Variant::Strict => SYSTEM_STEP_STRICT,
+        let v2 = self.template == Template::StepV2;
+        let system = match (self.dispatcher.variant(), v2) {
+            (Variant::Serial, false) => SYSTEM_STEP_SERIAL,
+            (Variant::Strict, false) => SYSTEM_STEP_STRICT,
+            (Variant::Serial, true) => SYSTEM_STEP_V2_SERIAL,
+            (Variant::Strict, true) => SYSTEM_STEP_V2_STRICT,
         };
-        Rendered {
-            system: system.to_string(),
-            user: state_text(
+        if v2 {
+            let ids = self.listing_ids();
+            let user = listing_text(
                 self.instance,
                 self.objective,
                 &self.dispatcher,
-                &self.ids,
-                self.rule,
-            ),
+                &ids,
+                &self.rank,
+            );
+            return Rendered {
+                system: system.to_string(),
+                user,
+                ids,
+            };
+        }
+        let user = state_text(
+            self.instance,
+            self.objective,
+            &self.dispatcher,
+            &self.ids,
+            self.rule,
+        );
+        Rendered {
+            system: system.to_string(),
+            user,
             ids: self.ids.clone(),
         }
+    }
+
+    /// step-v2's ids of the current state: `J1..` numbered in the listing's order (the jobs that
+    /// may go next by their end, then those waiting for a dependency in ranking order), then the
+    /// placed jobs (never shown; an answer naming one is refused). Following the listing is the
+    /// answer `J1` at every step, as following the ranking is `J1 J2 ... Jn` in compact-v2.
+    fn listing_ids(&self) -> IdMap {
+        let d = &self.dispatcher;
+        let mut order: Vec<usize> = listing(d, &self.rank).into_iter().map(|(j, _)| j).collect();
+        order.extend(
+            self.rank
+                .iter()
+                .copied()
+                .filter(|&j| !d.is_placed(j) && !d.is_ready(j)),
+        );
+        order.extend(d.placed_order());
+        IdMap::ranked(self.instance, &order)
     }
 }
 
@@ -214,9 +294,62 @@ fn state_text(
     u
 }
 
+/// The user message of a state in `step-v2`: the placeable jobs by their completion if placed
+/// next, then the jobs waiting for a dependency in ranking order.
+fn listing_text(
+    instance: &Instance,
+    objective: Objective,
+    d: &Dispatcher<'_>,
+    ids: &IdMap,
+    rank: &[usize],
+) -> String {
+    let problem = d.problem();
+    let unit = time_unit(instance);
+    let mut u = coarse_head(instance, objective, unit);
+    let left = problem.jobs() - d.len();
+    u.push_str(&format!(
+        "next by earliest end ({left} left): id need time start\n"
+    ));
+    let row = |j: usize| {
+        let job = &instance.queue[j];
+        format!(
+            "{} {} {}",
+            ids.job(j),
+            slash(&job.demand),
+            up(job.walltime, unit)
+        )
+    };
+    for (j, start) in listing(d, rank) {
+        let mut l = row(j);
+        l.push_str(&format!(
+            " {}",
+            up(start.saturating_sub(problem.now()), unit)
+        ));
+        push_extras(&mut l, instance, j, objective, unit);
+        u.push_str(&l);
+        u.push('\n');
+    }
+    for &j in rank.iter().filter(|&&j| !d.is_placed(j) && !d.is_ready(j)) {
+        let waits: Vec<String> = problem
+            .deps(j)
+            .iter()
+            .filter(|&&q| !d.is_placed(q))
+            .map(|&q| ids.job(q))
+            .collect();
+        let mut l = row(j);
+        l.push_str(&format!(" after {}", waits.join(",")));
+        push_extras(&mut l, instance, j, objective, unit);
+        u.push_str(&l);
+        u.push('\n');
+    }
+    u.pop();
+    u
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prompt::prompt_ids;
 
     fn instance() -> Instance {
         Instance::from_json(
@@ -281,6 +414,37 @@ mod tests {
                 v2
             );
         }
+    }
+
+    #[test]
+    fn step_v2_lists_the_placeable_jobs_by_their_end_numbered_in_that_order() {
+        let (o, v) = (Objective::Bsld, Variant::Serial);
+        // Nothing placed: b (1 min, starts 0) ends first, then a (10 min, starts at 2: ends at
+        // 12); c waits for a.
+        let r = render(&instance(), o, v, Template::StepV2);
+        assert_eq!(
+            r.user,
+            "goal: min mean bounded slowdown (10 s floor)\n\
+             unit: 1 min, rounded up\n\
+             resources: cores\n\
+             next by earliest end (3 left): id need time start\n\
+             J1 2 1 0\n\
+             J2 4 10 2\n\
+             J3 1 3 after J2"
+        );
+        assert!(r.system.contains("listed by when they would end"));
+        let ids = |r: &Rendered| (r.ids.job(1), r.ids.job(0), r.ids.job(2));
+        assert_eq!(ids(&r), ("J1".into(), "J2".into(), "J3".into()));
+        assert_eq!(prompt_ids(&instance(), o, v, Template::StepV2), r.ids);
+        // a placed: c is ready at 12 and ends at 15; b still ends first; a (placed) comes last.
+        let r = render_state_as(&instance(), o, v, &[0], Template::StepV2);
+        assert!(
+            r.user
+                .ends_with("(2 left): id need time start\nJ1 2 1 0\nJ2 1 3 12"),
+            "{}",
+            r.user
+        );
+        assert_eq!(ids(&r), ("J1".into(), "J3".into(), "J2".into()));
     }
 
     #[test]

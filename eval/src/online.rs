@@ -143,6 +143,7 @@ enum Kind {
     Rule(RulePolicy),
     Optimal(SolveOptions),
     LocalSearch(LsOptions),
+    Ect,
     Text(Box<dyn TextModel>, Template, Option<usize>),
 }
 
@@ -180,6 +181,10 @@ impl Policy for Consulted<'_> {
             Kind::LocalSearch(options) => Problem::new(&state.snapshot())
                 .ok()
                 .map(|p| local::solve(&p, Objective::Bsld, Variant::Serial, options).order),
+            Kind::Ect => Problem::new(&state.snapshot()).ok().map(|p| {
+                let rank = ranking(&p, Objective::Bsld, Variant::Serial).order;
+                schedlm_solver::greedy::earliest_completion(&p, Variant::Serial, &rank)
+            }),
             Kind::Text(model, template, shown) => {
                 let asked = Asked {
                     template: *template,
@@ -284,6 +289,7 @@ fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind,
             seed: options.seed,
             threads: 1,
         }),
+        EvalPolicy::Ect => Kind::Ect,
         EvalPolicy::LocalSearch => Kind::LocalSearch(LsOptions {
             max_evaluations: options.ls_evaluations,
             seed: options.seed,

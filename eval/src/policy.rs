@@ -15,6 +15,10 @@ pub enum EvalPolicy {
     Rule(Rule),
     /// Local search (`ls`), from the best rule, with a deterministic evaluation budget.
     LocalSearch,
+    /// Earliest completion first (`ect`): each next job the one that would end first if placed
+    /// next on the schedule so far, ties by the best rule's ranking
+    /// ([`schedlm_solver::greedy`]); the order step-v2 prompts list the jobs in.
+    Ect,
     /// The exact portfolio (`optimal`) under the evaluation's time budget.
     Optimal,
     /// A schedlm model directory (`model:DIR`), greedy and best-of-N reported apart.
@@ -37,6 +41,7 @@ impl EvalPolicy {
         match self {
             EvalPolicy::Rule(r) => r.name().to_string(),
             EvalPolicy::LocalSearch => "ls".into(),
+            EvalPolicy::Ect => "ect".into(),
             EvalPolicy::Optimal => "optimal".into(),
             EvalPolicy::Model(dir) => format!("model:{}", dir.display()),
             EvalPolicy::OpenAi { url, model } => format!("openai:{url}#{model}"),
@@ -91,12 +96,13 @@ impl FromStr for EvalPolicy {
         }
         match s {
             "ls" => Ok(EvalPolicy::LocalSearch),
+            "ect" => Ok(EvalPolicy::Ect),
             "optimal" => Ok(EvalPolicy::Optimal),
             _ => Rule::from_name(s).map(EvalPolicy::Rule).ok_or_else(|| {
                 EvalError::policy(
                     s,
                     "unknown policy: use a rule (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random), \
-                     ls, optimal, model:DIR, openai:URL#MODEL or predictions:FILE",
+                     ect, ls, optimal, model:DIR, openai:URL#MODEL or predictions:FILE",
                 )
             }),
         }

@@ -685,6 +685,10 @@ fn order_of(
             };
             rules::order(*rule, &r.problem, &ctx)
         }
+        EvalPolicy::Ect => {
+            let rank = schedlm_solver::canonical::ranking(&r.problem, objective, variant).order;
+            schedlm_solver::greedy::earliest_completion(&r.problem, variant, &rank)
+        }
         EvalPolicy::LocalSearch => {
             let ls = LsOptions {
                 max_evaluations: options.ls_evaluations,

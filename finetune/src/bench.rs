@@ -59,12 +59,11 @@ impl TrainBench {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let vocab = shape.config.vocab_size as u32;
         let examples = (0..shape.batch)
-            .map(|_| Example {
-                tokens: (0..=shape.seq)
+            .map(|_| {
+                let tokens = (0..=shape.seq)
                     .map(|_| rng.random_range(0..vocab))
-                    .collect(),
-                prompt_len: 1,
-                queue_len: 0,
+                    .collect();
+                Example::from_tokens(tokens, 1, 0)
             })
             .collect();
         let options = TrainOptions {

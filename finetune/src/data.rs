@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::tokenizer::TextTokenizer;
 
 /// One tokenized record: prompt then answer (with its end token).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Example {
     /// Token ids: the prompt (in the tokenizer's chat format, with its start token if any), then
     /// the answer and its end token.
@@ -21,6 +21,10 @@ pub struct Example {
     pub prompt_len: usize,
     /// Jobs in the record's queue (what the curriculum orders by).
     pub queue_len: usize,
+    /// The loss weight of each answer token (`answer_len` of them): 1, or the deviation
+    /// weight on the tokens of answer positions that leave the prompt's listing
+    /// ([`Example::weighted`]).
+    pub weights: Vec<f32>,
 }
 
 impl Example {
@@ -30,11 +34,63 @@ impl Example {
         let mut tokens = tokenizer.encode_prompt(&system, &user)?;
         let prompt_len = tokens.len();
         tokens.extend(tokenizer.encode_answer(&record.completion)?);
+        let answer = tokens.len() - prompt_len;
         Ok(Example {
             tokens,
             prompt_len,
             queue_len: record.instance.queue.len(),
+            weights: vec![1.0; answer],
         })
+    }
+
+    /// [`Example::new`] with the answer tokens of the positions that leave the prompt's
+    /// listing ([`schedlm_dataset::difficulty::answer_deviations`]) weighted `deviation`
+    /// (the others, the plan line and the end token 1). A token belongs to the answer position
+    /// whose id its first character falls in.
+    pub fn weighted(record: &Record, tokenizer: &TextTokenizer, deviation: f32) -> Result<Example> {
+        let mut e = Example::new(record, tokenizer)?;
+        if deviation == 1.0 {
+            return Ok(e);
+        }
+        let Some(flags) = schedlm_dataset::difficulty::answer_deviations(record) else {
+            return Ok(e);
+        };
+        let (ids, offsets) = tokenizer.encode_offsets(&record.completion)?;
+        // Character spans of the ids on the answer's first line.
+        let line = record.completion.lines().next().unwrap_or_default();
+        let mut spans = Vec::new();
+        let mut at = 0;
+        for word in line.split(' ') {
+            if !word.is_empty() {
+                spans.push((at, at + word.len()));
+            }
+            at += word.len() + 1;
+        }
+        for (k, (_, &(start, _))) in ids.iter().zip(&offsets).enumerate() {
+            let position = spans.iter().position(|&(a, b)| a <= start && start < b);
+            // A token on a space before an id counts for that id.
+            let position = position.or_else(|| spans.iter().position(|&(a, _)| a == start + 1));
+            if let Some(p) = position {
+                if flags.get(p).copied().unwrap_or(false) {
+                    if let Some(w) = e.weights.get_mut(k) {
+                        *w = deviation;
+                    }
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    /// An example of given tokens, the first `prompt_len` of them the prompt, every answer token
+    /// weighing 1.
+    pub fn from_tokens(tokens: Vec<u32>, prompt_len: usize, queue_len: usize) -> Example {
+        let answer = tokens.len().saturating_sub(prompt_len);
+        Example {
+            tokens,
+            prompt_len,
+            queue_len,
+            weights: vec![1.0; answer],
+        }
     }
 
     /// Answer tokens (the loss is taken on these).
@@ -49,10 +105,21 @@ pub fn examples(
     tokenizer: &TextTokenizer,
     context: usize,
 ) -> Result<(Vec<Example>, usize)> {
+    examples_weighted(records, tokenizer, context, 1.0)
+}
+
+/// [`examples`] with the answer positions that leave the prompt's listing weighted
+/// `deviation` ([`Example::weighted`]).
+pub fn examples_weighted(
+    records: &[Record],
+    tokenizer: &TextTokenizer,
+    context: usize,
+    deviation: f32,
+) -> Result<(Vec<Example>, usize)> {
     let mut out = Vec::with_capacity(records.len());
     let mut skipped = 0;
     for record in records {
-        let example = Example::new(record, tokenizer)?;
+        let example = Example::weighted(record, tokenizer, deviation)?;
         if example.tokens.len() > context || example.answer_len() == 0 {
             skipped += 1;
         } else {

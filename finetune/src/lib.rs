@@ -52,6 +52,7 @@ pub mod model;
 pub mod nn;
 pub mod predict;
 pub mod pretrained;
+pub mod rl;
 pub mod rollout;
 pub mod tokenizer;
 pub mod train;

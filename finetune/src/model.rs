@@ -43,6 +43,10 @@ pub struct Task {
     /// The kind of records the model was trained on: `Orders` (answers a whole queue order) or
     /// `Steps` (names one job per prompt).
     pub records: RecordKind,
+    /// Step models: the template of their states, `step-v1` (absent: runs before step-v2) or
+    /// `step-v2`; rollouts render every state with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_template: Option<schedlm_dataset::Template>,
 }
 
 /// Where a pretrained base comes from: `gguf:PATH`, `hf:DIR` or `hf:ORG/NAME` (hf-hub cache).

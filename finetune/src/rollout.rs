@@ -1,12 +1,13 @@
-//! Rolling a step model out: a model trained on step records (`step-v1`, one dispatching
-//! decision per record) orders a queue by answering one decision at a time. At each step the
-//! state after the jobs placed so far is rendered ([`schedlm_dataset::render_state`]), the
+//! Rolling a step model out: a model trained on step records (`step-v1` or `step-v2`, one
+//! dispatching decision per record) orders a queue by answering one decision at a time. At
+//! each step the state after the jobs placed so far is rendered with the run's step template
+//! ([`schedlm_dataset::StepState`]), the
 //! model names the next job, and that job is placed; the last job is forced. Constrained,
 //! only unplaced jobs whose queued dependencies are placed may be named, so every rollout is
 //! a valid order; unconstrained, a rollout that names anything else is invalid.
 
 use candle_core::Device;
-use schedlm_dataset::StepState;
+use schedlm_dataset::{StepState, Template};
 use schedlm_model::{Instance, Objective, Problem, Variant};
 
 use crate::constrain::OrderConstraint;
@@ -32,6 +33,9 @@ pub struct Rollout {
     pub prompt_tokens: usize,
     /// Tokens generated over all steps.
     pub tokens: usize,
+    /// Each decision as the model saw and answered it: its prompt's tokens and its answer's
+    /// tokens with the end token (what reinforcement learning trains on).
+    pub decisions: Vec<(Vec<u32>, Vec<u32>)>,
 }
 
 /// Rolls `loaded` out on `instance`, choosing each step's tokens with `chooser`.
@@ -47,13 +51,16 @@ pub fn rollout(
 ) -> Result<Rollout> {
     let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
     let n = problem.jobs();
-    let mut state = StepState::new(instance, &problem, objective, options.variant);
+    let template = loaded.task.step_template.unwrap_or(Template::StepV1);
+    let mut state =
+        StepState::new(instance, &problem, objective, options.variant).rendered_as(template);
     let mut out = Rollout {
         order: Vec::with_capacity(n),
         valid: true,
         answers: Vec::with_capacity(n),
         prompt_tokens: 0,
         tokens: 0,
+        decisions: Vec::with_capacity(n),
     };
     let step_options = DecodeOptions {
         max_new_tokens: STEP_TOKENS,
@@ -96,6 +103,9 @@ pub fn rollout(
         out.prompt_tokens += prompt.len();
         out.tokens += tokens.len();
         let text = loaded.tokenizer.decode_clean(&tokens)?;
+        let mut answer = tokens;
+        answer.push(tables.end);
+        out.decisions.push((prompt, answer));
         let chosen = rendered.ids.job_index(text.trim());
         out.answers.push(text);
         // `place` refuses placed, unknown and not-yet-ready jobs: the rollout is invalid.

@@ -61,6 +61,9 @@ pub enum ChatFormat {
     ChatMl,
 }
 
+/// A token's character span in the text it came from: `(start, end)`.
+pub type Span = (usize, usize);
+
 /// A tokenizer with its meta data.
 #[derive(Clone)]
 pub struct TextTokenizer {
@@ -144,6 +147,12 @@ impl TextTokenizer {
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
         let encoding = self.inner.encode(text, false).map_err(tok_err)?;
         Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Token ids of `text` with each token's character span `(start, end)` in `text`.
+    pub fn encode_offsets(&self, text: &str) -> Result<(Vec<u32>, Vec<Span>)> {
+        let encoding = self.inner.encode(text, false).map_err(tok_err)?;
+        Ok((encoding.get_ids().to_vec(), encoding.get_offsets().to_vec()))
     }
 
     /// Text of `ids`, special tokens included.

@@ -29,6 +29,7 @@ use crate::curve::{self, CurvePoint};
 use crate::data::{batches, plan, Example};
 use crate::error::{FinetuneError, Result};
 use crate::heldout::{self, HeldOut};
+use crate::kernels::weighted_cross_entropy;
 use crate::model::{self, sorted_vars, Loaded};
 use crate::nn::cross_entropy;
 use crate::predict::AnswerTables;
@@ -70,6 +71,10 @@ pub struct TrainOptions {
     /// Order each epoch's batches by queue length, short queues first.
     #[serde(default)]
     pub curriculum: bool,
+    /// Loss weight of the answer tokens whose position leaves the prompt's listing (1: the
+    /// plain loss; see [`crate::data::Example::weighted`]).
+    #[serde(default = "one")]
+    pub deviation_weight: f32,
     /// Show a progress bar.
     #[serde(skip)]
     pub progress: bool,
@@ -77,6 +82,10 @@ pub struct TrainOptions {
 
 fn default_eval_records() -> usize {
     64
+}
+
+fn one() -> f32 {
+    1.0
 }
 
 impl Default for TrainOptions {
@@ -93,6 +102,7 @@ impl Default for TrainOptions {
             steps: None,
             eval_every: 0,
             eval_records: default_eval_records(),
+            deviation_weight: 1.0,
             curriculum: false,
             progress: false,
         }
@@ -215,7 +225,11 @@ pub struct Trainer {
 }
 
 /// Input ids [b, T], and for each answer token its target and flat position in [b * T].
-fn batch_tensors(batch: &[&Example], device: &Device) -> Result<(Tensor, Tensor, Tensor)> {
+type Batch = (Tensor, Tensor, Tensor, Vec<f32>);
+
+/// Input ids [b, T], and for each answer token its target, flat position in [b * T] and loss
+/// weight.
+fn batch_tensors(batch: &[&Example], device: &Device) -> Result<Batch> {
     let t = batch
         .iter()
         .map(|e| e.tokens.len() - 1)
@@ -223,19 +237,22 @@ fn batch_tensors(batch: &[&Example], device: &Device) -> Result<(Tensor, Tensor,
         .unwrap_or(1)
         .max(1);
     let mut input = vec![0u32; batch.len() * t];
-    let (mut targets, mut positions) = (Vec::new(), Vec::new());
+    let (mut targets, mut positions, mut weights) = (Vec::new(), Vec::new(), Vec::new());
     for (i, e) in batch.iter().enumerate() {
         let n = e.tokens.len() - 1;
         input[i * t..i * t + n].copy_from_slice(&e.tokens[..n]);
         for j in e.prompt_len.saturating_sub(1)..n {
             targets.push(e.tokens[j + 1]);
             positions.push((i * t + j) as u32);
+            // Token j + 1 is answer token j + 1 - prompt_len.
+            weights.push(e.weights.get(j + 1 - e.prompt_len).copied().unwrap_or(1.0));
         }
     }
     Ok((
         Tensor::from_vec(input, (batch.len(), t), device)?,
         Tensor::new(targets, device)?,
         Tensor::new(positions, device)?,
+        weights,
     ))
 }
 
@@ -301,13 +318,51 @@ impl Trainer {
         Ok(self.held_out.len())
     }
 
-    /// Mean loss over the answer tokens of a batch.
+    /// Mean loss over the answer tokens of a batch; a weighted mean when examples weigh some
+    /// tokens more ([`Example::weights`]).
     pub fn loss(&self, batch: &[&Example]) -> Result<Tensor> {
-        let (input, targets, positions) = batch_tensors(batch, &self.device)?;
+        let (input, targets, positions, weights) = batch_tensors(batch, &self.device)?;
         let hidden = self.loaded.model.hidden(&input, None)?;
         let (b, t, w) = hidden.dims3()?;
         let picked = hidden.reshape((b * t, w))?.index_select(&positions, 0)?;
-        cross_entropy(&self.loaded.model.logits(&picked)?, &targets)
+        let logits = self.loaded.model.logits(&picked)?;
+        if weights.iter().all(|&w| w == 1.0) {
+            return cross_entropy(&logits, &targets);
+        }
+        let norm: f64 = weights.iter().map(|&w| w as f64).sum();
+        weighted_cross_entropy(&logits, &targets, &weights, norm.max(1e-9))
+    }
+
+    /// A policy-gradient loss on a batch whose answer tokens weigh their advantages
+    /// ([`Example::weights`]): `sum(weight * nll) / norm`, plus `kl` times the KL divergence of
+    /// the model's next-token distribution from `reference`'s at every answer token (summed, over
+    /// the same `norm`). The reference model is only read; no gradient flows into it. Returns the
+    /// loss and the divergence term alone (before the factor `kl`; 0 without a reference).
+    pub fn policy_loss(
+        &self,
+        batch: &[&Example],
+        reference: Option<&Loaded>,
+        kl: f64,
+        norm: f64,
+    ) -> Result<(Tensor, f64)> {
+        let (input, targets, positions, weights) = batch_tensors(batch, &self.device)?;
+        let at = |model: &model::Model| -> Result<Tensor> {
+            let hidden = model.hidden(&input, None)?;
+            let (b, t, w) = hidden.dims3()?;
+            let picked = hidden.reshape((b * t, w))?.index_select(&positions, 0)?;
+            model.logits(&picked)
+        };
+        let logits = at(&self.loaded.model)?;
+        let pg = weighted_cross_entropy(&logits, &targets, &weights, norm)?;
+        let Some(reference) = reference.filter(|_| kl > 0.0) else {
+            return Ok((pg, 0.0));
+        };
+        let reference = at(&reference.model)?.detach();
+        let logp = candle_nn::ops::log_softmax(&logits, candle_core::D::Minus1)?;
+        let logq = candle_nn::ops::log_softmax(&reference, candle_core::D::Minus1)?;
+        let divergence = ((logp.exp()? * (&logp - &logq)?)?.sum_all()? / norm)?;
+        let value = divergence.to_scalar::<f32>()? as f64;
+        Ok(((pg + (divergence * kl)?)?, value))
     }
 
     /// Learning rate at step `step` (0-based) of `total`.
@@ -324,17 +379,37 @@ impl Trainer {
 
     /// One optimizer step on a batch; returns its loss.
     pub fn step(&mut self, batch: &[&Example]) -> Result<f64> {
-        let loss = self.loss(batch)?;
-        let grads = loss.backward()?;
-        let mut list = Vec::with_capacity(self.params.len());
-        for (name, var) in &self.params {
-            let g = match grads.get(var.as_tensor()) {
-                Some(g) => g.clone(),
-                None => {
-                    return Err(FinetuneError::Model(format!("no gradient for `{name}`")));
+        self.step_accumulated(1, |t, _| t.loss(batch))
+    }
+
+    /// One optimizer step on the sum of `parts` losses, `loss_of(self, k)` for k in `0..parts`, each
+    /// differentiated as soon as it is made (so only one part's activations are held at a
+    /// time) and their gradients added; returns the summed loss. With one part, exactly
+    /// [`Trainer::step`].
+    pub fn step_accumulated(
+        &mut self,
+        parts: usize,
+        mut loss_of: impl FnMut(&Trainer, usize) -> Result<Tensor>,
+    ) -> Result<f64> {
+        let mut list: Vec<Tensor> = Vec::with_capacity(self.params.len());
+        let mut total = 0.0;
+        for k in 0..parts.max(1) {
+            let loss = loss_of(self, k)?;
+            total += loss.to_scalar::<f32>()? as f64;
+            let grads = loss.backward()?;
+            for (i, (name, var)) in self.params.iter().enumerate() {
+                let g = match grads.get(var.as_tensor()) {
+                    Some(g) => g.clone(),
+                    None => {
+                        return Err(FinetuneError::Model(format!("no gradient for `{name}`")));
+                    }
+                };
+                if k == 0 {
+                    list.push(g);
+                } else {
+                    list[i] = (&list[i] + &g)?;
                 }
-            };
-            list.push(g);
+            }
         }
         // Clipping scales every gradient by one factor, applied inside the optimizer's pass.
         let clip = self.state.options.clip;
@@ -354,7 +429,7 @@ impl Trainer {
         let wd = self.state.options.weight_decay;
         self.opt
             .step(&self.params, &list, grad_scale, (lr, self.state.step, wd))?;
-        Ok(loss.to_scalar::<f32>()? as f64)
+        Ok(total)
     }
 
     /// Answer-token loss over `examples` (weighted by answer tokens), without training.

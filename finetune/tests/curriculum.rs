@@ -9,11 +9,7 @@ use schedlm_finetune::data::{batches, curriculum_batches, plan, Example};
 /// Examples of queue lengths 3..=12 (made up tokens; only lengths matter to plans).
 fn examples() -> Vec<Example> {
     (0..97)
-        .map(|i| Example {
-            tokens: vec![1; 40 + (i * 37) % 60],
-            prompt_len: 30,
-            queue_len: 3 + (i * 7) % 10,
-        })
+        .map(|i| Example::from_tokens(vec![1; 40 + (i * 37) % 60], 30, 3 + (i * 7) % 10))
         .collect()
 }
 

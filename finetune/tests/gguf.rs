@@ -151,11 +151,7 @@ fn smollm2_lora_steps_save_reload_merge() {
         tokens.len(),
         tokens.len() - prompt_len
     );
-    let ex = Example {
-        tokens,
-        prompt_len,
-        queue_len: 0,
-    };
+    let ex = Example::from_tokens(tokens, prompt_len, 0);
     let base_logits = run_logits(&model, &ex.tokens);
     let loaded = Loaded {
         spec: ModelSpec::Lora {

@@ -44,11 +44,7 @@ fn example(tok: &schedlm_finetune::TextTokenizer) -> Example {
     let mut tokens = tok.encode(PROMPT).unwrap();
     let prompt_len = tokens.len();
     tokens.extend(tok.encode_answer(" J3 J1 J2").unwrap());
-    Example {
-        tokens,
-        prompt_len,
-        queue_len: 0,
-    }
+    Example::from_tokens(tokens, prompt_len, 0)
 }
 
 #[test]

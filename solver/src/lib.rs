@@ -28,6 +28,7 @@ pub mod brute;
 pub mod canonical;
 pub mod cost;
 mod deadline;
+pub mod greedy;
 pub mod local;
 #[cfg(feature = "milp")]
 pub mod milp;

@@ -123,3 +123,64 @@ fn optimal_ranking_rule_is_the_label() {
     }
     assert!(checked > 10 && sjf_optimal > 5, "{checked} {sjf_optimal}");
 }
+
+/// The label that follows the earliest-completion listing: a dependency-respecting permutation
+/// whose value reaches the solver's; the greedy order itself when that is as good; and, where
+/// the exact search in the same listing finishes (queues of up to 9 jobs here), the two take
+/// the listing's first job equally often within a few points.
+#[test]
+fn the_listing_label_reaches_the_target_and_follows_the_listing() {
+    use schedlm_solver::canonical::{follow_listing, lex_first_by, Listing};
+    use schedlm_solver::greedy::{earliest_completion, listing};
+    let cases: Vec<(Family, f64, u64)> = [Family::Uniform, Family::Hpc, Family::Dl]
+        .into_iter()
+        .flat_map(|f| (0..40).map(move |i| (f, if i % 3 == 0 { 0.3 } else { 0.0 }, i)))
+        .collect();
+    let counts: Vec<(usize, usize, usize)> = cases
+        .par_iter()
+        .map(|&(family, deps, i)| {
+            let p = problem(family, (6, 9), deps, i);
+            let (obj, var) = (Objective::Bsld, Variant::Serial);
+            let rank = ranking(&p, obj, var).order;
+            let best = bnb::solve(&p, obj, var, &BnbOptions::default());
+            let label = follow_listing(&p, obj, var, &rank, &best.order);
+            assert_eq!(repair(&p, &label), label, "{family:?} {i}: dependencies");
+            let (_, value) = p.evaluate(&label, obj, var);
+            assert!(
+                value <= best.value + 1e-9 * best.value.max(1.0),
+                "{family:?} {i}"
+            );
+            let greedy = earliest_completion(&p, var, &rank);
+            if p.evaluate(&greedy, obj, var).1 <= best.value + 1e-9 * best.value.max(1.0) {
+                assert_eq!(label, greedy, "{family:?} {i}: the greedy order is optimal");
+            }
+            let exact = lex_first_by(
+                &p,
+                obj,
+                var,
+                &rank,
+                Listing::EarliestCompletion,
+                best.value,
+                NODE_LIMIT,
+            )
+            .order
+            .unwrap();
+            let first = |o: &[usize]| {
+                let mut d = schedlm_model::Dispatcher::new(&p, var);
+                o.iter()
+                    .filter(|&&j| {
+                        let f = listing(&d, &rank)[0].0 == j;
+                        d.place(j);
+                        f
+                    })
+                    .count()
+            };
+            (first(&label), first(&exact), p.jobs())
+        })
+        .collect();
+    let (a, b, n) = counts
+        .iter()
+        .fold((0, 0, 0), |(a, b, n), &(x, y, z)| (a + x, b + y, n + z));
+    let (a, b) = (a as f64 / n as f64, b as f64 / n as f64);
+    assert!((b - a).abs() < 0.05, "listing label {a}, exact {b}");
+}

@@ -102,6 +102,10 @@ pub struct BuildCmd {
     /// Prompt template: compact-v2 (the queue ranked by the instance's best priority rule,
     /// coarse time units: the template that teaches, see docs/learning.md), compact-v1 (few
     /// tokens, queue order, seconds) or verbose-v1 (sentences, for instruction-tuned models).
+    /// With --records steps: compact-v2 renders each decision with step-v1 (the servers' free
+    /// capacity over time and the queue in ranking order with starts), step-v2 with the compact
+    /// listing of the jobs that may go next by when they would end, whose labels follow that
+    /// listing wherever the optimum allows (docs/dataset.md).
     #[arg(long, default_value = "compact-v2")]
     pub template: Template,
 
@@ -219,17 +223,20 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         RecordKindArg::Orders => RecordKind::Orders,
         RecordKindArg::Steps => RecordKind::Steps,
     };
-    if records == RecordKind::Steps && a.template != Template::CompactV2 {
+    if records == RecordKind::Steps && !matches!(a.template, Template::CompactV2 | Template::StepV2)
+    {
         bail!(
-            "--records steps renders every record with step-v1 (compact-v2's ranking and units): \
-             drop --template {}",
+            "--records steps renders every record with step-v1 (compact-v2's ranking and units, \
+             the default: --template compact-v2) or step-v2 (--template step-v2): drop \
+             --template {}",
             a.template
         );
     }
-    if records == RecordKind::Orders && a.template == Template::StepV1 {
+    if records == RecordKind::Orders && a.template.is_step() {
         bail!(
-            "--template step-v1 renders one dispatching decision, answered by one job id: use \
-             it through --records steps"
+            "--template {} renders one dispatching decision, answered by one job id: use \
+             it through --records steps",
+            a.template
         );
     }
     if records == RecordKind::Steps && a.plan {

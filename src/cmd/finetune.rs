@@ -7,8 +7,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::read_records;
-use schedlm_dataset::Record;
-use schedlm_finetune::data::{examples, Example};
+use schedlm_dataset::{Record, RecordKind, Template};
+use schedlm_finetune::data::{examples_weighted, Example};
 use schedlm_finetune::model::{build, save_merged, Base, ModelSpec, Task};
 use schedlm_finetune::train::STATE_FILE;
 use schedlm_finetune::Device;
@@ -68,6 +68,12 @@ pub struct FinetuneArgs {
     /// length come in a shuffled order.
     #[arg(long)]
     pub curriculum: bool,
+    /// Loss weight of the answer tokens whose position leaves the prompt's listing (the label
+    /// positions that do not take the next job of the ranking, or a step answer that is not the
+    /// first job its state lists): the decisions the prompt does not give away. 1 is the plain
+    /// loss; the validation loss stays plain.
+    #[arg(long, value_name = "W", default_value_t = 1.0)]
+    pub deviation_weight: f32,
     /// Peak learning rate [default: 1e-3 from scratch, 2e-4 with LoRA].
     #[arg(long)]
     pub lr: Option<f64>,
@@ -169,6 +175,7 @@ fn options(args: &FinetuneArgs) -> TrainOptions {
         eval_every: args.eval_every.unwrap_or(defaults.eval_every),
         eval_records: args.eval_records.unwrap_or(defaults.eval_records),
         curriculum: args.curriculum,
+        deviation_weight: args.deviation_weight,
         lr: args.lr.unwrap_or(if lora { 2e-4 } else { 1e-3 }),
         batch: args.batch,
         warmup: args.warmup,
@@ -240,16 +247,36 @@ fn task_of(records: &[Record], path: &Path) -> Result<Task> {
             other.kind().name()
         );
     }
+    if let Some(other) = records.iter().find(|r| r.template != first.template) {
+        bail!(
+            "{}: record {} has template {} but record {} has {}: train on one template",
+            path.display(),
+            first.id,
+            first.template,
+            other.id,
+            other.template
+        );
+    }
+    let step_template = (first.kind() == RecordKind::Steps)
+        .then(|| first.template())
+        .flatten()
+        .filter(|t| *t != Template::StepV1);
     Ok(Task {
         records: first.kind(),
+        step_template,
     })
 }
 
-/// The examples of a records file (those that fit the context), with the records.
-fn load_examples(path: &Path, trainer: &Trainer) -> Result<(Vec<Example>, Vec<Record>)> {
+/// The examples of a records file (those that fit the context), with the records; answer
+/// positions that leave the prompt's listing weigh `deviation`.
+fn load_examples(
+    path: &Path,
+    trainer: &Trainer,
+    deviation: f32,
+) -> Result<(Vec<Example>, Vec<Record>)> {
     let records = read_records(path)?.all()?;
     let context = trainer.loaded.model.context();
-    let (ex, skipped) = examples(&records, &trainer.loaded.tokenizer, context)?;
+    let (ex, skipped) = examples_weighted(&records, &trainer.loaded.tokenizer, context, deviation)?;
     if skipped > 0 {
         eprintln!(
             "finetune: {}: left out {skipped} of {} records longer than {context} tokens",
@@ -281,9 +308,13 @@ fn report(trainer: &Trainer, done: usize) -> Result<()> {
 pub fn run(args: &FinetuneArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
     let mut trainer = start(args, &device)?;
-    let (train, _) = load_examples(&args.train, &trainer)?;
+    let weight = trainer.state.options.deviation_weight;
+    if !(weight.is_finite() && weight > 0.0) {
+        bail!("--deviation-weight {weight}: give a positive weight (1 for the plain loss)");
+    }
+    let (train, _) = load_examples(&args.train, &trainer, weight)?;
     let val = match &args.val {
-        Some(p) => load_examples(p, &trainer)?,
+        Some(p) => load_examples(p, &trainer, 1.0)?,
         None => (Vec::new(), Vec::new()),
     };
     let held_out = trainer.set_held_out(&val.1)?;

@@ -16,6 +16,7 @@ mod import;
 mod pipeline;
 pub mod predict;
 pub mod replay;
+pub mod rl;
 mod schedule;
 mod solve;
 mod validate;
@@ -69,6 +70,9 @@ pub enum Command {
     Finetune(finetune::FinetuneArgs),
     /// Answer records with a trained model (greedy, constrained to valid orders by default).
     Predict(predict::PredictArgs),
+    /// Sharpen a trained model by reinforcement learning with the dispatcher as the reward
+    /// (GRPO-style: sampled answers, group-relative advantages, a KL penalty).
+    Rl(rl::RlArgs),
     /// Build fine-tuning datasets of solved snapshots, merge shards and print statistics.
     #[command(subcommand)]
     Dataset(dataset::DatasetCommand),
@@ -106,6 +110,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Estimate(a) => estimate::run(&a),
         Command::Finetune(a) => finetune::run(&a),
         Command::Predict(a) => predict::run(&a),
+        Command::Rl(a) => rl::run(&a),
         Command::Import(import::ImportCommand::Psplib(a)) => import::psplib(&a),
         Command::Extract(a) => extract::run(&a),
         Command::History(a) => history::run(&a),

@@ -1,6 +1,8 @@
 //! Mean cross-entropy of logits against target ids, fused: per row one log-sum-exp, and a
 //! backward that writes `(softmax - onehot) / rows` directly instead of differentiating a
-//! log-softmax and a gather.
+//! log-softmax and a gather. The weighted form ([`weighted_cross_entropy`]) scales each row's
+//! term by its weight and divides by a given normaliser: a loss that counts some answer
+//! positions more, or (signed weights) a policy-gradient loss.
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Tensor, D};
 use rayon::prelude::*;
@@ -11,7 +13,17 @@ use crate::error::Result;
 /// Rows per task (fixed, so the sum of the losses does not depend on the threads).
 const ROWS: usize = 16;
 
-struct CrossEntropy;
+/// The op: `sum_i w_i * ce_i / norm`, with `w_i = 1` and `norm = rows` when unweighted.
+struct CrossEntropy {
+    weights: Option<Vec<f32>>,
+    norm: f64,
+}
+
+impl CrossEntropy {
+    fn weight(&self, i: usize) -> f32 {
+        self.weights.as_ref().map_or(1.0, |w| w[i])
+    }
+}
 
 fn u32_slice<'a>(s: &'a CpuStorage, l: &Layout) -> candle_core::Result<&'a [u32]> {
     match (s, l.contiguous_offsets()) {
@@ -56,15 +68,17 @@ impl CustomOp2 for CrossEntropy {
         let sums = x
             .par_chunks(vocab * ROWS)
             .zip(t.par_chunks(ROWS))
-            .map(|(x, t)| {
+            .enumerate()
+            .map(|(c, (x, t))| {
                 let mut sum = 0f64;
-                for (row, &t) in x.chunks(vocab).zip(t) {
-                    sum += (log_sum_exp(row) - row[check(t, vocab)?]) as f64;
+                for (k, (row, &t)) in x.chunks(vocab).zip(t).enumerate() {
+                    let w = self.weight(c * ROWS + k) as f64;
+                    sum += w * (log_sum_exp(row) - row[check(t, vocab)?]) as f64;
                 }
                 Ok(sum)
             })
             .collect::<candle_core::Result<Vec<f64>>>()?;
-        let mean = sums.iter().sum::<f64>() / t.len().max(1) as f64;
+        let mean = sums.iter().sum::<f64>() / self.norm;
         Ok((CpuStorage::F32(vec![mean as f32]), Shape::from(())))
     }
 
@@ -78,12 +92,14 @@ impl CustomOp2 for CrossEntropy {
         let g = grad.to_dtype(DType::F32)?.to_scalar::<f32>()?;
         let targets = targets.to_vec1::<u32>()?;
         let (n, vocab) = logits.dims2()?;
-        let scale = g / n.max(1) as f32;
+        let base = g / self.norm as f32;
         let dx = with_f32(logits, |x| {
             let mut dx = vec![0f32; x.len()];
             dx.par_chunks_mut(vocab)
                 .zip(x.par_chunks(vocab).zip(&targets))
-                .for_each(|(d, (row, &t))| {
+                .enumerate()
+                .for_each(|(i, (d, (row, &t)))| {
+                    let scale = base * self.weight(i);
                     let lse = log_sum_exp(row);
                     for (d, &v) in d.iter_mut().zip(row) {
                         *d = scale * exp(v - lse);
@@ -103,11 +119,44 @@ impl CustomOp2 for CrossEntropy {
 /// Mean negative log-likelihood of `targets` (shape n, u32) under `logits` (shape n x vocab).
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     if fused(logits) && targets.dtype() == DType::U32 && targets.device().is_cpu() {
-        return Ok(logits
-            .contiguous()?
-            .apply_op2(&targets.contiguous()?, CrossEntropy)?);
+        let n = targets.dims1()?.max(1) as f64;
+        let op = CrossEntropy {
+            weights: None,
+            norm: n,
+        };
+        return Ok(logits.contiguous()?.apply_op2(&targets.contiguous()?, op)?);
     }
     composed(logits, targets)
+}
+
+/// `sum_i weights[i] * nll_i / norm`: the negative log-likelihood of each target weighted, over
+/// a normaliser the caller chooses (the sum of the weights for a weighted mean; the row count
+/// for a policy-gradient loss, whose weights are signed advantages). `weights` has one entry
+/// per row of `logits`; `norm` must be positive.
+pub fn weighted_cross_entropy(
+    logits: &Tensor,
+    targets: &Tensor,
+    weights: &[f32],
+    norm: f64,
+) -> Result<Tensor> {
+    let n = targets.dims1()?;
+    if weights.len() != n || norm.is_nan() || norm <= 0.0 {
+        return Err(crate::error::FinetuneError::Config(format!(
+            "weighted cross entropy: {} weights for {n} rows, normaliser {norm}",
+            weights.len()
+        )));
+    }
+    if fused(logits) && targets.dtype() == DType::U32 && targets.device().is_cpu() {
+        let op = CrossEntropy {
+            weights: Some(weights.to_vec()),
+            norm,
+        };
+        return Ok(logits.contiguous()?.apply_op2(&targets.contiguous()?, op)?);
+    }
+    let logp = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    let picked = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
+    let w = Tensor::new(weights, logits.device())?;
+    Ok(((picked.neg()? * w)?.sum_all()? / norm)?)
 }
 
 fn composed(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
@@ -138,6 +187,37 @@ mod tests {
             let d = max_diff(gf.get(x.as_tensor()).unwrap(), gr.get(x.as_tensor()).unwrap());
             prop_assert!(d < 1e-5, "gradient differs by {}", d);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn weighted_matches_the_composed_formula(rows in 1usize..40, vocab in 2usize..60, seed in 0u64..1000) {
+            let x = random_var(&[rows, vocab], seed, 8.0);
+            let t: Vec<u32> = (0..rows).map(|i| ((i as u64 * 5 + seed) % vocab as u64) as u32).collect();
+            let w: Vec<f32> = (0..rows).map(|i| ((i as f32 * 0.7 + seed as f32) % 3.0) - 1.0).collect();
+            let t = Tensor::new(t, &Device::Cpu).unwrap();
+            let fused = weighted_cross_entropy(x.as_tensor(), &t, &w, 2.5).unwrap();
+            let logp = candle_nn::ops::log_softmax(x.as_tensor(), D::Minus1).unwrap();
+            let picked = logp.gather(&t.unsqueeze(1).unwrap(), 1).unwrap().squeeze(1).unwrap();
+            let wt = Tensor::new(w.as_slice(), &Device::Cpu).unwrap();
+            let reference = ((picked.neg().unwrap() * wt).unwrap().sum_all().unwrap() / 2.5).unwrap();
+            prop_assert!(max_diff(&fused, &reference) < 1e-4);
+            let gf = fused.backward().unwrap();
+            let gr = reference.backward().unwrap();
+            let d = max_diff(gf.get(x.as_tensor()).unwrap(), gr.get(x.as_tensor()).unwrap());
+            prop_assert!(d < 1e-5, "gradient differs by {}", d);
+        }
+    }
+
+    #[test]
+    fn unit_weights_over_their_sum_are_the_mean() {
+        let x = random_var(&[5, 7], 3, 4.0);
+        let t = Tensor::new(&[0u32, 1, 2, 3, 4], &Device::Cpu).unwrap();
+        let plain = cross_entropy(x.as_tensor(), &t).unwrap();
+        let weighted = weighted_cross_entropy(x.as_tensor(), &t, &[1.0; 5], 5.0).unwrap();
+        assert!(max_diff(&plain, &weighted) < 1e-6);
+        assert!(weighted_cross_entropy(x.as_tensor(), &t, &[1.0; 4], 5.0).is_err());
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub use attention::{
     attention_generic, causal_attention_fused, causal_attention_packed, masked_softmax,
 };
 pub use bias::add_bias;
-pub use cross_entropy::cross_entropy;
+pub use cross_entropy::{cross_entropy, weighted_cross_entropy};
 pub use frozen::frozen_product;
 pub use gelu::gelu;
 pub use layer_norm::layer_norm;
