@@ -197,9 +197,9 @@ fn listing_lines(user: &str) -> Vec<Vec<String>> {
 }
 
 /// step-v2 records: every state lists exactly the unplaced jobs, the placeable ones first with
-/// the start the reference dispatcher gives them if placed next, in order of the time they would
-/// end (in seconds, before rounding), then the ones waiting for a dependency; the label is never
-/// worse than the best classic rule.
+/// the start and server the reference dispatcher gives them if placed next, in order of the time
+/// they would end (in seconds, before rounding), then the ones waiting for a dependency; the
+/// label is never worse than the best classic rule.
 #[test]
 fn step_v2_states_list_the_placeable_jobs_by_their_end() {
     let dir = tempdir();
@@ -288,7 +288,8 @@ fn step_v2_states_list_the_placeable_jobs_by_their_end() {
                         whole.extend(order[k..].iter().filter(|&&q| q != j));
                         let placed = reference::dispatch(&inst, &whole, false);
                         let start = placed.start[j];
-                        (up(start - inst.now, unit) == start_units)
+                        let server = format!("S{}", placed.server[j] + 1);
+                        (up(start - inst.now, unit) == start_units && fields[4] == server)
                             .then_some((j, start + inst.queue[j].walltime))
                     })
                     .collect();

@@ -13,11 +13,12 @@
 //!   compact-v2 (the numbers never change during a rollout), each with its need, requested
 //!   time and the start it would get if placed next (or the queued jobs it still waits for).
 //!
-//! `step-v2` is the compact form: only the jobs that may be placed next, listed by the time
-//! they would end if placed next (the earliest-completion rule's order,
-//! [`schedlm_solver::greedy::listing`]), each with its need, requested time and start; no
-//! server lines and no placed jobs (their effect is in the starts). Its jobs are numbered
-//! `J1..` in that listing at every state, so following the listing is the answer `J1`.
+//! `step-v2` is the compact form: each server's capacity and what is free now, then only the
+//! jobs that may be placed next, listed by the time they would end if placed next (the
+//! earliest-completion rule's order, [`schedlm_solver::greedy::listing`]), each with its need,
+//! requested time, start and the server it would take; no placed jobs (their effect is in the
+//! free capacities and the starts). Its jobs are numbered `J1..` in that listing at every
+//! state, so following the listing is the answer `J1`.
 //!
 //! The answer is one job id. An instance with `n` queued jobs gives `n - 1` records, prefixes
 //! `0..n-1` of its (dependency-repaired) label; the last decision is forced and left out. A
@@ -306,9 +307,24 @@ fn listing_text(
     let problem = d.problem();
     let unit = time_unit(instance);
     let mut u = coarse_head(instance, objective, unit);
+    // Each server's capacity and what is free now (running and placed jobs counted), so the
+    // server a job would take (its last column) says what it would occupy.
+    u.push_str("servers: id cap free\n");
+    for (k, server) in instance.servers.iter().enumerate() {
+        let free = free_steps(d, k, unit)
+            .into_iter()
+            .next()
+            .map_or_else(|| server.capacity.clone(), |(_, f)| f);
+        u.push_str(&format!(
+            "S{} {} {}\n",
+            k + 1,
+            slash(&server.capacity),
+            slash(&free)
+        ));
+    }
     let left = problem.jobs() - d.len();
     u.push_str(&format!(
-        "next by earliest end ({left} left): id need time start\n"
+        "next by earliest end ({left} left): id need time start server\n"
     ));
     let row = |j: usize| {
         let job = &instance.queue[j];
@@ -322,8 +338,9 @@ fn listing_text(
     for (j, start) in listing(d, rank) {
         let mut l = row(j);
         l.push_str(&format!(
-            " {}",
-            up(start.saturating_sub(problem.now()), unit)
+            " {} S{}",
+            up(start.saturating_sub(problem.now()), unit),
+            d.earliest(j).server + 1
         ));
         push_extras(&mut l, instance, j, objective, unit);
         u.push_str(&l);
@@ -427,20 +444,25 @@ mod tests {
             "goal: min mean bounded slowdown (10 s floor)\n\
              unit: 1 min, rounded up\n\
              resources: cores\n\
-             next by earliest end (3 left): id need time start\n\
-             J1 2 1 0\n\
-             J2 4 10 2\n\
+             servers: id cap free\n\
+             S1 4 2\n\
+             next by earliest end (3 left): id need time start server\n\
+             J1 2 1 0 S1\n\
+             J2 4 10 2 S1\n\
              J3 1 3 after J2"
         );
         assert!(r.system.contains("listed by when they would end"));
         let ids = |r: &Rendered| (r.ids.job(1), r.ids.job(0), r.ids.job(2));
         assert_eq!(ids(&r), ("J1".into(), "J2".into(), "J3".into()));
         assert_eq!(prompt_ids(&instance(), o, v, Template::StepV2), r.ids);
-        // a placed: c is ready at 12 and ends at 15; b still ends first; a (placed) comes last.
+        // a placed: c is ready at 12 and ends at 15; b still ends first; a (placed) comes last;
+        // the server still has 2 cores free now (a starts at 2 min).
         let r = render_state_as(&instance(), o, v, &[0], Template::StepV2);
         assert!(
-            r.user
-                .ends_with("(2 left): id need time start\nJ1 2 1 0\nJ2 1 3 12"),
+            r.user.ends_with(
+                "S1 4 2\nnext by earliest end (2 left): id need time start server\n\
+                 J1 2 1 0 S1\nJ2 1 3 12 S1"
+            ),
             "{}",
             r.user
         );
