@@ -17,8 +17,9 @@
 //! Every `eval_every` steps (and at the last) the model answers the held-out instances
 //! greedily; `rl_curve.csv` gets a row: the step, seconds, the sampled answers' mean reward and
 //! its spread, the KL term, the held-out mean reward and wins, ties and losses against the best
-//! rule per instance. A checkpoint (the run directory, `optimizer.safetensors`,
-//! `train_state.json`, `rl_state.json`) is written at each point; `resume` continues from it.
+//! rule per instance; `rl_curve.svg` draws the two rewards. A checkpoint (the run directory,
+//! `optimizer.safetensors`, `train_state.json`, `rl_state.json`) is written at each point;
+//! `resume` continues from it.
 //! Sampling streams depend only on (seed, step, instance, answer), so a resumed run takes the
 //! same steps as one that never stopped.
 
@@ -263,6 +264,7 @@ impl Reinforce {
             if last || (every > 0 && self.state.step.is_multiple_of(every)) {
                 let point = self.point(val, &rewards, &kls)?;
                 append_curve(out, &point)?;
+                plot_curve(out)?;
                 on_point(&point);
                 self.save(out)?;
                 rewards.clear();
@@ -512,6 +514,63 @@ fn truncate_curve(dir: &Path, step: usize) -> Result<()> {
         })
         .collect();
     std::fs::write(&path, kept.join("\n") + "\n").map_err(|e| FinetuneError::io(&path, e))
+}
+
+/// The RL curve drawn from `rl_curve.csv`: the sampled answers' mean reward and the held-out
+/// greedy reward against the step.
+pub const RL_CURVE_SVG: &str = "rl_curve.svg";
+
+/// Redraws `rl_curve.svg` from `rl_curve.csv`.
+fn plot_curve(dir: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let path = dir.join(RL_CURVE);
+    let text = std::fs::read_to_string(&path).map_err(|e| FinetuneError::io(&path, e))?;
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').filter_map(|c| c.parse().ok()).collect())
+        .filter(|r: &Vec<f64>| r.len() >= 6)
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let series = [(2usize, "sampled reward (mean)"), (5, "held-out reward (greedy)")];
+    let all = || rows.iter().flat_map(|r| [r[2], r[5]]);
+    let (lo, hi) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let pad = ((hi - lo) * 0.1).max(1e-4);
+    let steps = rows.last().map_or(1.0, |r| r[0]).max(1.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 380)).into_drawing_area();
+        let draw = || -> std::result::Result<(), Box<dyn std::error::Error>> {
+            root.fill(&WHITE)?;
+            let mut c = ChartBuilder::on(&root)
+                .caption(format!("schedlm rl: {}", dir.display()), ("sans-serif", 16))
+                .margin(10)
+                .x_label_area_size(36)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.0..steps, (lo - pad)..(hi + pad))?;
+            c.configure_mesh()
+                .x_desc("RL step")
+                .y_desc("reward (best rule per instance = 0)")
+                .draw()?;
+            for (k, (column, name)) in series.iter().enumerate() {
+                let color = [RGBColor(31, 119, 180), RGBColor(255, 127, 14)][k];
+                c.draw_series(LineSeries::new(
+                    rows.iter().map(|r| (r[0], r[*column])),
+                    color.stroke_width(2),
+                ))?
+                .label(*name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+            }
+            c.configure_series_labels().background_style(WHITE).draw()?;
+            root.present()?;
+            Ok(())
+        };
+        draw().map_err(|e| FinetuneError::Model(format!("{}: plot: {e}", path.display())))?;
+    }
+    let out = dir.join(RL_CURVE_SVG);
+    std::fs::write(&out, svg).map_err(|e| FinetuneError::io(&out, e))
 }
 
 fn append_curve(dir: &Path, point: &RlPoint) -> Result<()> {
