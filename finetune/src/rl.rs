@@ -534,9 +534,14 @@ fn plot_curve(dir: &Path) -> Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    let series = [(2usize, "sampled reward (mean)"), (5, "held-out reward (greedy)")];
+    let series = [
+        (2usize, "sampled reward (mean)"),
+        (5, "held-out reward (greedy)"),
+    ];
     let all = || rows.iter().flat_map(|r| [r[2], r[5]]);
-    let (lo, hi) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
     let pad = ((hi - lo) * 0.1).max(1e-4);
     let steps = rows.last().map_or(1.0, |r| r[0]).max(1.0);
     let mut svg = String::new();
