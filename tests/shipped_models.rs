@@ -1,6 +1,6 @@
 //! The models shipped in `models/` load with this build and answer snapshots of the kind they
 //! were trained on with valid orders (the recipes and figures are in each one's README and in
-//! docs/learning.md); each stays within the 20 MB that issue #11 allows.
+//! docs/learning.md); each stays within the 20 MB that issues #11 and #31 allow.
 
 mod common;
 
@@ -66,6 +66,37 @@ fn b1_uniform_answers_uniform_snapshots() {
     answers_validly(&model_dir("b1-uniform"), &data, &[]);
     // Its claim is validity without the constraint (99.5% on 600 unseen instances).
     answers_validly(&model_dir("b1-uniform"), &data, &["--unconstrained"]);
+}
+
+/// The B4 model answers step by step (step-v2 states, rolled out): valid orders for queues of
+/// 16 to 20 jobs, with and without the constraint (99.8% unconstrained on 500 unseen
+/// instances).
+#[test]
+fn b4_uniform_answers_long_uniform_queues() {
+    let dir = tempdir();
+    let data = dir.path().join("ds");
+    run(&[
+        "dataset",
+        "build",
+        "-q",
+        "--family",
+        "uniform",
+        "-n",
+        "3",
+        "--queue",
+        "16..20",
+        "--seed",
+        "99",
+        "--time-limit",
+        "50ms",
+        "--split",
+        "0/0/100",
+        "-o",
+        &path_str(&data),
+    ])
+    .ok();
+    answers_validly(&model_dir("b4-uniform"), &data, &[]);
+    answers_validly(&model_dir("b4-uniform"), &data, &["--unconstrained"]);
 }
 
 #[test]
