@@ -41,28 +41,24 @@ fn answers_validly(model: &Path, data: &Path, extra: &[&str]) {
     );
 }
 
+/// Builds `n` unseen `uniform` instances (generator seed 99) with `queue` jobs into a test split
+/// under `dir`, and returns the dataset directory.
+fn uniform_test_set(dir: &Path, n: usize, queue: &str, extra: &[&str]) -> PathBuf {
+    let data = dir.join("ds");
+    let (n, out) = (n.to_string(), path_str(&data));
+    let mut args = vec![
+        "dataset", "build", "-q", "--family", "uniform", "-n", &n, "--queue", queue, "--seed",
+        "99", "--split", "0/0/100", "-o", &out,
+    ];
+    args.extend_from_slice(extra);
+    run(&args).ok();
+    data
+}
+
 #[test]
 fn b1_uniform_answers_uniform_snapshots() {
     let dir = tempdir();
-    let data = dir.path().join("ds");
-    run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--family",
-        "uniform",
-        "-n",
-        "4",
-        "--queue",
-        "6..8",
-        "--seed",
-        "99",
-        "--split",
-        "0/0/100",
-        "-o",
-        &path_str(&data),
-    ])
-    .ok();
+    let data = uniform_test_set(dir.path(), 4, "6..8", &[]);
     answers_validly(&model_dir("b1-uniform"), &data, &[]);
     // Its claim is validity without the constraint (99.5% on 600 unseen instances).
     answers_validly(&model_dir("b1-uniform"), &data, &["--unconstrained"]);
@@ -74,27 +70,7 @@ fn b1_uniform_answers_uniform_snapshots() {
 #[test]
 fn b4_uniform_answers_long_uniform_queues() {
     let dir = tempdir();
-    let data = dir.path().join("ds");
-    run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--family",
-        "uniform",
-        "-n",
-        "3",
-        "--queue",
-        "16..20",
-        "--seed",
-        "99",
-        "--time-limit",
-        "50ms",
-        "--split",
-        "0/0/100",
-        "-o",
-        &path_str(&data),
-    ])
-    .ok();
+    let data = uniform_test_set(dir.path(), 3, "16..20", &["--time-limit", "50ms"]);
     answers_validly(&model_dir("b4-uniform"), &data, &[]);
     answers_validly(&model_dir("b4-uniform"), &data, &["--unconstrained"]);
 }
@@ -145,25 +121,7 @@ fn b2_sites_answers_hpc2n_snapshots() {
 #[test]
 fn a_model_asked_outside_its_training_range_is_warned_about() {
     let dir = tempdir();
-    let data = dir.path().join("data");
-    run(&[
-        "dataset",
-        "build",
-        "-q",
-        "--family",
-        "uniform",
-        "-n",
-        "6",
-        "--queue",
-        "10..12",
-        "--split",
-        "0/0/100",
-        "--node-limit",
-        "20000",
-        "-o",
-        &path_str(&data),
-    ])
-    .ok();
+    let data = uniform_test_set(dir.path(), 6, "10..12", &["--node-limit", "20000"]);
     let model = path_str(&model_dir("b1-uniform"));
     let test = path_str(&data.join("test.jsonl"));
     let report = dir.path().join("out");

@@ -233,6 +233,17 @@ fn free_steps(d: &Dispatcher<'_>, s: usize, unit: Time) -> Vec<(Time, Vec<i64>)>
     steps
 }
 
+/// ` after J3,J5`: the queued dependencies of job `j` not placed yet, in the prompt's ids.
+fn waiting_on(problem: &Problem, d: &Dispatcher<'_>, ids: &IdMap, j: usize) -> String {
+    let waits: Vec<String> = problem
+        .deps(j)
+        .iter()
+        .filter(|&&q| !d.is_placed(q))
+        .map(|&q| ids.job(q))
+        .collect();
+    format!(" after {}", waits.join(","))
+}
+
 /// The user message of a state.
 fn state_text(
     instance: &Instance,
@@ -280,13 +291,7 @@ fn state_text(
                 up(start.saturating_sub(problem.now()), unit)
             ));
         } else {
-            let waits: Vec<String> = problem
-                .deps(j)
-                .iter()
-                .filter(|&&q| !d.is_placed(q))
-                .map(|&q| ids.job(q))
-                .collect();
-            l.push_str(&format!(" after {}", waits.join(",")));
+            l.push_str(&waiting_on(problem, d, ids, j));
         }
         push_extras(&mut l, instance, j, objective, unit);
         line(l);
@@ -347,14 +352,8 @@ fn listing_text(
         u.push('\n');
     }
     for &j in rank.iter().filter(|&&j| !d.is_placed(j) && !d.is_ready(j)) {
-        let waits: Vec<String> = problem
-            .deps(j)
-            .iter()
-            .filter(|&&q| !d.is_placed(q))
-            .map(|&q| ids.job(q))
-            .collect();
         let mut l = row(j);
-        l.push_str(&format!(" after {}", waits.join(",")));
+        l.push_str(&waiting_on(problem, d, ids, j));
         push_extras(&mut l, instance, j, objective, unit);
         u.push_str(&l);
         u.push('\n');
