@@ -83,13 +83,7 @@ fn check_instance(base: &str, steps: &[(String, Value)], strict: bool) {
         n - 1,
         "{base}: one record per decision but the last"
     );
-    let label: Vec<String> = first["order"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    let order = reference::repair(&inst, &inst.indices(&label));
+    let order = label_order(first, &inst);
     // Prompt ids of the label's jobs, from the completions; the last job is the one left.
     let mut prompt_of: Vec<String> = vec![String::new(); n];
     for (k, (split, r)) in steps.iter().enumerate() {
@@ -229,13 +223,7 @@ fn step_v2_states_list_the_placeable_jobs_by_their_end() {
         let inst = Instance::from_json(&first["instance"]);
         let n = inst.queue.len();
         assert_eq!(steps.len(), n - 1, "{base}");
-        let label: Vec<String> = first["order"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect();
-        let order = reference::repair(&inst, &inst.indices(&label));
+        let order = label_order(first, &inst);
         let value = first["value"].as_f64().unwrap();
         let brpi = first["baselines"]
             .as_object()
@@ -495,4 +483,16 @@ fn a_step_model_rolls_out_to_valid_orders() {
     let rows = fs::read_to_string(report.join("instances.csv")).unwrap();
     let model_rows = rows.lines().filter(|l| l.starts_with("model:")).count();
     assert_eq!(model_rows, test_instances, "{rows}");
+}
+
+/// The label order of a step record's instance (its `order` field), repaired for dependencies
+/// as the reference dispatcher places it.
+fn label_order(record: &Value, inst: &Instance) -> Vec<usize> {
+    let label: Vec<String> = record["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    reference::repair(inst, &inst.indices(&label))
 }
