@@ -172,6 +172,12 @@ mod tests {
     use candle_core::Device;
     use proptest::prelude::*;
 
+    /// Largest difference between the gradients of two losses with respect to `x`.
+    fn gradient_diff(a: &Tensor, b: &Tensor, x: &Tensor) -> f32 {
+        let (ga, gb) = (a.backward().unwrap(), b.backward().unwrap());
+        max_diff(ga.get(x).unwrap(), gb.get(x).unwrap())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         #[test]
@@ -182,9 +188,7 @@ mod tests {
             let fused = cross_entropy(x.as_tensor(), &t).unwrap();
             let reference = composed(x.as_tensor(), &t).unwrap();
             prop_assert!(max_diff(&fused, &reference) < 1e-4);
-            let gf = (fused * 1.7).unwrap().backward().unwrap();
-            let gr = (reference * 1.7).unwrap().backward().unwrap();
-            let d = max_diff(gf.get(x.as_tensor()).unwrap(), gr.get(x.as_tensor()).unwrap());
+            let d = gradient_diff(&(fused * 1.7).unwrap(), &(reference * 1.7).unwrap(), x.as_tensor());
             prop_assert!(d < 1e-5, "gradient differs by {}", d);
         }
     }
@@ -203,9 +207,7 @@ mod tests {
             let wt = Tensor::new(w.as_slice(), &Device::Cpu).unwrap();
             let reference = ((picked.neg().unwrap() * wt).unwrap().sum_all().unwrap() / 2.5).unwrap();
             prop_assert!(max_diff(&fused, &reference) < 1e-4);
-            let gf = fused.backward().unwrap();
-            let gr = reference.backward().unwrap();
-            let d = max_diff(gf.get(x.as_tensor()).unwrap(), gr.get(x.as_tensor()).unwrap());
+            let d = gradient_diff(&fused, &reference, x.as_tensor());
             prop_assert!(d < 1e-5, "gradient differs by {}", d);
         }
     }
