@@ -271,7 +271,8 @@ impl Reinforce {
                 kls.clear();
             }
         }
-        Ok(())
+        // A resume with no step left still (re)draws the curve of the run it finds.
+        plot_curve(out)
     }
 
     /// Writes the checkpoint: the run directory, optimizer, `train_state.json`, `rl_state.json`.

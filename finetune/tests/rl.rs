@@ -136,6 +136,13 @@ fn an_rl_run_is_seeded_resumable_and_scored_by_the_dispatcher() {
     assert!(weights(&whole) != weights(&init), "RL changed nothing");
     let curve = std::fs::read_to_string(split.join(RL_CURVE)).unwrap();
     assert_eq!(curve.lines().count(), 3, "{curve}");
+    // A resume with no step left changes nothing and still draws the curve.
+    let svg = split.join("rl_curve.svg");
+    std::fs::remove_file(&svg).unwrap();
+    let mut done = Reinforce::resume(&split, &device).unwrap();
+    done.run(&train(), &val(), &split, &mut |_| {}).unwrap();
+    assert!(svg.exists(), "no curve drawn");
+    assert!(weights(&whole) == weights(&split), "a finished run moved");
     // The result is a run directory `predict` loads like any other.
     let predictor = schedlm_finetune::Predictor::load(&whole).unwrap();
     assert_eq!(
