@@ -13,7 +13,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use schedlm_model::lines::TextLines;
-use schedlm_model::{repair, text_lines, Instance, Objective, Problem, Variant};
+use schedlm_model::{repair, text_lines, tied, Instance, Objective, Problem, Variant};
 use schedlm_solver::canonical::{canonical_order, follow_listing, ranking, Ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,7 @@ pub struct Message {
 
 /// Relative tolerance of [`Record::check_label`]: the value written and the value recomputed
 /// come from the same dispatcher and formulas, so only the last bits may differ.
-pub const LABEL_TOLERANCE: f64 = 1e-9;
+pub const LABEL_TOLERANCE: f64 = schedlm_model::VALUE_TOLERANCE;
 
 /// One line of a dataset file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -556,8 +556,6 @@ impl Record {
     /// `0 <= lower_bound <= value` (equal to `value` when `proven_optimal`). Returns what is
     /// wrong, naming the field.
     pub fn check_label(&self, problem: &Problem) -> Result<(), String> {
-        let near =
-            |a: f64, b: f64| (a - b).abs() <= LABEL_TOLERANCE * a.abs().max(b.abs()).max(1.0);
         for (field, v) in [("value", self.value), ("lower_bound", self.lower_bound)] {
             if !v.is_finite() {
                 return Err(format!("field `{field}` is not a finite number"));
@@ -566,7 +564,7 @@ impl Record {
         let order = schedlm_model::order_from_ids(problem, &self.order)
             .map_err(|e| format!("field `order`: {e}"))?;
         let (_, actual) = problem.evaluate(&order, self.objective, self.variant);
-        if !near(actual, self.value) {
+        if !tied(actual, self.value) {
             return Err(format!(
                 "field `value`: {} does not match its order, which scores {actual} ({} / {})",
                 self.value,
@@ -580,13 +578,13 @@ impl Record {
                 self.lower_bound
             ));
         }
-        if self.lower_bound > self.value && !near(self.lower_bound, self.value) {
+        if self.lower_bound > self.value && !tied(self.lower_bound, self.value) {
             return Err(format!(
                 "field `lower_bound`: {} is above the label's value {}",
                 self.lower_bound, self.value
             ));
         }
-        if self.proven_optimal && !near(self.lower_bound, self.value) {
+        if self.proven_optimal && !tied(self.lower_bound, self.value) {
             return Err(format!(
                 "field `proven_optimal`: true, but lower_bound {} differs from value {}",
                 self.lower_bound, self.value

@@ -24,7 +24,7 @@
 //! assert_eq!(reward(None, 10.0), INVALID);                  // not a valid order
 //! ```
 
-use schedlm_model::{Instance, Objective, Problem, Variant};
+use schedlm_model::{tied, Instance, Objective, Problem, Variant};
 use schedlm_solver::canonical::ranking;
 
 use crate::ids::IdMap;
@@ -60,8 +60,30 @@ pub fn brpi_value(problem: &Problem, objective: Objective, variant: Variant) -> 
     ranking(problem, objective, variant).value
 }
 
+impl Scored {
+    /// `value` (`None`: invalid) set against BRPI's `brpi`.
+    fn new(value: Option<f64>, brpi: f64) -> Scored {
+        Scored {
+            value,
+            brpi,
+            reward: reward(value, brpi),
+        }
+    }
+
+    /// Against the best rule per instance: `Less` for a win, `Equal` for a tie
+    /// ([`schedlm_model::tied`]), `Greater` for a loss (an invalid answer loses).
+    pub fn against_brpi(&self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match self.value {
+            Some(v) if tied(v, self.brpi) => Ordering::Equal,
+            Some(v) if v < self.brpi => Ordering::Less,
+            _ => Ordering::Greater,
+        }
+    }
+}
+
 /// Scores a text answer to a prompt with ids `ids`: parsed strictly (any defect makes it
-/// invalid), dispatched, set against BRPI.
+/// invalid), dispatched, set against BRPI. `None` when the instance itself is invalid.
 pub fn score_answer(
     text: &str,
     ids: &IdMap,
@@ -70,15 +92,24 @@ pub fn score_answer(
     variant: Variant,
 ) -> Option<Scored> {
     let problem = Problem::new(instance).ok()?;
-    let brpi = brpi_value(&problem, objective, variant);
-    let value = parse_answer(text, ids, instance, Mode::Strict)
-        .ok()
-        .map(|p| problem.evaluate(&p.order, objective, variant).1);
-    Some(Scored {
-        value,
-        brpi,
-        reward: reward(value, brpi),
-    })
+    Some(score_text(
+        &problem, text, ids, instance, objective, variant,
+    ))
+}
+
+/// [`score_answer`] on the instance's compiled `problem`.
+pub fn score_text(
+    problem: &Problem,
+    text: &str,
+    ids: &IdMap,
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+) -> Scored {
+    match parse_answer(text, ids, instance, Mode::Strict) {
+        Ok(p) => score_order(problem, &p.order, objective, variant),
+        Err(_) => Scored::new(None, brpi_value(problem, objective, variant)),
+    }
 }
 
 /// Scores an order of queue indices (a rollout's): dispatched, set against BRPI.
@@ -88,15 +119,11 @@ pub fn score_order(
     objective: Objective,
     variant: Variant,
 ) -> Scored {
-    let brpi = brpi_value(problem, objective, variant);
-    let value = schedlm_model::dispatch(problem, order, variant)
+    let value = problem
+        .schedule(order, objective, variant)
         .ok()
-        .map(|s| objective.value(problem, &s.start));
-    Scored {
-        value,
-        brpi,
-        reward: reward(value, brpi),
-    }
+        .map(|(_, v)| v);
+    Scored::new(value, brpi_value(problem, objective, variant))
 }
 
 #[cfg(test)]

@@ -160,14 +160,16 @@ impl<'p> StepState<'p> {
             (Variant::Strict, true) => SYSTEM_STEP_V2_STRICT,
         };
         if v2 {
-            let ids = self.listing_ids();
-            let user = listing_text(
-                self.instance,
-                self.objective,
-                &self.dispatcher,
-                &ids,
-                &self.rank,
-            );
+            let d = &self.dispatcher;
+            let listed = listing(d, &self.rank);
+            let waiting: Vec<usize> = self
+                .rank
+                .iter()
+                .copied()
+                .filter(|&j| !d.is_placed(j) && !d.is_ready(j))
+                .collect();
+            let ids = listing_ids(self.instance, d, &listed, &waiting);
+            let user = listing_text(self.instance, self.objective, d, &ids, &listed, &waiting);
             return Rendered {
                 system: system.to_string(),
                 user,
@@ -187,23 +189,25 @@ impl<'p> StepState<'p> {
             ids: self.ids.clone(),
         }
     }
+}
 
-    /// step-v2's ids of the current state: `J1..` numbered in the listing's order (the jobs that
-    /// may go next by their end, then those waiting for a dependency in ranking order), then the
-    /// placed jobs (never shown; an answer naming one is refused). Following the listing is the
-    /// answer `J1` at every step, as following the ranking is `J1 J2 ... Jn` in compact-v2.
-    fn listing_ids(&self) -> IdMap {
-        let d = &self.dispatcher;
-        let mut order: Vec<usize> = listing(d, &self.rank).into_iter().map(|(j, _)| j).collect();
-        order.extend(
-            self.rank
-                .iter()
-                .copied()
-                .filter(|&j| !d.is_placed(j) && !d.is_ready(j)),
-        );
-        order.extend(d.placed_order());
-        IdMap::ranked(self.instance, &order)
-    }
+/// step-v2's ids of a state: `J1..` numbered in the order it lists the jobs (`listed`, those
+/// that may go next by their end, then `waiting` for a dependency, in ranking order), then the
+/// placed jobs (never shown; an answer naming one is refused). Following the listing is the
+/// answer `J1` at every step, as following the ranking is `J1 J2 ... Jn` in compact-v2.
+fn listing_ids(
+    instance: &Instance,
+    d: &Dispatcher<'_>,
+    listed: &[(usize, Time)],
+    waiting: &[usize],
+) -> IdMap {
+    let order: Vec<usize> = listed
+        .iter()
+        .map(|&(j, _)| j)
+        .chain(waiting.iter().copied())
+        .chain(d.placed_order())
+        .collect();
+    IdMap::ranked(instance, &order)
 }
 
 /// Free capacity of server `s` over time, as `(time in units after now, free vector)` steps:
@@ -301,13 +305,14 @@ fn state_text(
 }
 
 /// The user message of a state in `step-v2`: the placeable jobs by their completion if placed
-/// next, then the jobs waiting for a dependency in ranking order.
+/// next (`listed`, with their starts), then the jobs `waiting` for a dependency.
 fn listing_text(
     instance: &Instance,
     objective: Objective,
     d: &Dispatcher<'_>,
     ids: &IdMap,
-    rank: &[usize],
+    listed: &[(usize, Time)],
+    waiting: &[usize],
 ) -> String {
     let problem = d.problem();
     let unit = time_unit(instance);
@@ -340,7 +345,7 @@ fn listing_text(
             up(job.walltime, unit)
         )
     };
-    for (j, start) in listing(d, rank) {
+    for &(j, start) in listed {
         let mut l = row(j);
         l.push_str(&format!(
             " {} S{}",
@@ -351,7 +356,7 @@ fn listing_text(
         u.push_str(&l);
         u.push('\n');
     }
-    for &j in rank.iter().filter(|&&j| !d.is_placed(j) && !d.is_ready(j)) {
+    for &j in waiting {
         let mut l = row(j);
         l.push_str(&waiting_on(problem, d, ids, j));
         push_extras(&mut l, instance, j, objective, unit);

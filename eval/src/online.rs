@@ -181,10 +181,9 @@ impl Policy for Consulted<'_> {
             Kind::LocalSearch(options) => Problem::new(&state.snapshot())
                 .ok()
                 .map(|p| local::solve(&p, Objective::Bsld, Variant::Serial, options).order),
-            Kind::Ect => Problem::new(&state.snapshot()).ok().map(|p| {
-                let rank = ranking(&p, Objective::Bsld, Variant::Serial).order;
-                schedlm_solver::greedy::earliest_completion(&p, Variant::Serial, &rank)
-            }),
+            Kind::Ect => Problem::new(&state.snapshot())
+                .ok()
+                .map(|p| schedlm_solver::greedy::ect(&p, Objective::Bsld, Variant::Serial)),
             Kind::Text(model, template, shown) => {
                 let asked = Asked {
                     template: *template,

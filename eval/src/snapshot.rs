@@ -36,7 +36,7 @@ use rand_chacha::ChaCha8Rng;
 use schedlm_dataset::distribution::{OutsideTally, TrainingDistribution};
 
 /// Values within this relative distance are equal (ties, "solved optimally").
-pub const TOLERANCE: f64 = 1e-9;
+pub const TOLERANCE: f64 = schedlm_model::VALUE_TOLERANCE;
 
 /// Limits and settings of a snapshot evaluation.
 #[derive(Debug, Clone)]
@@ -685,10 +685,7 @@ fn order_of(
             };
             rules::order(*rule, &r.problem, &ctx)
         }
-        EvalPolicy::Ect => {
-            let rank = schedlm_solver::canonical::ranking(&r.problem, objective, variant).order;
-            schedlm_solver::greedy::earliest_completion(&r.problem, variant, &rank)
-        }
+        EvalPolicy::Ect => schedlm_solver::greedy::ect(&r.problem, objective, variant),
         EvalPolicy::LocalSearch => {
             let ls = LsOptions {
                 max_evaluations: options.ls_evaluations,

@@ -28,7 +28,7 @@ use schedlm_solver::rules::Rule;
 use serde::{Deserialize, Serialize};
 
 use crate::baseline::RecordRules;
-use crate::snapshot::{gap_to, Row, TOLERANCE};
+use crate::snapshot::{gap_to, Row};
 use crate::verdict::{compare, Comparison, VerdictRule};
 
 /// Gap statistics of one policy or group.
@@ -576,10 +576,7 @@ fn reasons(rows: &[&Row]) -> Vec<(String, usize)> {
     out
 }
 
-/// Whether two values are equal within the tolerance.
-pub fn tied(a: f64, b: f64) -> bool {
-    (a - b).abs() <= TOLERANCE * a.abs().max(b.abs()).max(1.0)
-}
+pub use schedlm_model::tied;
 
 fn pairs(policies: &[String], rows: &[Row]) -> Vec<Pair> {
     let mut values: BTreeMap<(&str, &str), f64> = BTreeMap::new();

@@ -162,22 +162,25 @@ pub fn truncate(dir: &Path, step: usize) -> Result<Vec<CurvePoint>> {
 
 /// Appends a point to `dir/curve.csv` (writing the header first if the file is new).
 pub fn append(dir: &Path, point: &CurvePoint) -> Result<()> {
-    let path = dir.join(CURVE_CSV);
+    append_row(&dir.join(CURVE_CSV), HEADER, &point.row())
+}
+
+/// Appends `row` to the CSV file at `path`, writing `header` first if the file is new (the
+/// supervised and the RL curves).
+pub(crate) fn append_row(path: &Path, header: &str, row: &str) -> Result<()> {
     let new = !path.is_file();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
-        .map_err(|e| FinetuneError::io(&path, e))?;
-    let mut text = String::new();
-    if new {
-        text.push_str(HEADER);
-        text.push('\n');
-    }
-    text.push_str(&point.row());
-    text.push('\n');
+        .open(path)
+        .map_err(|e| FinetuneError::io(path, e))?;
+    let text = if new {
+        format!("{header}\n{row}\n")
+    } else {
+        format!("{row}\n")
+    };
     file.write_all(text.as_bytes())
-        .map_err(|e| FinetuneError::io(&path, e))
+        .map_err(|e| FinetuneError::io(path, e))
 }
 
 /// Writes `dir/curve.svg` from `points`, titled with `title`.

@@ -23,7 +23,7 @@
 //! Sampling streams depend only on (seed, step, instance, answer), so a resumed run takes the
 //! same steps as one that never stopped.
 
-use std::io::Write;
+use std::cmp::Ordering::{Equal, Greater, Less};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -32,8 +32,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use schedlm_dataset::reward::{score_order, Scored};
-use schedlm_dataset::{parse_answer, prompt_ids, render, Mode, Record, RecordKind, Template};
+use schedlm_dataset::reward::{score_order, score_text, Scored};
+use schedlm_dataset::{prompt_ids, render, Record, RecordKind, Template};
 use schedlm_model::Problem;
 use serde::{Deserialize, Serialize};
 
@@ -352,23 +352,14 @@ impl Reinforce {
 
     /// Greedy answers to the held-out instances, scored.
     fn point(&self, val: &[Question], rewards: &[f64], kls: &[f64]) -> Result<RlPoint> {
-        let n = rewards.len().max(1) as f64;
-        let mean = rewards.iter().sum::<f64>() / n;
-        let std = (rewards.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let (mean, std) = mean_std(rewards);
         let scores: Vec<Scored> = val
             .par_iter()
             .take(self.state.options.eval_records)
             .map(|q| greedy(self, q))
             .collect::<Result<_>>()?;
-        let tied = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
-        let (mut wins, mut ties, mut losses) = (0, 0, 0);
-        for s in &scores {
-            match s.value {
-                Some(v) if tied(v, s.brpi) => ties += 1,
-                Some(v) if v < s.brpi => wins += 1,
-                _ => losses += 1,
-            }
-        }
+        let count = |o: std::cmp::Ordering| scores.iter().filter(|s| s.against_brpi() == o).count();
+        let (wins, ties, losses) = (count(Less), count(Equal), count(Greater));
         let m = scores.len().max(1) as f64;
         Ok(RlPoint {
             step: self.state.step,
@@ -398,15 +389,24 @@ fn stream(seed: u64, step: usize, k: usize, g: usize) -> u64 {
 pub fn advantages(rewards: &[f64], group: usize) -> Vec<f64> {
     let mut out = Vec::with_capacity(rewards.len());
     for g in rewards.chunks(group.max(1)) {
-        let n = g.len() as f64;
-        let mean = g.iter().sum::<f64>() / n;
-        let std = (g.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let (mean, std) = mean_std(g);
         out.extend(
             g.iter()
                 .map(|r| if std > 1e-12 { (r - mean) / std } else { 0.0 }),
         );
     }
     out
+}
+
+/// Mean and (population) standard deviation of `values`; zeros when there are none.
+fn mean_std(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
 }
 
 /// The decoding options of a question (its variant).
@@ -457,18 +457,7 @@ fn answer(r: &Reinforce, q: &Question, index: usize, chooser: &mut Chooser) -> R
     )?;
     let text = tok.decode_clean(&tokens)?;
     let ids = prompt_ids(&rec.instance, objective, variant, template);
-    let order = parse_answer(&text, &ids, &rec.instance, Mode::Strict)
-        .map(|p| p.order)
-        .unwrap_or_default();
-    let score = if order.is_empty() {
-        Scored {
-            value: None,
-            brpi: schedlm_dataset::reward::brpi_value(&q.problem, objective, variant),
-            reward: schedlm_dataset::reward::INVALID,
-        }
-    } else {
-        score_order(&q.problem, &order, objective, variant)
-    };
+    let score = score_text(&q.problem, &text, &ids, &rec.instance, objective, variant);
     let mut answer_tokens = tokens;
     answer_tokens.push(r.tables.end);
     Ok(Sample {
@@ -580,17 +569,7 @@ fn plot_curve(dir: &Path) -> Result<()> {
 }
 
 fn append_curve(dir: &Path, point: &RlPoint) -> Result<()> {
-    let path = dir.join(RL_CURVE);
-    let fresh = !path.exists();
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| FinetuneError::io(&path, e))?;
-    if fresh {
-        writeln!(f, "{RL_HEADER}").map_err(|e| FinetuneError::io(&path, e))?;
-    }
-    writeln!(f, "{}", point.row()).map_err(|e| FinetuneError::io(&path, e))
+    crate::curve::append_row(&dir.join(RL_CURVE), RL_HEADER, &point.row())
 }
 
 /// Whether `dir` holds an RL checkpoint to resume.

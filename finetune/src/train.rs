@@ -224,7 +224,16 @@ pub struct Trainer {
     clock: Clock,
 }
 
-/// Input ids [b, T], and for each answer token its target and flat position in [b * T].
+/// The logits `model` gives at the flat `positions` of `input` [b, T] (the answer tokens'
+/// predecessors of [`batch_tensors`]).
+fn answer_logits(model: &model::Model, input: &Tensor, positions: &Tensor) -> Result<Tensor> {
+    let hidden = model.hidden(input, None)?;
+    let (b, t, w) = hidden.dims3()?;
+    let picked = hidden.reshape((b * t, w))?.index_select(positions, 0)?;
+    model.logits(&picked)
+}
+
+/// What [`batch_tensors`] gives.
 type Batch = (Tensor, Tensor, Tensor, Vec<f32>);
 
 /// Input ids [b, T], and for each answer token its target, flat position in [b * T] and loss
@@ -322,10 +331,7 @@ impl Trainer {
     /// tokens more ([`Example::weights`]).
     pub fn loss(&self, batch: &[&Example]) -> Result<Tensor> {
         let (input, targets, positions, weights) = batch_tensors(batch, &self.device)?;
-        let hidden = self.loaded.model.hidden(&input, None)?;
-        let (b, t, w) = hidden.dims3()?;
-        let picked = hidden.reshape((b * t, w))?.index_select(&positions, 0)?;
-        let logits = self.loaded.model.logits(&picked)?;
+        let logits = answer_logits(&self.loaded.model, &input, &positions)?;
         if weights.iter().all(|&w| w == 1.0) {
             return cross_entropy(&logits, &targets);
         }
@@ -346,18 +352,12 @@ impl Trainer {
         norm: f64,
     ) -> Result<(Tensor, f64)> {
         let (input, targets, positions, weights) = batch_tensors(batch, &self.device)?;
-        let at = |model: &model::Model| -> Result<Tensor> {
-            let hidden = model.hidden(&input, None)?;
-            let (b, t, w) = hidden.dims3()?;
-            let picked = hidden.reshape((b * t, w))?.index_select(&positions, 0)?;
-            model.logits(&picked)
-        };
-        let logits = at(&self.loaded.model)?;
+        let logits = answer_logits(&self.loaded.model, &input, &positions)?;
         let pg = weighted_cross_entropy(&logits, &targets, &weights, norm)?;
         let Some(reference) = reference.filter(|_| kl > 0.0) else {
             return Ok((pg, 0.0));
         };
-        let reference = at(&reference.model)?.detach();
+        let reference = answer_logits(&reference.model, &input, &positions)?.detach();
         let logp = candle_nn::ops::log_softmax(&logits, candle_core::D::Minus1)?;
         let logq = candle_nn::ops::log_softmax(&reference, candle_core::D::Minus1)?;
         let divergence = ((logp.exp()? * (&logp - &logq)?)?.sum_all()? / norm)?;

@@ -40,7 +40,9 @@ pub mod validate;
 pub use dispatch::{dispatch, Dispatcher, Placement, Schedule, Variant};
 pub use instance::{Instance, QueuedJob, RunningJob, Server, Time};
 pub use lines::{text_lines, TextLine};
-pub use objective::{bounded_slowdown, job_bsld, Objective, Objectives, TAU};
+pub use objective::{
+    bounded_slowdown, job_bsld, tied, Objective, Objectives, TAU, VALUE_TOLERANCE,
+};
 pub use order::{check_permutation, order_from_ids, repair, OrderError};
 pub use problem::{Problem, Running};
 pub use validate::{parse_valid, problems, validate, InstanceError, MAX_MAGNITUDE};

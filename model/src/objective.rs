@@ -92,6 +92,15 @@ impl std::fmt::Display for Objective {
     }
 }
 
+/// Relative tolerance under which two objective values are the same value.
+pub const VALUE_TOLERANCE: f64 = 1e-9;
+
+/// Whether two objective values are equal within [`VALUE_TOLERANCE`] (relative to the larger,
+/// and at least that much in absolute terms): the one test of a tie between orders.
+pub fn tied(a: f64, b: f64) -> bool {
+    (a - b).abs() <= VALUE_TOLERANCE * a.abs().max(b.abs()).max(1.0)
+}
+
 /// Bounded slowdown of queued job `j` started at `start`, planned with its walltime p:
 /// max((w + p) / max(p, tau), 1).
 pub fn bounded_slowdown(problem: &Problem, j: usize, start: Time) -> f64 {

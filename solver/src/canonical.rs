@@ -25,7 +25,7 @@
 //! not a time limit, so its answer never depends on the machine; queues longer than
 //! [`LONG_QUEUE`] are not searched (the solver's order stays the label, marked not canonical).
 
-use schedlm_model::{Dispatcher, Objective, Problem, Variant};
+use schedlm_model::{tied, Dispatcher, Objective, Problem, Variant};
 
 use crate::cost::Cost;
 use crate::portfolio::LONG_QUEUE;
@@ -56,10 +56,6 @@ pub struct Ranking {
     pub order: Vec<usize>,
     /// The objective value of the rule's (repaired) order.
     pub value: f64,
-}
-
-fn tied(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
 /// The classic rule with the lowest value on `problem`, ties broken by [`PREFERENCE`].
@@ -346,7 +342,11 @@ pub fn follow_listing(
 ) -> Vec<usize> {
     let (mut witness, target) = problem.evaluate(solver_order, objective, variant);
     let limit = target + 1e-9 * target.abs().max(1.0);
-    let reaches = |order: &[usize]| problem.evaluate(order, objective, variant).1 <= limit;
+    // The placement order of `order` when it reaches the target: the next witness.
+    let reaching = |order: &[usize]| {
+        let (placed, value) = problem.evaluate(order, objective, variant);
+        (value <= limit).then_some(placed)
+    };
     let n = problem.jobs();
     let mut d = Dispatcher::new(problem, variant);
     let mut label: Vec<usize> = Vec::with_capacity(n);
@@ -363,18 +363,21 @@ pub fn follow_listing(
                     .copied()
                     .filter(|&x| x != j && !d.is_placed(x)),
             );
-            if reaches(&candidate) {
-                chosen = Some((j, candidate.clone()));
-                break;
-            }
-            let greedy = complete_greedily(problem, variant, rank, &d, j);
-            if reaches(&greedy) {
-                chosen = Some((j, greedy));
+            let next = reaching(&candidate).or_else(|| reaching(&complete_greedily(rank, &d, j)));
+            if let Some(next) = next {
+                chosen = Some((j, next));
                 break;
             }
         }
-        let (j, next_witness) = chosen.unwrap_or_else(|| (witness[label.len()], witness.clone()));
-        witness = problem.evaluate(&next_witness, objective, variant).0;
+        // No listed job keeps the target: the witness's own next job (the witness, a
+        // placement order, stays as it is).
+        let j = match chosen {
+            Some((j, next)) => {
+                witness = next;
+                j
+            }
+            None => witness[label.len()],
+        };
         d.place(j);
         label.push(j);
     }
@@ -382,27 +385,12 @@ pub fn follow_listing(
 }
 
 /// The order that places `d`'s jobs, then `j`, then the rest earliest completion first.
-fn complete_greedily(
-    problem: &Problem,
-    variant: Variant,
-    rank: &[usize],
-    d: &Dispatcher<'_>,
-    j: usize,
-) -> Vec<usize> {
-    let mut e = Dispatcher::new(problem, variant);
+fn complete_greedily(rank: &[usize], d: &Dispatcher<'_>, j: usize) -> Vec<usize> {
+    let mut e = d.clone();
     let mut order: Vec<usize> = d.placed_order().collect();
-    for &x in &order {
-        e.place(x);
-    }
     e.place(j);
     order.push(j);
-    while order.len() < problem.jobs() {
-        let Some(&(x, _)) = crate::greedy::listing(&e, rank).first() else {
-            break;
-        };
-        e.place(x);
-        order.push(x);
-    }
+    crate::greedy::complete(&mut e, rank, &mut order);
     order
 }
 

@@ -30,7 +30,7 @@
 //! assert_eq!(listing(&d, &[0, 1]), vec![(1, 0), (0, 100)]);
 //! ```
 
-use schedlm_model::{Dispatcher, Problem, Time, Variant};
+use schedlm_model::{Dispatcher, Objective, Problem, Time, Variant};
 
 /// The jobs that may be placed next on `d`'s partial schedule (unplaced, every queued
 /// dependency placed), each with the start it would get, in ECT order: by `start + walltime`,
@@ -51,15 +51,29 @@ pub fn listing(d: &Dispatcher<'_>, rank: &[usize]) -> Vec<(usize, Time)> {
 pub fn earliest_completion(problem: &Problem, variant: Variant, rank: &[usize]) -> Vec<usize> {
     let mut d = Dispatcher::new(problem, variant);
     let mut order = Vec::with_capacity(problem.jobs());
-    while order.len() < problem.jobs() {
+    complete(&mut d, rank, &mut order);
+    order
+}
+
+/// The earliest-completion-first order, ties by the ranking of the instance's best classic rule
+/// for `objective` ([`crate::canonical::ranking`]): the `ect` policy of snapshot and online
+/// evaluation.
+pub fn ect(problem: &Problem, objective: Objective, variant: Variant) -> Vec<usize> {
+    let rank = crate::canonical::ranking(problem, objective, variant).order;
+    earliest_completion(problem, variant, &rank)
+}
+
+/// Completes `d`'s partial schedule earliest completion first (ties by `rank`), appending each
+/// job it places to `order`, which holds the jobs placed so far.
+pub fn complete(d: &mut Dispatcher<'_>, rank: &[usize], order: &mut Vec<usize>) {
+    while order.len() < d.problem().jobs() {
         // A valid problem has no dependency cycle: some unplaced job is always ready.
-        let Some(&(j, _)) = listing(&d, rank).first() else {
+        let Some(&(j, _)) = listing(d, rank).first() else {
             break;
         };
         d.place(j);
         order.push(j);
     }
-    order
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
 //! `schedlm rl`: reinforcement learning with the dispatcher as the reward, from a supervised
 //! run (`schedlm_finetune::rl`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use schedlm_dataset::read_records;
-use schedlm_finetune::rl::{can_resume, questions, Reinforce, RlOptions};
+use schedlm_finetune::rl::{can_resume, questions, Question, Reinforce, RlOptions};
 
 /// Sharpen a trained model with reinforcement learning: for each of --prompts training
 /// instances per step, sample --group answers (constrained to valid orders), score each with the
@@ -71,6 +71,19 @@ pub struct RlArgs {
     pub device: String,
 }
 
+/// The questions of a records file, one per instance: only the first step of a step record's
+/// instance is kept as the file is read (a step file holds about 17 records per instance).
+fn read_questions(path: &Path) -> Result<Vec<Question>> {
+    let mut firsts = Vec::new();
+    for item in read_records(path)? {
+        let (_, record) = item?;
+        if record.is_first_step() {
+            firsts.push(record);
+        }
+    }
+    Ok(questions(firsts)?)
+}
+
 pub fn run(args: &RlArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
     let mut run = if args.resume && can_resume(&args.out) {
@@ -98,9 +111,9 @@ pub fn run(args: &RlArgs) -> Result<()> {
         Reinforce::start(init, options, &device)
             .with_context(|| format!("loading {}", init.display()))?
     };
-    let train = questions(read_records(&args.train)?.all()?)?;
+    let train = read_questions(&args.train)?;
     let val = match &args.val {
-        Some(p) => questions(read_records(p)?.all()?)?,
+        Some(p) => read_questions(p)?,
         None => Vec::new(),
     };
     eprintln!(

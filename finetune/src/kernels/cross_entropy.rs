@@ -118,7 +118,7 @@ impl CustomOp2 for CrossEntropy {
 
 /// Mean negative log-likelihood of `targets` (shape n, u32) under `logits` (shape n x vocab).
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    if fused(logits) && targets.dtype() == DType::U32 && targets.device().is_cpu() {
+    if fusable(logits, targets) {
         let n = targets.dims1()?.max(1) as f64;
         let op = CrossEntropy {
             weights: None,
@@ -146,23 +146,30 @@ pub fn weighted_cross_entropy(
             weights.len()
         )));
     }
-    if fused(logits) && targets.dtype() == DType::U32 && targets.device().is_cpu() {
+    if fusable(logits, targets) {
         let op = CrossEntropy {
             weights: Some(weights.to_vec()),
             norm,
         };
         return Ok(logits.contiguous()?.apply_op2(&targets.contiguous()?, op)?);
     }
-    let logp = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
-    let picked = logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?;
     let w = Tensor::new(weights, logits.device())?;
-    Ok(((picked.neg()? * w)?.sum_all()? / norm)?)
+    Ok(((nll(logits, targets)? * w)?.sum_all()? / norm)?)
+}
+
+/// Whether the fused CPU kernel takes these operands.
+fn fusable(logits: &Tensor, targets: &Tensor) -> bool {
+    fused(logits) && targets.dtype() == DType::U32 && targets.device().is_cpu()
+}
+
+/// Each row's negative log-likelihood of its target (shape n), from candle's operations.
+fn nll(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let logp = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
+    Ok(logp.gather(&targets.unsqueeze(1)?, 1)?.squeeze(1)?.neg()?)
 }
 
 fn composed(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let logp = candle_nn::ops::log_softmax(&logits.to_dtype(DType::F32)?, D::Minus1)?;
-    let picked = logp.gather(&targets.unsqueeze(1)?, 1)?;
-    Ok(picked.neg()?.mean_all()?)
+    Ok(nll(logits, targets)?.mean_all()?)
 }
 
 #[cfg(test)]
