@@ -23,8 +23,10 @@ use schedlm_model::sim::{Policy, SimJob, SimResult, SimState, StartRule};
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::canonical::ranking;
 use schedlm_solver::local::{self, LsOptions};
+use schedlm_solver::lookahead::{Lookahead, Runtimes};
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::portfolio::{solve, SolveOptions, Solver};
+use schedlm_solver::rules::Rule;
 use schedlm_solver::rules::RuleContext;
 
 use crate::error::EvalError;
@@ -62,12 +64,38 @@ pub struct OnlineOptions {
     pub client: ClientOptions,
     /// Loads `model:DIR` policies.
     pub models: ModelLoader,
+    /// Settings of `lookahead` and `rollout`.
+    pub lookahead: LookaheadOptions,
+}
+
+/// Settings of the policies that simulate the future at every event (`lookahead`,
+/// `rollout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookaheadOptions {
+    /// `lookahead`: jobs arriving within this many seconds after the event join its simulated
+    /// future (`--horizon`).
+    pub horizon: i64,
+    /// `rollout`: futures drawn per event (`--rollout-samples`).
+    pub samples: usize,
+    /// The rule that decides every later event of a simulated future (`--base-rule`).
+    pub base: Rule,
+}
+
+impl Default for LookaheadOptions {
+    /// One hour, 32 futures, SAF.
+    fn default() -> LookaheadOptions {
+        LookaheadOptions {
+            horizon: 3600,
+            samples: 32,
+            base: Rule::Saf,
+        }
+    }
 }
 
 impl Default for OnlineOptions {
     /// EASY, the whole trace on a pool, seed 1, `optimal` with 1 s per decision, 20,000 local
-    /// search evaluations, the default template and the whole queue shown: the defaults of
-    /// `schedlm eval --trace`.
+    /// search evaluations, the default template and the whole queue shown, the look-ahead
+    /// defaults: the defaults of `schedlm eval --trace`.
     fn default() -> OnlineOptions {
         OnlineOptions {
             start_rule: StartRule::Easy,
@@ -81,6 +109,7 @@ impl Default for OnlineOptions {
             text_queue: None,
             client: ClientOptions::default(),
             models: ModelLoader::default(),
+            lookahead: LookaheadOptions::default(),
         }
     }
 }
@@ -144,6 +173,7 @@ enum Kind {
     Optimal(SolveOptions),
     LocalSearch(LsOptions),
     Ect,
+    Lookahead(Lookahead),
     Text(Box<dyn TextModel>, Template, Option<usize>),
 }
 
@@ -184,6 +214,7 @@ impl Policy for Consulted<'_> {
             Kind::Ect => Problem::new(&state.snapshot())
                 .ok()
                 .map(|p| schedlm_solver::greedy::ect(&p, Objective::Bsld, Variant::Serial)),
+            Kind::Lookahead(teacher) => Some(teacher.order(state, waiting).0),
             Kind::Text(model, template, shown) => {
                 let asked = Asked {
                     template: *template,
@@ -289,6 +320,36 @@ fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind,
             threads: 1,
         }),
         EvalPolicy::Ect => Kind::Ect,
+        EvalPolicy::Lookahead | EvalPolicy::Rollout => Kind::Lookahead(Lookahead {
+            horizon: if *spec == EvalPolicy::Lookahead {
+                options.lookahead.horizon
+            } else {
+                0
+            },
+            // The base rule first: it keeps the ties.
+            candidates: std::iter::once(options.lookahead.base)
+                .chain(
+                    Rule::CLASSIC
+                        .into_iter()
+                        .filter(|&r| r != options.lookahead.base),
+                )
+                .collect(),
+            base: Some(options.lookahead.base),
+            start_rule: options.start_rule,
+            ctx: RuleContext {
+                origin,
+                seed: options.seed,
+                stream: 0,
+            },
+            runtimes: if *spec == EvalPolicy::Lookahead {
+                Runtimes::True
+            } else {
+                Runtimes::Sampled {
+                    samples: options.lookahead.samples,
+                    seed: options.seed,
+                }
+            },
+        }),
         EvalPolicy::LocalSearch => Kind::LocalSearch(LsOptions {
             max_evaluations: options.ls_evaluations,
             seed: options.seed,

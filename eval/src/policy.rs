@@ -21,6 +21,14 @@ pub enum EvalPolicy {
     Ect,
     /// The exact portfolio (`optimal`) under the evaluation's time budget.
     Optimal,
+    /// The clairvoyant look-ahead teacher (`lookahead`, online only): at every event each
+    /// classic rule's order is tried on the true future (true run times, the arrivals within
+    /// the horizon) and the best is kept ([`schedlm_solver::lookahead`]). It sees what no
+    /// scheduler sees: a reference and a source of labels, not a deployable policy.
+    Lookahead,
+    /// The same choice on futures drawn from the past (`rollout`, online only): run times are
+    /// walltimes times ratios of jobs that ended before now, no future arrival is known.
+    Rollout,
     /// A schedlm model directory (`model:DIR`), greedy and best-of-N reported apart.
     Model(PathBuf),
     /// An OpenAI-compatible chat-completions endpoint (`openai:URL#MODEL`).
@@ -43,10 +51,17 @@ impl EvalPolicy {
             EvalPolicy::LocalSearch => "ls".into(),
             EvalPolicy::Ect => "ect".into(),
             EvalPolicy::Optimal => "optimal".into(),
+            EvalPolicy::Lookahead => "lookahead".into(),
+            EvalPolicy::Rollout => "rollout".into(),
             EvalPolicy::Model(dir) => format!("model:{}", dir.display()),
             EvalPolicy::OpenAi { url, model } => format!("openai:{url}#{model}"),
             EvalPolicy::Predictions(file) => format!("predictions:{}", file.display()),
         }
+    }
+
+    /// Whether the policy decides from a replay's future and so runs only online.
+    pub fn is_online_only(&self) -> bool {
+        matches!(self, EvalPolicy::Lookahead | EvalPolicy::Rollout)
     }
 
     /// Whether the policy answers in text (its answers go through the parser).
@@ -98,11 +113,14 @@ impl FromStr for EvalPolicy {
             "ls" => Ok(EvalPolicy::LocalSearch),
             "ect" => Ok(EvalPolicy::Ect),
             "optimal" => Ok(EvalPolicy::Optimal),
+            "lookahead" => Ok(EvalPolicy::Lookahead),
+            "rollout" => Ok(EvalPolicy::Rollout),
             _ => Rule::from_name(s).map(EvalPolicy::Rule).ok_or_else(|| {
                 EvalError::policy(
                     s,
                     "unknown policy: use a rule (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random), \
-                     ect, ls, optimal, model:DIR, openai:URL#MODEL or predictions:FILE",
+                     ect, ls, optimal, lookahead, rollout, model:DIR, openai:URL#MODEL or \
+                     predictions:FILE",
                 )
             }),
         }
@@ -132,10 +150,12 @@ mod tests {
     #[test]
     fn parses_every_kind() {
         let list = parse_list(
-            "fcfs, sjf,ls,optimal,model:runs/x,predictions:p.jsonl,openai:http://h:1/v1#m",
+            "fcfs, sjf,ls,optimal,model:runs/x,predictions:p.jsonl,openai:http://h:1/v1#m,\
+             lookahead,rollout",
         )
         .unwrap();
-        assert_eq!(list.len(), 7);
+        assert_eq!(list.len(), 9);
+        assert!(list[7].is_online_only() && list[8].is_online_only() && !list[3].is_online_only());
         assert_eq!(list[0], EvalPolicy::Rule(Rule::Fcfs));
         assert_eq!(
             list[6],

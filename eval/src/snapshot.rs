@@ -408,6 +408,13 @@ fn prepare(spec: &EvalPolicy, options: &SnapshotOptions) -> Result<Source, EvalE
                 .map_err(|e| EvalError::policy(&spec.name(), e))?,
         )),
         EvalPolicy::Predictions(file) => Source::Predictions(read_predictions(file)?),
+        EvalPolicy::Lookahead | EvalPolicy::Rollout => {
+            return Err(EvalError::policy(
+                &spec.name(),
+                "decides from a replay's future (the jobs to come, the run times so far) and \
+                 runs only online: use it with --trace",
+            ))
+        }
         _ => Source::Orders,
     })
 }

@@ -64,9 +64,9 @@ fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
 fn online_report_numbers_recompute_from_the_csvs() {
     let dir = tempfile::tempdir().unwrap();
     let path = trace(dir.path());
-    let specs = parse_list("fcfs,sjf,wfp3,ls,optimal").unwrap();
+    let specs = parse_list("fcfs,sjf,wfp3,ls,optimal,lookahead,rollout").unwrap();
     let eval = evaluate_online(&path, &specs, &options(Some((2, 20)))).unwrap();
-    assert_eq!(eval.replays.len(), 10);
+    assert_eq!(eval.replays.len(), 14);
     let summary = online_summary(&eval);
     let out = dir.path().join("out");
     write_online_report(&out, &summary, &eval).unwrap();
@@ -74,7 +74,7 @@ fn online_report_numbers_recompute_from_the_csvs() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let jobs = csv_rows(&out.join("jobs.csv"));
     let windows = csv_rows(&out.join("windows.csv"));
-    assert_eq!(jobs.len(), 5 * 2 * 20);
+    assert_eq!(jobs.len(), 7 * 2 * 20);
     for p in json["policies"].as_array().unwrap() {
         let name = p["policy"].as_str().unwrap();
         let mine: Vec<_> = jobs.iter().filter(|j| j["policy"] == name).collect();
@@ -148,6 +148,31 @@ fn online_refuses_what_cannot_replay() {
     assert!(e.to_string().contains("80 jobs"), "{e}");
     let whole = evaluate_online(&path, &specs, &options(None)).unwrap();
     assert_eq!(whole.replays[0].result.jobs.len(), 80);
+}
+
+#[test]
+fn look_ahead_policies_decide_at_every_event_and_repeat_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = trace(dir.path());
+    let specs = parse_list("saf,lookahead,rollout").unwrap();
+    let run = || evaluate_online(&path, &specs, &options(None)).unwrap();
+    let (a, b) = (run(), run());
+    for (x, y) in a.replays.iter().zip(&b.replays) {
+        assert_eq!(x.result, y.result, "{}", x.policy);
+    }
+    let saf = &a.replays[0].result;
+    for teacher in &a.replays[1..] {
+        assert!(
+            teacher.decisions > 0 && teacher.fallbacks == 0,
+            "{}",
+            teacher.policy
+        );
+    }
+    // The clairvoyant teacher leaves SAF somewhere on this bursty trace.
+    let starts = |r: &schedlm_model::sim::SimResult| -> Vec<i64> {
+        r.jobs.iter().map(|j| j.start).collect()
+    };
+    assert_ne!(starts(saf), starts(&a.replays[1].result));
 }
 
 /// A text policy that follows the prompt's listing (`J1 J2 ... Jn`, the best rule's ranking

@@ -30,6 +30,7 @@ pub mod cost;
 mod deadline;
 pub mod greedy;
 pub mod local;
+pub mod lookahead;
 #[cfg(feature = "milp")]
 pub mod milp;
 mod packing;

@@ -11,7 +11,7 @@ use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::Template;
 use schedlm_eval::answers::AnswerLog;
 use schedlm_eval::data::load_dataset;
-use schedlm_eval::online::{evaluate_online, OnlineOptions};
+use schedlm_eval::online::{evaluate_online, LookaheadOptions, OnlineOptions};
 use schedlm_eval::openai::ClientOptions;
 use schedlm_eval::policy::parse_list;
 use schedlm_eval::report::markdown::{headline, policy_rows};
@@ -55,10 +55,14 @@ pub struct EvalArgs {
     pub trace: Option<PathBuf>,
 
     /// Policies, comma-separated: rules (fcfs, sjf, saf, ljf, wfp3, unicep, f1, random),
-    /// `ls` (local search), `optimal` (the exact portfolio under --time-limit), `model:DIR` (a
-    /// schedlm model), `openai:URL#MODEL` (an OpenAI-compatible chat-completions endpoint,
-    /// e.g. openai:http://127.0.0.1:8000/v1#qwen) and `predictions:FILE` (JSON Lines
-    /// {"id", "output", "best_of"} keyed by record id).
+    /// `ect` (earliest completion first), `ls` (local search), `optimal` (the exact portfolio
+    /// under --time-limit), `model:DIR` (a schedlm model), `openai:URL#MODEL` (an
+    /// OpenAI-compatible chat-completions endpoint, e.g. openai:http://127.0.0.1:8000/v1#qwen)
+    /// and `predictions:FILE` (JSON Lines {"id", "output", "best_of"} keyed by record id).
+    /// Online only: `lookahead` (at every event, each rule's order tried on the true future:
+    /// true run times and the arrivals within --horizon; a clairvoyant reference, not a
+    /// scheduler) and `rollout` (the same choice on --rollout-samples futures drawn from the
+    /// run times of jobs that ended before now; deployable). See docs/eval.md.
     #[arg(long, value_name = "LIST")]
     pub policies: String,
 
@@ -156,6 +160,21 @@ pub struct EvalArgs {
     /// shown, and prompts longer than a model's context fall back to FCFS (counted).
     #[arg(long, value_name = "K", requires = "trace", value_parser = clap::value_parser!(u64).range(1..))]
     pub text_queue: Option<u64>,
+
+    /// Online, `lookahead`: jobs that arrive within this long after an event join its
+    /// simulated future.
+    #[arg(long, default_value = "1h", value_parser = parse_duration, requires = "trace")]
+    pub horizon: Duration,
+
+    /// Online, `rollout`: futures drawn per event (each candidate is scored on the same ones).
+    #[arg(long, default_value_t = 32, value_name = "N", requires = "trace",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub rollout_samples: u64,
+
+    /// Online, `lookahead` and `rollout`: the rule that decides every later event of a
+    /// simulated future (the candidates decide the event itself).
+    #[arg(long, default_value = "saf", requires = "trace")]
+    pub base_rule: schedlm_solver::rules::Rule,
 
     /// `model:DIR`: also sample N answers and keep the best valid one (reported apart as
     /// `model:DIR (best-of)`); 1 = greedy only.
@@ -431,6 +450,11 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
         text_queue: args.text_queue.map(|k| k as usize),
         client: args.client(),
         models: args.models(false),
+        lookahead: LookaheadOptions {
+            horizon: args.horizon.as_secs() as i64,
+            samples: args.rollout_samples as usize,
+            base: args.base_rule,
+        },
     };
     let eval = evaluate_online(trace, specs, &options)?;
     let summary = online_summary(&eval);
