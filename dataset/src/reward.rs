@@ -106,10 +106,26 @@ pub fn score_text(
     objective: Objective,
     variant: Variant,
 ) -> Scored {
-    match parse_answer(text, ids, instance, Mode::Strict) {
-        Ok(p) => score_order(problem, &p.order, objective, variant),
-        Err(_) => Scored::new(None, brpi_value(problem, objective, variant)),
-    }
+    let brpi = brpi_value(problem, objective, variant);
+    score_text_against(problem, text, ids, instance, objective, variant, brpi)
+}
+
+/// [`score_text`] with BRPI's value already computed (`brpi`, from [`brpi_value`]): for
+/// scoring many answers to one prompt.
+pub fn score_text_against(
+    problem: &Problem,
+    text: &str,
+    ids: &IdMap,
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    brpi: f64,
+) -> Scored {
+    let value = parse_answer(text, ids, instance, Mode::Strict)
+        .ok()
+        .and_then(|p| problem.schedule(&p.order, objective, variant).ok())
+        .map(|(_, v)| v);
+    Scored::new(value, brpi)
 }
 
 /// Scores an order of queue indices (a rollout's): dispatched, set against BRPI.

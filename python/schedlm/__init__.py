@@ -1,0 +1,248 @@
+"""schedlm from Python: cluster scheduling as a task with an exact checker.
+
+Instances (cluster snapshots), prompts, scores, rewards and proven labels from the schedlm
+crates, in-process: every function calls the same Rust code as the ``schedlm`` command line
+(SPEC semantics, the same bytes, the same messages). See docs/python.md.
+
+>>> import schedlm
+>>> inst = schedlm.generate("uniform", queue=(6, 8), count=1, seed=3)[0]
+>>> prompt = schedlm.render(inst)["prompt"]
+>>> ranking = " ".join(f"J{k}" for k in range(1, len(inst["queue"]) + 1))
+>>> schedlm.reward(inst, ranking)  # compact-v2 lists the best rule's ranking as J1..Jn
+0.0
+
+Instances are dicts (as ``json.loads`` reads a line of ``schedlm generate``) or JSON text.
+Errors are ``ValueError`` with the command line's message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _schedlm
+
+__version__: str = _schedlm.__version__
+
+Instance = Union[Mapping[str, Any], str]
+
+#: The reward of an answer that is not a valid order.
+INVALID_REWARD = -1.0
+
+__all__ = [
+    "INVALID_REWARD",
+    "Dataset",
+    "generate",
+    "generate_json",
+    "instance_json",
+    "label",
+    "render",
+    "reward",
+    "reward_many",
+    "score",
+    "score_many",
+    "solve",
+]
+
+
+def instance_json(instance: Instance) -> str:
+    """The JSON text of an instance given as a dict or as JSON text (returned as is). Null
+    members are taken as absent by every function: Arrow (``datasets``) fills the keys some
+    rows lack with None, and the instance schema has no null values."""
+    if isinstance(instance, str):
+        return instance
+    return json.dumps(instance)
+
+
+def _queue(queue: Union[int, Tuple[int, int], Sequence[int]]) -> Tuple[int, int]:
+    if isinstance(queue, int):
+        return queue, queue
+    lo, hi = queue
+    return int(lo), int(hi)
+
+
+def generate_json(
+    family: str = "hpc",
+    queue: Union[int, Tuple[int, int]] = (8, 12),
+    count: int = 100,
+    seed: int = 1,
+    *,
+    servers: Optional[int] = None,
+    running: Optional[int] = None,
+    load: Optional[float] = None,
+    deps: Optional[float] = None,
+    max_walltime: Optional[int] = None,
+    queue_span: Optional[int] = None,
+    wide: Optional[float] = None,
+    mem_bound: Optional[float] = None,
+    mixed_nodes: bool = False,
+) -> list[str]:
+    """Snapshots as JSON lines: exactly the lines ``schedlm generate --family FAMILY --queue
+    LO..HI -n COUNT --seed SEED`` (and the same shape options) writes, without newlines.
+
+    ``family`` is ``uniform``, ``hpc`` or ``dl``; ``queue`` a length or an inclusive range.
+    The keyword options are the command's (``--servers``, ``--running``, ``--load``,
+    ``--deps``) and the settings that give headroom (``--max-walltime``, ``--queue-span``,
+    ``--wide``, ``--mem-bound``, ``--mixed-nodes``; docs/generator.md).
+    """
+    lo, hi = _queue(queue)
+    return _schedlm.generate(
+        family, lo, hi, count, seed, servers, running, load, deps, max_walltime,
+        queue_span, wide, mem_bound, mixed_nodes,
+    )
+
+
+def generate(
+    family: str = "hpc",
+    queue: Union[int, Tuple[int, int]] = (8, 12),
+    count: int = 100,
+    seed: int = 1,
+    **shape: Any,
+) -> list[dict]:
+    """Snapshots as dicts: :func:`generate_json` parsed. Same seed, same instances."""
+    return [json.loads(line) for line in generate_json(family, queue, count, seed, **shape)]
+
+
+def render(
+    instance: Instance,
+    template: str = "compact-v2",
+    objective: str = "bsld",
+    variant: str = "serial",
+) -> dict:
+    """The prompt of an instance, as ``schedlm dataset build`` renders it.
+
+    Returns ``system``, ``user``, ``prompt`` (system, blank line, user, newline: the
+    records' ``prompt``), ``messages`` (system and user, the records' conversational form),
+    ``template`` and ``ids`` (prompt id such as ``J3`` to the instance's id).
+    """
+    return json.loads(_schedlm.render(instance_json(instance), template, objective, variant))
+
+
+def score(
+    instance: Instance,
+    answer: str,
+    template: str = "compact-v2",
+    objective: str = "bsld",
+    variant: str = "serial",
+    strict: bool = True,
+    reference: Optional[float] = None,
+) -> dict:
+    """Scores a text answer to the instance's prompt, as ``schedlm eval`` scores it.
+
+    Returns ``valid``; ``reason`` (the parser's, for an invalid answer); ``order`` (the
+    instance's job ids in placement order, None when invalid); ``value`` (the value that
+    counts: the answer's own, or for an invalid answer the FCFS fallback's when ``strict``
+    and the repaired answer's when not); ``answer_value`` (None when invalid);
+    ``lenient_value``; ``fcfs_value``; ``brpi_value`` (the best rule per instance, the
+    ranking compact-v2 lists); ``reward`` (:func:`reward`); ``gap`` ((value - reference) /
+    reference when a ``reference`` is given, e.g. a record's ``value`` or ``lower_bound``).
+    """
+    return json.loads(
+        _schedlm.score(
+            instance_json(instance), answer, template, objective, variant, strict, reference
+        )
+    )
+
+
+def score_many(
+    instances: Sequence[Instance],
+    answers: Sequence[str],
+    template: str = "compact-v2",
+    objective: str = "bsld",
+    variant: str = "serial",
+    strict: bool = True,
+    references: Optional[Sequence[Optional[float]]] = None,
+) -> list[dict]:
+    """:func:`score` of ``answers[k]`` on ``instances[k]`` for every k, on all cores."""
+    texts = [instance_json(i) for i in instances]
+    refs = None if references is None else [None if r is None else float(r) for r in references]
+    out = _schedlm.score_many(texts, list(answers), template, objective, variant, strict, refs)
+    return [json.loads(s) for s in out]
+
+
+def reward(
+    instance: Instance,
+    answer: str,
+    template: str = "compact-v2",
+    objective: str = "bsld",
+    variant: str = "serial",
+) -> float:
+    """The reward of a text answer: the function ``schedlm rl`` trains with.
+
+    The answer is parsed strictly against the prompt's ids and dispatched (SPEC section 3);
+    with ``v`` its objective value and ``b`` the best rule per instance's::
+
+        reward = b / v - 1                 valid, v > 0
+        reward = 1 (0 when b is 0)         valid, v = 0
+        reward = -1                        not a valid order
+
+    The ranking itself earns 0, every better order a positive reward, every worse one a
+    reward above -1.
+    """
+    return _schedlm.reward(instance_json(instance), answer, template, objective, variant)
+
+
+def reward_many(
+    instances: Sequence[Instance],
+    answers: Sequence[str],
+    template: str = "compact-v2",
+    objective: str = "bsld",
+    variant: str = "serial",
+) -> list[float]:
+    """:func:`reward` of ``answers[k]`` on ``instances[k]`` for every k, on all cores, without
+    the GIL."""
+    texts = [instance_json(i) for i in instances]
+    return _schedlm.reward_many(texts, list(answers), template, objective, variant)
+
+
+def solve(
+    instance: Instance,
+    solver: str = "auto",
+    objective: str = "bsld",
+    variant: str = "serial",
+    time_limit: float = 10.0,
+    node_limit: Optional[int] = None,
+    seed: int = 1,
+) -> dict:
+    """The best order of an instance, as ``schedlm solve`` writes it (without ``line``).
+
+    Returns ``order`` (job ids), ``value``, ``lower_bound``, ``gap``, ``proven_optimal``,
+    ``status``, ``nodes``, ``time_ms``, ``baselines`` (each rule's value) and the settings.
+    A time limit makes the result depend on the machine's speed; a ``node_limit`` (with a
+    generous ``time_limit``) does not.
+    """
+    return json.loads(
+        _schedlm.solve(
+            instance_json(instance), solver, objective, variant, float(time_limit),
+            node_limit, seed,
+        )
+    )
+
+
+def label(
+    instance: Instance,
+    index: int = 0,
+    family: str = "python",
+    template: str = "compact-v2",
+    objective: str = "bsld",
+    variant: str = "serial",
+    solver: str = "auto",
+    time_limit: float = 10.0,
+    node_limit: Optional[int] = None,
+    seed: int = 1,
+    answer: str = "canonical",
+    plan: bool = False,
+) -> dict:
+    """The dataset record of an instance, as ``schedlm dataset build`` writes it: ``prompt``,
+    ``completion``, ``messages``, ``order``, ``value``, ``lower_bound``,
+    ``proven_optimal``, ``baselines``, ``difficulty``, ``instance`` and the rest
+    (docs/dataset.md)."""
+    return json.loads(
+        _schedlm.label(
+            instance_json(instance), index, family, template, objective, variant, solver,
+            float(time_limit), node_limit, seed, answer, plan,
+        )
+    )
+
+
+from .dataset import Dataset  # noqa: E402  (needs the functions above)

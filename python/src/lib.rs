@@ -1,0 +1,584 @@
+//! Python bindings of schedlm: the `schedlm._schedlm` extension module behind the `schedlm`
+//! Python package (`python/schedlm/`, docs/python.md).
+//!
+//! A thin layer: every function here parses its arguments, calls the crates the command line
+//! calls (generator, dataset, solver, eval) and returns plain values or JSON text, which the
+//! Python package turns into dicts. No scheduling logic lives here. Errors become Python
+//! `ValueError`s carrying the command line's messages.
+//!
+//! The batch functions (`score_many`, `reward_many`) release the GIL and spread the
+//! answers over all cores with rayon; each answer is scored exactly as alone.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+use schedlm_dataset::record::prompt_text;
+use schedlm_dataset::reward::{brpi_value, reward as reward_of, score_text_against};
+use schedlm_dataset::{make_record, render as render_prompt, RecordOptions, SplitSpec, Template};
+use schedlm_generator::{generate as generate_instances, Config, Family, Hard, Load};
+use schedlm_model::{Instance, Objective, Problem, Variant};
+use schedlm_solver::portfolio::{self, SolveOptions, Solver};
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// A lowercase name (`bsld`, `serial`, `auto`, ...) as the enum it names.
+fn named<T: DeserializeOwned>(what: &str, name: &str, choices: &str) -> PyResult<T> {
+    serde_json::from_value(Value::String(name.to_string()))
+        .map_err(|_| value_error(format!("unknown {what} `{name}`: use one of {choices}")))
+}
+
+fn objective(name: &str) -> PyResult<Objective> {
+    named("objective", name, "bsld, wait, flow, makespan")
+}
+
+fn variant(name: &str) -> PyResult<Variant> {
+    named("variant", name, "serial, strict")
+}
+
+fn template(name: &str) -> PyResult<Template> {
+    Template::from_name(name).ok_or_else(|| {
+        value_error(format!(
+            "unknown template `{name}`: use one of compact-v1, compact-v2, verbose-v1, step-v1, \
+             step-v2"
+        ))
+    })
+}
+
+/// An instance from its JSON text, checked as `schedlm solve` checks it. Null members are
+/// taken as absent: Arrow (`datasets`) fills the keys a row lacks with null, and the instance
+/// schema has no null values.
+fn instance(text: &str) -> Result<(Instance, Problem), String> {
+    let instance = if text.contains("null") {
+        let mut value: Value =
+            serde_json::from_str(text).map_err(|e| format!("not an instance: {e}"))?;
+        drop_nulls(&mut value);
+        schedlm_model::parse_valid(&value.to_string())?
+    } else {
+        schedlm_model::parse_valid(text)?
+    };
+    let problem = Problem::new(&instance).map_err(|e| e.to_string())?;
+    Ok((instance, problem))
+}
+
+fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+/// An instance made ready to score answers to its prompt: parsed, compiled, its prompt ids and
+/// the best rule's value computed once.
+struct Prepared {
+    instance: Instance,
+    problem: Problem,
+    ids: schedlm_dataset::IdMap,
+    brpi: f64,
+}
+
+/// Prepares each distinct instance text once (a GRPO batch scores several answers per
+/// prompt), in parallel; `index[k]` is the prepared instance of `texts[k]`.
+fn prepare_all(
+    texts: &[String],
+    objective: Objective,
+    variant: Variant,
+    template: Template,
+) -> (Vec<Result<Prepared, String>>, Vec<usize>) {
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut distinct: Vec<&str> = Vec::new();
+    let index: Vec<usize> = texts
+        .iter()
+        .map(|t| {
+            *first.entry(t.as_str()).or_insert_with(|| {
+                distinct.push(t.as_str());
+                distinct.len() - 1
+            })
+        })
+        .collect();
+    let prepared = distinct
+        .par_iter()
+        .map(|t| prepare(t, objective, variant, template))
+        .collect();
+    (prepared, index)
+}
+
+fn prepare(
+    text: &str,
+    objective: Objective,
+    variant: Variant,
+    template: Template,
+) -> Result<Prepared, String> {
+    let (instance, problem) = instance(text)?;
+    let ids = render_prompt(&instance, objective, variant, template).ids;
+    let brpi = brpi_value(&problem, objective, variant);
+    Ok(Prepared {
+        instance,
+        problem,
+        ids,
+        brpi,
+    })
+}
+
+/// Snapshots of a family as JSON lines, the bytes `schedlm generate` writes with the same
+/// settings (one string per instance, without the newline).
+#[pyfunction]
+#[pyo3(signature = (family, queue_min, queue_max, count, seed, servers=None, running=None,
+                    load=None, deps=None, max_walltime=None, queue_span=None, wide=None,
+                    mem_bound=None, mixed_nodes=false))]
+#[allow(clippy::too_many_arguments)]
+fn generate(
+    family: &str,
+    queue_min: usize,
+    queue_max: usize,
+    count: usize,
+    seed: u64,
+    servers: Option<usize>,
+    running: Option<usize>,
+    load: Option<f64>,
+    deps: Option<f64>,
+    max_walltime: Option<i64>,
+    queue_span: Option<i64>,
+    wide: Option<f64>,
+    mem_bound: Option<f64>,
+    mixed_nodes: bool,
+) -> PyResult<Vec<String>> {
+    let family: Family = family.parse().map_err(value_error)?;
+    let mut config = Config::new(family, seed);
+    config.queue_min = queue_min;
+    config.queue_max = queue_max;
+    config.servers = servers;
+    config.load = match (running, load) {
+        (Some(n), _) => Some(Load::Jobs(n)),
+        (None, Some(f)) => Some(Load::Fraction(f)),
+        (None, None) => None,
+    };
+    config.dep_prob = deps.unwrap_or(0.0);
+    config.hard = Hard {
+        max_walltime,
+        queue_span,
+        wide: wide.unwrap_or(0.0),
+        mem_bound: mem_bound.unwrap_or(0.0),
+        mixed_nodes,
+    };
+    let instances = generate_instances(&config, count)
+        .map_err(|e| value_error(format!("cannot generate snapshots: {e}")))?;
+    instances
+        .iter()
+        .map(|i| serde_json::to_string(i).map_err(value_error))
+        .collect()
+}
+
+/// The prompt of an instance as JSON: `system`, `user`, `prompt` (as dataset records hold
+/// it), `messages` (system and user) and `ids` (prompt id to instance id).
+#[pyfunction]
+fn render(
+    instance_json: &str,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+) -> PyResult<String> {
+    let (instance, _) = instance(instance_json).map_err(value_error)?;
+    let t = template(template_name)?;
+    let rendered = render_prompt(
+        &instance,
+        objective(objective_name)?,
+        variant(variant_name)?,
+        t,
+    );
+    let ids = &rendered.ids;
+    let mut map = serde_json::Map::new();
+    for k in 0..ids.jobs() {
+        let prompt_id = format!("J{}", k + 1);
+        if let Some(original) = ids.to_original(&prompt_id) {
+            map.insert(prompt_id, Value::String(original.to_string()));
+        }
+    }
+    for (s, server) in instance.servers.iter().enumerate() {
+        map.insert(ids.server(s), Value::String(server.id.clone()));
+    }
+    for (r, running) in instance.running.iter().enumerate() {
+        map.insert(ids.running(r), Value::String(running.id.clone()));
+    }
+    Ok(json!({
+        "template": t.name(),
+        "system": rendered.system,
+        "user": rendered.user,
+        "prompt": prompt_text(&rendered.system, &rendered.user),
+        "messages": [
+            {"role": "system", "content": rendered.system},
+            {"role": "user", "content": rendered.user},
+        ],
+        "ids": map,
+    })
+    .to_string())
+}
+
+/// What one answer is worth; see [`score`].
+struct Settings {
+    template: Template,
+    objective: Objective,
+    variant: Variant,
+    strict: bool,
+}
+
+impl Settings {
+    fn new(
+        template_name: &str,
+        objective_name: &str,
+        variant_name: &str,
+        strict: bool,
+    ) -> PyResult<Settings> {
+        Ok(Settings {
+            template: template(template_name)?,
+            objective: objective(objective_name)?,
+            variant: variant(variant_name)?,
+            strict,
+        })
+    }
+
+    fn prepare(&self, text: &str) -> Result<Prepared, String> {
+        prepare(text, self.objective, self.variant, self.template)
+    }
+
+    /// The score of `answer` on a prepared instance, as a JSON object.
+    fn score(&self, p: &Prepared, answer: &str, reference: Option<f64>) -> Result<Value, String> {
+        let scored = schedlm_eval::text_policy::score_text(
+            &p.problem,
+            &p.instance,
+            &p.ids,
+            self.objective,
+            self.variant,
+            Ok(answer),
+        )
+        .map_err(|e| e.to_string())?;
+        let own = scored.valid.then_some(scored.value);
+        let value = if self.strict {
+            scored.value
+        } else {
+            scored.lenient_value
+        };
+        let gap = reference.map(|r| {
+            if r > 0.0 {
+                (value - r) / r
+            } else if value > 0.0 {
+                f64::INFINITY
+            } else {
+                0.0
+            }
+        });
+        let order: Option<Vec<&str>> = scored
+            .order
+            .as_ref()
+            .map(|o| o.iter().map(|&j| p.problem.job_id(j)).collect());
+        let fcfs = schedlm_eval::text_policy::fcfs_value(&p.problem, self.objective, self.variant)
+            .map_err(|e| e.to_string())?;
+        Ok(json!({
+            "valid": scored.valid,
+            "reason": (!scored.valid).then_some(scored.defects),
+            "order": order,
+            "value": value,
+            "answer_value": own,
+            "lenient_value": scored.lenient_value,
+            "fcfs_value": fcfs,
+            "brpi_value": p.brpi,
+            "reward": reward_of(own, p.brpi),
+            "gap": gap.filter(|g| g.is_finite()),
+        }))
+    }
+
+    /// [`schedlm_dataset::reward`] of `answer`: BRPI's value over the answer's, less one; -1
+    /// for an answer that is not a valid order.
+    fn reward(&self, p: &Prepared, answer: &str) -> f64 {
+        score_text_against(
+            &p.problem,
+            answer,
+            &p.ids,
+            &p.instance,
+            self.objective,
+            self.variant,
+            p.brpi,
+        )
+        .reward
+    }
+}
+
+/// The score of one answer as JSON: `valid`, `reason` (the parser's, for an invalid answer),
+/// `order` (instance ids, after the dependency repair), `value` (the value that counts: the
+/// answer's, or for an invalid one the FCFS fallback's when `strict`, the repaired answer's
+/// otherwise), `answer_value`, `lenient_value`, `fcfs_value`, `brpi_value`, `reward` and `gap`
+/// (to `reference` when given).
+#[pyfunction]
+#[pyo3(signature = (instance_json, answer, template_name, objective_name, variant_name, strict, reference=None))]
+fn score(
+    instance_json: &str,
+    answer: &str,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+    strict: bool,
+    reference: Option<f64>,
+) -> PyResult<String> {
+    let settings = Settings::new(template_name, objective_name, variant_name, strict)?;
+    let prepared = settings.prepare(instance_json).map_err(value_error)?;
+    settings
+        .score(&prepared, answer, reference)
+        .map(|v| v.to_string())
+        .map_err(value_error)
+}
+
+/// [`score`] of many answers (`instances[k]` with `answers[k]`), in parallel without the GIL.
+#[pyfunction]
+#[pyo3(signature = (instances, answers, template_name, objective_name, variant_name, strict, references=None))]
+#[allow(clippy::too_many_arguments)]
+fn score_many(
+    py: Python<'_>,
+    instances: Vec<String>,
+    answers: Vec<String>,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+    strict: bool,
+    references: Option<Vec<Option<f64>>>,
+) -> PyResult<Vec<String>> {
+    let settings = Settings::new(template_name, objective_name, variant_name, strict)?;
+    same_length(instances.len(), answers.len())?;
+    if let Some(r) = &references {
+        same_length(instances.len(), r.len())?;
+    }
+    py.detach(|| {
+        let (prepared, index) = prepare_all(
+            &instances,
+            settings.objective,
+            settings.variant,
+            settings.template,
+        );
+        (0..instances.len())
+            .into_par_iter()
+            .map(|k| {
+                let reference = references.as_ref().and_then(|r| r[k]);
+                prepared[index[k]]
+                    .as_ref()
+                    .map_err(String::clone)
+                    .and_then(|p| settings.score(p, &answers[k], reference))
+                    .map(|v| v.to_string())
+                    .map_err(|e| format!("instance {k}: {e}"))
+            })
+            .collect::<Result<Vec<String>, String>>()
+    })
+    .map_err(value_error)
+}
+
+/// The reward of one answer ([`schedlm_dataset::reward`], the function `schedlm rl` trains
+/// with).
+#[pyfunction]
+fn reward(
+    instance_json: &str,
+    answer: &str,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+) -> PyResult<f64> {
+    let settings = Settings::new(template_name, objective_name, variant_name, true)?;
+    let prepared = settings.prepare(instance_json).map_err(value_error)?;
+    Ok(settings.reward(&prepared, answer))
+}
+
+/// [`reward`] of many answers, in parallel without the GIL.
+#[pyfunction]
+fn reward_many(
+    py: Python<'_>,
+    instances: Vec<String>,
+    answers: Vec<String>,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+) -> PyResult<Vec<f64>> {
+    let settings = Settings::new(template_name, objective_name, variant_name, true)?;
+    same_length(instances.len(), answers.len())?;
+    py.detach(|| {
+        let (prepared, index) = prepare_all(
+            &instances,
+            settings.objective,
+            settings.variant,
+            settings.template,
+        );
+        (0..instances.len())
+            .into_par_iter()
+            .map(|k| {
+                prepared[index[k]]
+                    .as_ref()
+                    .map(|p| settings.reward(p, &answers[k]))
+                    .map_err(|e| format!("instance {k}: {e}"))
+            })
+            .collect::<Result<Vec<f64>, String>>()
+    })
+    .map_err(value_error)
+}
+
+fn same_length(instances: usize, other: usize) -> PyResult<()> {
+    if instances == other {
+        Ok(())
+    } else {
+        Err(value_error(format!(
+            "{instances} instance(s) but {other} answer(s) or reference(s): give one per instance"
+        )))
+    }
+}
+
+/// Solver settings as `schedlm solve` checks them.
+fn solve_options(
+    solver_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+    time_limit: f64,
+    node_limit: Option<u64>,
+    seed: u64,
+) -> PyResult<SolveOptions> {
+    let solver: Solver = named("solver", solver_name, "auto, bnb, milp, ls")?;
+    if !(time_limit.is_finite() && time_limit >= 0.0) {
+        return Err(value_error(format!(
+            "time_limit must be a number of seconds >= 0, not {time_limit}"
+        )));
+    }
+    let options = SolveOptions {
+        solver,
+        objective: objective(objective_name)?,
+        variant: variant(variant_name)?,
+        time_limit: std::time::Duration::from_secs_f64(time_limit),
+        node_limit,
+        seed,
+        threads: 1,
+    };
+    options.check().map_err(value_error)?;
+    Ok(options)
+}
+
+/// The best order of an instance, as `schedlm solve` writes it (JSON, without `line`).
+#[pyfunction]
+#[pyo3(signature = (instance_json, solver_name, objective_name, variant_name, time_limit, node_limit=None, seed=1))]
+#[allow(clippy::too_many_arguments)]
+fn solve(
+    py: Python<'_>,
+    instance_json: &str,
+    solver_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+    time_limit: f64,
+    node_limit: Option<u64>,
+    seed: u64,
+) -> PyResult<String> {
+    let options = solve_options(
+        solver_name,
+        objective_name,
+        variant_name,
+        time_limit,
+        node_limit,
+        seed,
+    )?;
+    let solver = options.solver;
+    let (_, problem) = instance(instance_json).map_err(value_error)?;
+    let s = py
+        .detach(|| portfolio::solve(&problem, &options))
+        .map_err(value_error)?;
+    let order: Vec<&str> = s.order.iter().map(|&j| problem.job_id(j)).collect();
+    let baselines: serde_json::Map<String, Value> = s
+        .baselines
+        .iter()
+        .map(|(r, v)| (r.name().to_string(), json!(v)))
+        .collect();
+    Ok(json!({
+        "solver": solver.name(),
+        "objective": options.objective,
+        "variant": options.variant,
+        "order": order,
+        "value": s.value,
+        "lower_bound": s.lower_bound,
+        "gap": s.gap(),
+        "proven_optimal": s.proven_optimal,
+        "status": s.status.name(),
+        "nodes": s.nodes,
+        "time_ms": s.elapsed.as_millis() as u64,
+        "baselines": baselines,
+    })
+    .to_string())
+}
+
+/// The dataset record of an instance (JSON), as `schedlm dataset build` makes it: solved by
+/// `solver_name` within the limits, the label chosen by `answer_name` (`canonical` or
+/// `solver`), the prompt and completion rendered with the template.
+#[pyfunction]
+#[pyo3(signature = (instance_json, index, family, template_name, objective_name, variant_name,
+                    solver_name, time_limit, node_limit=None, seed=1, answer_name="canonical",
+                    plan=false))]
+#[allow(clippy::too_many_arguments)]
+fn label(
+    py: Python<'_>,
+    instance_json: &str,
+    index: u64,
+    family: &str,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+    solver_name: &str,
+    time_limit: f64,
+    node_limit: Option<u64>,
+    seed: u64,
+    answer_name: &str,
+    plan: bool,
+) -> PyResult<String> {
+    let options = solve_options(
+        solver_name,
+        objective_name,
+        variant_name,
+        time_limit,
+        node_limit,
+        seed,
+    )?;
+    let record_options = RecordOptions {
+        answer: named("answer", answer_name, "canonical, solver")?,
+        template: template(template_name)?,
+        objective: options.objective,
+        variant: options.variant,
+        plan,
+        split: SplitSpec::default(),
+    };
+    let (instance, problem) = instance(instance_json).map_err(value_error)?;
+    let solution = py
+        .detach(|| portfolio::solve(&problem, &options))
+        .map_err(value_error)?;
+    let record = make_record(
+        index,
+        family,
+        &instance,
+        &problem,
+        &solution,
+        options.solver.name(),
+        &record_options,
+    )
+    .map_err(value_error)?;
+    serde_json::to_string(&record).map_err(value_error)
+}
+
+/// The extension module.
+#[pymodule]
+fn _schedlm(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(generate, m)?)?;
+    m.add_function(wrap_pyfunction!(render, m)?)?;
+    m.add_function(wrap_pyfunction!(score, m)?)?;
+    m.add_function(wrap_pyfunction!(score_many, m)?)?;
+    m.add_function(wrap_pyfunction!(reward, m)?)?;
+    m.add_function(wrap_pyfunction!(reward_many, m)?)?;
+    m.add_function(wrap_pyfunction!(solve, m)?)?;
+    m.add_function(wrap_pyfunction!(label, m)?)?;
+    Ok(())
+}
