@@ -40,6 +40,9 @@ pub struct ClientOptions {
     /// Sampling temperature (0: the most likely answer, what an evaluation wants; above 0 for
     /// answers that are to vary, as the votes of `extract --llm-samples`).
     pub temperature: f64,
+    /// Send the API key over plain `http://` to a host that is not this machine (refused
+    /// otherwise: anyone on the path can read it).
+    pub allow_http_key: bool,
 }
 
 /// Longest wait a `Retry-After` header can impose before one retry.
@@ -61,6 +64,7 @@ impl Default for ClientOptions {
             api_key_env: "OPENAI_API_KEY".into(),
             max_tokens: None,
             temperature: 0.0,
+            allow_http_key: false,
         }
     }
 }
@@ -108,6 +112,16 @@ impl Client {
         let key = std::env::var(&options.api_key_env)
             .ok()
             .filter(|k| !k.is_empty());
+        if key.is_some() && !options.allow_http_key {
+            if let Some(host) = plain_http_host(url).filter(|h| !is_loopback(h)) {
+                return Err(format!(
+                    "refusing to send the API key in ${} over plain http to {host}, where \
+                     anyone on the way can read it: use https, a server on this machine \
+                     (localhost, 127.0.0.1), unset ${}, or pass --allow-http-key",
+                    options.api_key_env, options.api_key_env
+                ));
+            }
+        }
         let agent = ureq::AgentBuilder::new().timeout(options.timeout).build();
         Ok(Client {
             endpoint,
@@ -132,6 +146,25 @@ impl Client {
             .map_err(|e| Failure::retry(format!("cannot read the response: {e}")))?;
         parse_answer_body(&text).map_err(Failure::retry)
     }
+}
+
+/// The host of a plain `http://` URL (without port), `None` for other URLs.
+fn plain_http_host(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("http://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = authority.strip_prefix('[') {
+        return v6.split(']').next();
+    }
+    Some(authority.split(':').next().unwrap_or(authority))
+}
+
+/// Whether a host name or address is this machine (`localhost`, 127.0.0.0/8, `::1`).
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// An HTTP error status: the server's own message (from a JSON `error.message`, `error`,
@@ -298,6 +331,37 @@ fn retry_reason(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_goes_over_plain_http_only_to_this_machine() {
+        assert_eq!(plain_http_host("http://10.0.0.5:8000/v1"), Some("10.0.0.5"));
+        assert_eq!(
+            plain_http_host("http://u:p@host.example/v1"),
+            Some("host.example")
+        );
+        assert_eq!(plain_http_host("http://[::1]:8000"), Some("::1"));
+        assert_eq!(plain_http_host("https://api.example/v1"), None);
+        assert!(is_loopback("localhost") && is_loopback("127.0.0.2") && is_loopback("::1"));
+        assert!(!is_loopback("10.0.0.5") && !is_loopback("localhost.example.com"));
+        let env = "SCHEDLM_TEST_KEY_HTTP";
+        std::env::set_var(env, "secret");
+        let options = |allow| ClientOptions {
+            api_key_env: env.into(),
+            allow_http_key: allow,
+            ..ClientOptions::default()
+        };
+        let e = Client::new("http://10.0.0.5:8000/v1", "m", options(false))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("refusing to send the API key") && e.contains("10.0.0.5"),
+            "{e}"
+        );
+        assert!(Client::new("http://10.0.0.5:8000/v1", "m", options(true)).is_ok());
+        assert!(Client::new("http://127.0.0.1:8000/v1", "m", options(false)).is_ok());
+        std::env::remove_var(env);
+        assert!(Client::new("http://10.0.0.5:8000/v1", "m", options(false)).is_ok());
+    }
 
     #[test]
     fn answers_carry_finish_reason_and_usage() {

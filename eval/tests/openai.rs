@@ -114,6 +114,7 @@ fn options(timeout_ms: u64, retries: u32) -> ClientOptions {
         api_key_env: "SCHEDLM_EVAL_TEST_UNSET_KEY".into(),
         max_tokens: Some(64),
         temperature: 0.0,
+        allow_http_key: false,
     }
 }
 

@@ -27,6 +27,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::confine::Confined;
 use crate::facts::{JobFacts, Strength, SCHEDULING_FIELDS};
 use crate::launch::unknown;
 
@@ -91,6 +92,10 @@ pub struct AgentReport {
     /// Whether the answers came from the cache (no call made in this run).
     #[serde(default)]
     pub reused: bool,
+    /// Files of the job directory whose contents were sent to the endpoint (relative paths,
+    /// sorted; the listing of the directory is always sent).
+    #[serde(default)]
+    pub sent: Vec<String>,
 }
 
 /// The cache key of an agent run: the job's files (names and SHA-256 from the extraction
@@ -222,7 +227,16 @@ fn run(
                 _ => "the answer is not a JSON object".to_string(),
             },
             "list_dir" => list_dir(dir, argument).unwrap_or_else(|e| e),
-            "read_file" => read_file(dir, argument).unwrap_or_else(|e| e),
+            "read_file" => match read_file(dir, argument) {
+                Ok(text) => {
+                    if !report.sent.iter().any(|f| f == argument) {
+                        report.sent.push(argument.to_string());
+                        report.sent.sort();
+                    }
+                    text
+                }
+                Err(e) => e,
+            },
             _ => format!("unknown action `{action}`: use list_dir, read_file or answer"),
         };
         transcript.push_str(&format!("\n> {line}\n{observation}\n"));
@@ -278,11 +292,10 @@ fn list_dir(dir: &Path, rel: &str) -> Result<String, String> {
 
 /// The first [`HEAD_LIMIT`] bytes of a file (a job directory may hold multi-gigabyte
 /// checkpoints; the model is shown the start of a file only).
-fn head(path: &Path, rel: &str) -> Result<String, String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(HEAD_LIMIT).read_to_end(&mut bytes))
+fn head(dir: &Path, path: &Path, rel: &str) -> Result<String, String> {
+    let mut confined = Confined::new(dir).map_err(|e| format!("the job directory: {e}"))?;
+    let bytes = confined
+        .head(path, HEAD_LIMIT)
         .map_err(|e| format!("{rel}: {e}"))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -292,7 +305,7 @@ const HEAD_LIMIT: u64 = 1 << 20;
 
 fn read_file(dir: &Path, rel: &str) -> Result<String, String> {
     let path = inside(dir, rel)?;
-    let text = head(&path, rel)?;
+    let text = head(dir, &path, rel)?;
     let mut out = String::new();
     for (i, line) in text.lines().enumerate() {
         let numbered = format!("{}: {line}\n", i + 1);
@@ -323,7 +336,7 @@ fn check(dir: &Path, given: &Value) -> Result<(Value, String), String> {
         .parse()
         .map_err(|_| format!("source {source} is not FILE:LINE"))?;
     let path = inside(dir, file)?;
-    let text = head(&path, file)?;
+    let text = head(dir, &path, file)?;
     let cited = text
         .lines()
         .nth(number.wrapping_sub(1))

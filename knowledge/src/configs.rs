@@ -8,6 +8,8 @@
 //! model config (`model_type` and `architectures`) gives the architecture as `model_type`.
 //! The line of a fact is the first line of the file that holds its key.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 
 use crate::facts::{JobFacts, Strength};
@@ -330,11 +332,71 @@ fn line_of(text: &str, key: &str) -> usize {
         .map_or(1, |i| i + 1)
 }
 
-/// A YAML document as a JSON tree (the first document of the file).
+/// Most nodes a YAML file may have once its aliases are expanded: a few hundred bytes of
+/// nested aliases ("billion laughs") otherwise expand to gigabytes.
+const MAX_YAML_NODES: u64 = 100_000;
+
+/// A YAML document as a JSON tree (the first document of the file). A file whose aliases
+/// expand beyond [`MAX_YAML_NODES`] nodes is refused before anything is expanded.
 fn parse_yaml(text: &str) -> Result<Value, Unreadable> {
+    let mut count = Expansion::default();
+    yaml_rust2::parser::Parser::new_from_str(text)
+        .load(&mut count, true)
+        .map_err(|e| format!("not valid YAML: {e}"))?;
+    if count.total > MAX_YAML_NODES {
+        return Err(format!(
+            "YAML whose aliases expand to more than {MAX_YAML_NODES} nodes (refused unexpanded)"
+        ));
+    }
     let docs =
         yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
     Ok(docs.first().map_or(Value::Null, yaml_to_json))
+}
+
+/// The nodes of a YAML stream once its aliases are expanded, counted from the parser's events
+/// without expanding anything (an alias adds its anchor's count); saturating.
+#[derive(Default)]
+struct Expansion {
+    /// Expanded size of each anchor.
+    sizes: HashMap<usize, u64>,
+    /// Open sequences and mappings: (anchor, nodes so far).
+    open: Vec<(usize, u64)>,
+    /// Nodes of the closed top-level documents.
+    total: u64,
+}
+
+impl Expansion {
+    fn add(&mut self, anchor: usize, nodes: u64) {
+        if anchor > 0 {
+            self.sizes.insert(anchor, nodes);
+        }
+        match self.open.last_mut() {
+            Some((_, n)) => *n = n.saturating_add(nodes),
+            None => self.total = self.total.saturating_add(nodes),
+        }
+    }
+}
+
+impl yaml_rust2::parser::EventReceiver for Expansion {
+    fn on_event(&mut self, event: yaml_rust2::parser::Event) {
+        use yaml_rust2::parser::Event;
+        match event {
+            Event::Scalar(_, _, anchor, _) => self.add(anchor, 1),
+            Event::Alias(id) => {
+                let nodes = self.sizes.get(&id).copied().unwrap_or(1);
+                self.add(0, nodes);
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                self.open.push((anchor, 1));
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((anchor, nodes)) = self.open.pop() {
+                    self.add(anchor, nodes);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The quoted strings of a text `("a", 'b')` or `['a']`, when it is only that.
@@ -440,6 +502,21 @@ mod tests {
             read_config("a.yaml", text, Syntax::Yaml, &mut facts).unwrap();
             assert!(facts.value("gpus_total").is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_and_aliases_still_read() {
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+        for k in 1..10 {
+            let prev = format!("*a{}", k - 1);
+            bomb += &format!("a{k}: &a{k} [{}]\n", [prev.as_str(); 9].join(", "));
+        }
+        let mut facts = JobFacts::default();
+        let e = read_config("bomb.yaml", &bomb, Syntax::Yaml, &mut facts).unwrap_err();
+        assert!(e.contains("expand to more than"), "{e}");
+        let text = "base: &b\n  learning_rate: 0.001\ntrain: *b\n";
+        read_config("ok.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        assert_eq!(facts.get("learning_rate").unwrap().value, json!(0.001));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::configs::Syntax;
+use crate::confine::{Confined, Kind};
 use crate::facts::{JobFacts, Strength};
 use crate::{configs, launch, logs, python, scheduler};
 
@@ -33,6 +34,41 @@ const SCRIPT_EXTENSIONS: &[&str] = &["sh", "bash", "slurm", "sbatch", "pbs", "jo
 
 /// Folders never searched.
 const SKIPPED_DIRS: &[&str] = &["__pycache__", "node_modules", "wandb"];
+
+/// Extensions of files that are plainly not job definitions (data, weights, images, docs,
+/// archives): not listed as skipped, to keep the list about what could have mattered.
+const QUIET_EXTENSIONS: &[&str] = &[
+    "md",
+    "rst",
+    "txt",
+    "csv",
+    "tsv",
+    "parquet",
+    "arrow",
+    "bin",
+    "pt",
+    "pth",
+    "ckpt",
+    "safetensors",
+    "npy",
+    "npz",
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "svg",
+    "pdf",
+    "gz",
+    "zip",
+    "tar",
+    "whl",
+    "lock",
+    "log",
+    "out",
+    "err",
+    "ipynb",
+    "html",
+];
 
 /// What went wrong reading a job's files.
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +155,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 11;
+pub const CACHE_VERSION: u32 = 12;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -198,8 +234,12 @@ pub fn extract_cached(
         agent: None,
         embedding: None,
     };
+    let mut confined = Confined::new(dir).map_err(|source| ExtractError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut files = Vec::new();
-    list_files(dir, 0, &mut files)?;
+    list_files(&confined, dir, 0, &mut files, &mut out.skipped)?;
     let mut seen = BTreeMap::new();
     for path in files {
         let rel = path
@@ -207,15 +247,15 @@ pub fn extract_cached(
             .unwrap_or(&path)
             .display()
             .to_string();
-        let Some(bytes) = read_bytes(&path, &rel, &mut out) else {
+        let Some(bytes) = read_bytes(&mut confined, &path, &rel, &mut out) else {
             continue;
         };
         let sha256 = sha256_hex(&bytes);
-        let unchanged = |c: &CachedFile| {
+        let mut unchanged = |c: &CachedFile| {
             c.sha256 == sha256
-                && c.sourced
-                    .iter()
-                    .all(|(file, sha)| file_sha256(&dir.join(file)).as_ref() == Some(sha))
+                && c.sourced.iter().all(|(file, sha)| {
+                    file_sha256(&mut confined, &dir.join(file)).as_ref() == Some(sha)
+                })
         };
         let (outcome, sourced) = match cache.files.get(&rel) {
             Some(cached) if unchanged(cached) => {
@@ -225,7 +265,7 @@ pub fn extract_cached(
                 (cached.outcome.clone(), cached.sourced.clone())
             }
             _ => {
-                let (outcome, sourced) = read_file(dir, &path, &rel, bytes);
+                let (outcome, sourced) = read_file(&mut confined, dir, &path, &rel, bytes);
                 if !matches!(outcome, Outcome::Other) {
                     out.parsed += 1;
                 }
@@ -261,7 +301,7 @@ pub fn extract_cached(
             &mut out.facts,
         );
     }
-    read_hostfile(dir, &mut out.facts);
+    read_hostfile(&mut confined, dir, &mut out.facts);
     for log in log_files {
         let bytes = fs::read(log).map_err(|source| ExtractError::Log {
             path: log.clone(),
@@ -278,7 +318,7 @@ pub fn extract_cached(
 /// A DeepSpeed hostfile the launch names (`--hostfile configs/hostfile`, inside the job
 /// directory): one `host slots=N` line per node gives the nodes, and the GPUs per node when
 /// every node has as many slots. Read each time (like logs), at the launch's strength.
-fn read_hostfile(dir: &Path, facts: &mut JobFacts) {
+fn read_hostfile(confined: &mut Confined, dir: &Path, facts: &mut JobFacts) {
     let Some(fact) = facts.get(launch::HOSTFILE).cloned() else {
         return;
     };
@@ -286,7 +326,7 @@ fn read_hostfile(dir: &Path, facts: &mut JobFacts) {
         return;
     };
     let mut read = Vec::new();
-    let Some((rel, text)) = read_sourced(dir, &[dir.join(name)], &mut read) else {
+    let Some((rel, text)) = read_sourced(confined, &[dir.join(name)], &mut read) else {
         return;
     };
     let slots: Vec<Option<u64>> = text
@@ -319,8 +359,15 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// Every file under `dir` (sorted, depth-limited, skipped folders left out).
-fn list_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), ExtractError> {
+/// Every file under `dir` (sorted, depth-limited, skipped folders left out), seen without
+/// following links ([`Confined::kind`]); what is not to be read is listed in `skipped`.
+fn list_files(
+    confined: &Confined,
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<PathBuf>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<(), ExtractError> {
     let error = |source| ExtractError::Dir {
         path: dir.to_path_buf(),
         source,
@@ -333,42 +380,74 @@ fn list_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), Ex
     for entry in entries {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if path.is_dir() {
-            if depth + 1 < MAX_DEPTH
-                && !name.starts_with('.')
-                && !SKIPPED_DIRS.contains(&name.as_str())
-            {
-                list_files(&path, depth + 1, out)?;
+        match confined.kind(&path) {
+            Kind::Dir => {
+                if depth + 1 < MAX_DEPTH
+                    && !name.starts_with('.')
+                    && !SKIPPED_DIRS.contains(&name.as_str())
+                {
+                    list_files(confined, &path, depth + 1, out, skipped)?;
+                }
             }
-        } else {
-            out.push(path);
+            Kind::File => out.push(path),
+            Kind::Skip(reason) => skipped.push(Skipped {
+                file: relative(confined.root(), &path),
+                reason,
+            }),
         }
     }
     Ok(())
 }
 
-/// The bytes of a file that may be a script or a config (`None` for larger files, listed as
-/// skipped when their name says script or config, and for files that cannot be read, listed).
-fn read_bytes(path: &Path, rel: &str, out: &mut Extraction) -> Option<Vec<u8>> {
-    let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    if size > MAX_SCRIPT_BYTES {
-        if config_kind(path).is_some() || SCRIPT_EXTENSIONS.contains(&extension(path)) {
+/// `path` relative to the job directory `root`, as listed.
+fn relative(root: &Path, path: &Path) -> String {
+    let path = path.strip_prefix(root).unwrap_or(path);
+    path.display().to_string()
+}
+
+/// Whether a file's name says it is a script, a config or Python: read whole. Other files are
+/// read only when they start with `#!`.
+fn by_name(path: &Path) -> bool {
+    config_kind(path).is_some()
+        || extension(path) == "py"
+        || SCRIPT_EXTENSIONS.contains(&extension(path))
+}
+
+/// The bytes of a file that may be a script or a config: whole for a file whose name says so
+/// (up to 1 MiB; larger ones listed as skipped), else only when it starts with `#!` (a script
+/// without an extension). A file that cannot be read is listed; `None` for the others.
+fn read_bytes(
+    confined: &mut Confined,
+    path: &Path,
+    rel: &str,
+    out: &mut Extraction,
+) -> Option<Vec<u8>> {
+    if !by_name(path) && !confined.head(path, 2).is_ok_and(|head| head == b"#!") {
+        if !QUIET_EXTENSIONS.contains(&extension(path)) {
             out.skipped.push(Skipped {
                 file: rel.to_string(),
-                reason: format!("{size} bytes, over the 1 MiB limit for scripts and configs"),
+                reason: format!("not read: {}", unknown_format(path)),
             });
         }
         return None;
     }
-    match fs::read(path) {
+    match confined.read(path, MAX_SCRIPT_BYTES) {
         Ok(bytes) => Some(bytes),
-        Err(e) => {
+        Err(reason) => {
             out.skipped.push(Skipped {
                 file: rel.to_string(),
-                reason: format!("cannot be read: {e}"),
+                reason,
             });
             None
         }
+    }
+}
+
+/// A file of a format the reader does not know, in words.
+fn unknown_format(path: &Path) -> String {
+    match extension(path) {
+        "" => "no extension and no #! line, a format the reader does not know".into(),
+        e => format!("`.{e}` is a format the reader does not know"),
     }
 }
 
@@ -384,6 +463,7 @@ fn config_kind(path: &Path) -> Option<Syntax> {
 /// Parses one file (its bytes) if it is a job script or a configuration file; with the files a
 /// script `source`d (relative to `dir`, with their SHA-256), for the cache.
 fn read_file(
+    confined: &mut Confined,
     dir: &Path,
     path: &Path,
     rel: &str,
@@ -403,7 +483,7 @@ fn read_file(
     if python {
         let mut imported = Vec::new();
         let mut resolve = |from: &str, module: &str, level: usize| {
-            python_module(dir, from, module, level, &mut imported)
+            python_module(confined, dir, from, module, level, &mut imported)
         };
         let outcome = match python::read_python_with(rel, &text, &mut facts, &mut resolve) {
             Ok(()) => Outcome::Read { facts },
@@ -423,7 +503,7 @@ fn read_file(
     let here = path.parent().unwrap_or(dir);
     let mut source = |name: &str| {
         let candidates = [here.join(name), dir.join(name)];
-        read_sourced(dir, &candidates, &mut sourced).map(|(_, text)| text)
+        read_sourced(confined, &candidates, &mut sourced).map(|(_, text)| text)
     };
     for (line, command) in commands(&text, &mut source) {
         launch::read_command(
@@ -442,17 +522,20 @@ fn read_file(
 /// file outside the job directory (`source ~/.bashrc`, `/etc/profile`, an installed package),
 /// missing or not UTF-8. Records what it read, with its hash, in `sourced` (for the cache).
 fn read_sourced(
-    dir: &Path,
+    confined: &mut Confined,
     candidates: &[PathBuf],
     sourced: &mut Vec<(String, String)>,
 ) -> Option<(String, String)> {
-    let root = dir.canonicalize().ok()?;
     let path = candidates
         .iter()
         .filter_map(|p| p.canonicalize().ok())
-        .find(|p| p.starts_with(&root) && p.is_file())?;
-    let bytes = fs::read(&path).ok()?;
-    let rel = path.strip_prefix(&root).ok()?.display().to_string();
+        .find(|p| p.starts_with(confined.root()) && p.is_file())?;
+    let bytes = confined.read(&path, MAX_SCRIPT_BYTES).ok()?;
+    let rel = path
+        .strip_prefix(confined.root())
+        .ok()?
+        .display()
+        .to_string();
     let sha = sha256_hex(&bytes);
     if !sourced.iter().any(|(f, _)| f == &rel) {
         sourced.push((rel.clone(), sha));
@@ -465,6 +548,7 @@ fn read_sourced(
 /// (`level` 0), or that many folders up from the importing file (a relative import, `from
 /// ..config import lr`: level 2).
 fn python_module(
+    confined: &mut Confined,
     dir: &Path,
     from: &str,
     module: &str,
@@ -494,12 +578,15 @@ fn python_module(
             ]
         })
         .collect();
-    read_sourced(dir, &candidates, imported)
+    read_sourced(confined, &candidates, imported)
 }
 
 /// SHA-256 of a file's bytes, hex; `None` when it cannot be read.
-fn file_sha256(path: &Path) -> Option<String> {
-    fs::read(path).ok().map(|b| sha256_hex(&b))
+fn file_sha256(confined: &mut Confined, path: &Path) -> Option<String> {
+    confined
+        .read(path, MAX_SCRIPT_BYTES)
+        .ok()
+        .map(|b| sha256_hex(&b))
 }
 
 /// The command lines of a shell script with their first line numbers: continuations

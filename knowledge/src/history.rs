@@ -42,7 +42,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use schedlm_generator::similar::{self, kind_of, Descriptor, Match};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -145,6 +145,14 @@ pub enum HistoryError {
         column: &'static str,
         /// What is wrong.
         message: String,
+    },
+    /// The file is a damaged database (SQLite's integrity check failed): nothing is written.
+    #[error("{path} is a damaged history database ({detail}); nothing was written: restore it from a copy or start a new file")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// What SQLite's `quick_check` reported first.
+        detail: String,
     },
     /// An outcome name that is not one of [`Outcome::ALL`].
     #[error("unknown outcome \"{0}\"; expected one of: completed, failed, timeout, cancelled")]
@@ -253,6 +261,7 @@ impl History {
                 ))
                 .map_err(|e| history.error("cannot create the jobs table", e))?;
         } else if version == 1 {
+            history.check_integrity()?;
             history.upgrade_from_1()?;
         } else if version != SCHEMA_VERSION {
             return Err(HistoryError::Version {
@@ -260,8 +269,30 @@ impl History {
                 found: version,
                 expected: SCHEMA_VERSION,
             });
+        } else {
+            history.check_integrity()?;
         }
         Ok(history)
+    }
+
+    /// SQLite's `quick_check` (pages, records, indexes; linear in the file's size): a damaged
+    /// file is refused before anything reads or writes it.
+    fn check_integrity(&self) -> Result<(), HistoryError> {
+        let first: String = self
+            .conn
+            .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+            .map_err(|e| HistoryError::Malformed {
+                path: self.path.clone(),
+                detail: e.to_string(),
+            })?;
+        if first == "ok" {
+            Ok(())
+        } else {
+            Err(HistoryError::Malformed {
+                path: self.path.clone(),
+                detail: first,
+            })
+        }
     }
 
     /// Version 1 had no embeddings: the columns are added (every job without one) in one
@@ -298,7 +329,10 @@ impl History {
         }
     }
 
-    /// Adds `job` and returns its id.
+    /// Adds `job` and returns its id. Idempotent: a job with the same content (name, user,
+    /// facts, run times, outcome and embedding) already in the history is not added again and
+    /// its id is returned, so an `add` retried after a kill (committed, id not yet printed)
+    /// leaves one row. Checked and inserted in one write transaction.
     pub fn add(&self, job: &NewJob) -> Result<i64, HistoryError> {
         for (field, value) in [("requested_s", job.requested_s), ("actual_s", job.actual_s)] {
             if let Some(v) = value.filter(|&v| v <= 0) {
@@ -310,24 +344,52 @@ impl History {
             column: "facts",
             message: e.to_string(),
         })?;
-        self.conn
-            .execute(
-                "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
-                                   embedding_model, embedding)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    job.name,
-                    job.user,
-                    facts,
-                    job.requested_s,
-                    job.actual_s,
-                    job.outcome.name(),
-                    job.embedding.as_ref().map(|e| e.model.clone()),
-                    job.embedding.as_ref().map(|e| to_blob(&e.vector)),
-                ],
+        let fail = |e| self.error("cannot add the job", e);
+        let values = params![
+            job.name,
+            job.user,
+            facts,
+            job.requested_s,
+            job.actual_s,
+            job.outcome.name(),
+            job.embedding.as_ref().map(|e| e.model.clone()),
+            job.embedding.as_ref().map(|e| to_blob(&e.vector)),
+        ];
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let found = self
+            .conn
+            .query_row(
+                "SELECT id FROM jobs WHERE name = ?1 AND user IS ?2 AND facts = ?3
+                   AND requested_s IS ?4 AND actual_s IS ?5 AND outcome = ?6
+                   AND embedding_model IS ?7 AND embedding IS ?8
+                 ORDER BY id LIMIT 1",
+                values,
+                |r| r.get::<_, i64>(0),
             )
-            .map_err(|e| self.error("cannot add the job", e))?;
-        Ok(self.conn.last_insert_rowid())
+            .optional();
+        let result = match found {
+            Ok(Some(id)) => Ok(id),
+            Ok(None) => self
+                .conn
+                .execute(
+                    "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
+                                       embedding_model, embedding)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    values,
+                )
+                .map(|_| self.conn.last_insert_rowid()),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(id) => {
+                self.conn.execute_batch("COMMIT").map_err(fail)?;
+                Ok(id)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(fail(e))
+            }
+        }
     }
 
     /// Every job, in the order added.
@@ -603,6 +665,67 @@ mod tests {
             outcome,
             embedding: None,
         }
+    }
+
+    #[test]
+    fn adding_the_same_job_again_returns_its_first_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let a = job(
+            "a",
+            facts(&[("model", json!("gpt2"))]),
+            Some(3600),
+            Outcome::Completed,
+        );
+        let first = History::open(&path).unwrap().add(&a).unwrap();
+        // A retry after a kill opens the file anew and adds the same content.
+        let again = History::open(&path).unwrap().add(&a).unwrap();
+        assert_eq!(first, again);
+        let other = job(
+            "a",
+            facts(&[("model", json!("gpt2"))]),
+            Some(3601),
+            Outcome::Completed,
+        );
+        let h = History::open(&path).unwrap();
+        assert_ne!(h.add(&other).unwrap(), first);
+        let e = embedded(a.clone(), "m", [1.0, 0.0]);
+        let with = h.add(&e).unwrap();
+        assert_eq!(h.add(&e).unwrap(), with);
+        assert_eq!(h.jobs().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_damaged_file_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        {
+            let h = History::open(&path).unwrap();
+            for k in 0..200 {
+                let f = facts(&[("model", json!(format!("model-{k}-{}", "x".repeat(200))))]);
+                h.add(&job(&format!("j{k}"), f, Some(60 + k), Outcome::Completed))
+                    .unwrap();
+            }
+        }
+        let mut bytes = std::fs::read(&path).unwrap();
+        let half = bytes.len() / 2;
+        bytes[half..half + 4096].fill(0xA5);
+        std::fs::write(&path, &bytes).unwrap();
+        let e = match History::open(&path) {
+            Err(e) => e.to_string(),
+            Ok(h) => h
+                .add(&job("new", JobFacts::default(), None, Outcome::Failed))
+                .map(|id| format!("added as {id}"))
+                .unwrap_or_else(|e| e.to_string()),
+        };
+        assert!(e.contains("damaged") || e.contains("malformed"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing was written");
+        std::fs::write(
+            &path,
+            "this is not a database, it is a text file\n".repeat(200),
+        )
+        .unwrap();
+        assert!(History::open(&path).is_err());
     }
 
     fn embedded(mut job: NewJob, model: &str, vector: [f32; 2]) -> NewJob {

@@ -6,7 +6,8 @@
 //! `file:line` it came from and a confidence ([`facts`]): scheduler headers ([`scheduler`]),
 //! launch commands and training arguments ([`launch`]), configuration files ([`configs`]),
 //! Python defaults ([`python`]) and logs ([`logs`]); [`extract()`]
-//! puts them together for one job directory. [`history`] keeps past jobs in SQLite and
+//! puts them together for one job directory, reading it only through [`confine`] (nothing
+//! outside the directory, only regular files, bounded bytes). [`history`] keeps past jobs in SQLite and
 //! predicts a new job's duration from the most similar of them; [`advice`] learns which
 //! configurations fit and how fast they run from past runs, and fills a job's GPU count and
 //! batch size; [`planning`] replays a workload planned with the request, the history's
@@ -19,6 +20,7 @@
 pub mod advice;
 pub mod agent;
 pub mod configs;
+pub mod confine;
 pub mod embed;
 pub mod extract;
 pub mod facts;

@@ -117,6 +117,12 @@ pub struct EvalArgs {
     #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
 
+    /// Send the API key to an `openai:` endpoint over plain `http://` on another machine.
+    /// Refused without it: anyone on the network path can read a key sent that way (https and
+    /// servers on this machine need no flag).
+    #[arg(long)]
+    pub allow_http_key: bool,
+
     /// `max_tokens` of each request [default: 64 + 8 per queued job, enough for an order of
     /// job ids]. Answers cut off at the limit (`finish_reason: length`) are counted in the
     /// report; raise it for models that reason before answering.
@@ -321,6 +327,7 @@ impl EvalArgs {
             backoff: self.backoff,
             api_key_env: self.api_key_env.clone(),
             max_tokens: self.max_tokens,
+            allow_http_key: self.allow_http_key,
             ..ClientOptions::default()
         }
     }

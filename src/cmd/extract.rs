@@ -53,14 +53,23 @@ pub struct ExtractArgs {
     pub output: Option<PathBuf>,
 
     /// Ask an LLM about the fields the parsers left empty: `openai:URL#MODEL`, an
-    /// OpenAI-compatible chat endpoint (e.g. a local llama.cpp or vLLM server). The model lists
-    /// and reads files of DIR only (nothing outside it), answers with the `file:line` of each
-    /// value, and every answer is checked against that line; --llm-samples runs vote. Its facts
-    /// are the weakest source (`agent`); the output's `agent` says what was asked, filled and
-    /// rejected, and the calls and tokens used. With --cache, an unchanged job reuses the
-    /// answers without a call.
+    /// OpenAI-compatible chat endpoint (e.g. a local llama.cpp or vLLM server). FILE CONTENTS
+    /// LEAVE THIS MACHINE when the endpoint is elsewhere: the listing of DIR and every file the
+    /// model asks to read are sent (the output's `agent.sent` lists them, and stderr says so).
+    /// The model lists and reads files of DIR only (nothing outside it, no links out, no
+    /// special files), answers with the `file:line` of each value, and every answer is
+    /// checked against that line; --llm-samples runs vote. Its facts are the weakest source
+    /// (`agent`); the output's `agent` says what was asked, filled and rejected, and the calls
+    /// and tokens used. With --cache, an unchanged job reuses the answers without a call. The
+    /// API key ($OPENAI_API_KEY) is not sent over plain http to another machine unless
+    /// --allow-http-key is given.
     #[arg(long, value_name = "openai:URL#MODEL")]
     pub llm: Option<String>,
+
+    /// With --llm: send the API key over plain `http://` to an endpoint on another machine
+    /// (refused without it: anyone on the network path can read it).
+    #[arg(long, requires = "llm")]
+    pub allow_http_key: bool,
 
     /// Independent agent runs that vote (a field needs a majority); above 1 they sample at
     /// temperature 0.7.
@@ -185,6 +194,7 @@ fn ask_agent(
                 ClientOptions {
                     temperature: if options.samples > 1 { 0.7 } else { 0.0 },
                     max_tokens: Some(512),
+                    allow_http_key: args.allow_http_key,
                     ..ClientOptions::default()
                 },
             )
@@ -210,6 +220,17 @@ fn ask_agent(
         report.completion_tokens,
         if report.reused { " (answers reused from the cache)" } else { "" }
     );
+    if !report.reused && report.calls > 0 {
+        eprintln!(
+            "extract: sent to {url}: the listing of {}{}",
+            args.dir.display(),
+            if report.sent.is_empty() {
+                String::new()
+            } else {
+                format!(" and the contents of {}", report.sent.join(", "))
+            }
+        );
+    }
     for e in &report.errors {
         eprintln!("extract: LLM agent: {e}");
     }
