@@ -20,9 +20,11 @@ use crate::facts::{JobFacts, Strength};
 
 /// Failure classes and the patterns of their messages.
 pub const FAILURES: &[(&str, &str)] = &[
+    // The error itself, not a help text or a log line that names it: the exception's name,
+    // an `...Error:` prefix, or PyTorch's "Tried to allocate".
     (
         "cuda_oom",
-        r"CUDA out of memory|torch\.(cuda\.)?OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|CUDA error: out of memory",
+        r"torch\.(cuda\.)?OutOfMemoryError|\b\w*(Error|Exception):\s*CUDA out of memory|CUDA out of memory\.\s*Tried to allocate|CUBLAS_STATUS_ALLOC_FAILED|CUDA error: out of memory",
     ),
     (
         "nccl_timeout",
@@ -45,15 +47,24 @@ pub const FAILURES: &[(&str, &str)] = &[
         r"(?i)disk quota exceeded|no space left on device",
     ),
     (
+        "time_limit",
+        r"(?i)DUE TO TIME LIMIT|\btime limit (exceeded|reached)\b|job exceeded (its )?(wall ?time|time limit)|PBS: job killed: walltime \d+ exceeded",
+    ),
+    (
         "preempted",
         r"(?i)due to preemption|job (was )?preempted|\bPREEMPTED\b|received preemption signal",
     ),
 ];
 
+/// The patterns compiled once; a pattern that does not compile is a bug in this file, reported
+/// loudly at first use (and by the unit tests) instead of switching its class off.
 static FAILURE_RES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     FAILURES
         .iter()
-        .filter_map(|(class, pattern)| Regex::new(pattern).ok().map(|re| (*class, re)))
+        .map(|(class, pattern)| match Regex::new(pattern) {
+            Ok(re) => (*class, re),
+            Err(e) => panic!("failure pattern of {class} does not compile: {e}"),
+        })
         .collect()
 });
 
@@ -115,6 +126,8 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
         .split('\n')
         .enumerate()
         .flat_map(|(index, line)| line.split('\r').map(move |piece| (index + 1, piece)));
+    let mut failure: Option<(&str, usize, String)> = None;
+    let mut progress_since = false;
     for (number, raw) in pieces {
         let clean = ANSI.as_ref().map(|re| re.replace_all(raw, ""));
         let line: &str = clean.as_deref().unwrap_or(raw);
@@ -177,10 +190,26 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
             .iter()
             .find(|(_, re)| !frame && re.is_match(line))
         {
-            set("failure", json!(class), number, 1.0);
-            set("failure_evidence", json!(line.trim()), number, 1.0);
+            failure = Some((class, number, line.trim().to_string()));
+            progress_since = false;
+        } else if !evaluation && makes_progress(line) {
+            progress_since = true;
         }
     }
+    // A failure the run went on from (an OOM retried with a smaller batch, a NaN step skipped)
+    // is not what ended it: training progress after it drops it.
+    if let Some((class, number, evidence)) = failure.filter(|_| !progress_since) {
+        set("failure", json!(class), number, 1.0);
+        set("failure_evidence", json!(evidence), number, 1.0);
+    }
+}
+
+/// Whether a line reports training progress (a step count), after which an earlier failure
+/// is taken as recovered from.
+fn makes_progress(line: &str) -> bool {
+    [&*TQDM, &*STEP_OF, &*STEP_EQ, &*STEP_LOSS]
+        .iter()
+        .any(|re| re.as_ref().is_some_and(|re| re.is_match(line)))
 }
 
 /// `mm:ss` or `h:mm:ss` in seconds; `None` for `?`.
@@ -256,6 +285,11 @@ mod tests {
     }
 
     #[test]
+    fn every_failure_pattern_compiles() {
+        assert_eq!(FAILURE_RES.len(), FAILURES.len());
+    }
+
+    #[test]
     fn failure_classes_and_evidence() {
         for (line, class) in [
             ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
@@ -266,6 +300,8 @@ mod tests {
             ("ModuleNotFoundError: No module named 'flash_attn'", "missing_module"),
             ("OSError: [Errno 122] Disk quota exceeded", "disk_quota"),
             ("slurmstepd: error: *** JOB 42 ON node7 CANCELLED AT 2024-01-01T00:00:00 DUE TO PREEMPTION ***", "preempted"),
+            ("slurmstepd: error: *** JOB 43 ON node7 CANCELLED AT 2024-01-01T00:00:00 DUE TO TIME LIMIT ***", "time_limit"),
+            ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)", "cuda_oom"),
         ] {
             let facts = read(&format!("epoch 1\n{line}\n"));
             assert_eq!(facts.value("failure").unwrap(), class, "{line}");
@@ -275,6 +311,26 @@ mod tests {
         // The last failure decides.
         let facts = read("loss is nan\nstill going\nKilled\n");
         assert_eq!(facts.value("failure").unwrap(), "oom_killed");
+        // A help text that names the error is not the error.
+        let help = read(
+            "  --auto_find_batch_size  halve the batch on CUDA out of memory errors\n\
+             100%|##########| 50/50 [00:10<00:00, 5.00it/s]\ntraining finished\n",
+        );
+        assert!(help.get("failure").is_none(), "{help:?}");
+        // An OOM the run recovered from (retried with a smaller batch) is not its failure.
+        let recovered = read(
+            "  10%|#  | 5/50 [00:01<00:09, 5.00it/s]\n\
+             torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n\
+             Reducing batch size to 4\n\
+             100%|##########| 50/50 [00:10<00:00, 5.00it/s]\n",
+        );
+        assert!(recovered.get("failure").is_none(), "{recovered:?}");
+        // Progress before the error does not hide it.
+        let died = read(
+            "  10%|#  | 5/50 [00:01<00:09, 5.00it/s]\n\
+             RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+        );
+        assert_eq!(died.value("failure").unwrap(), "cuda_oom");
         // Words that only look alike are not failures.
         let clean = read(
             "eval nan_to_num applied\nkilled 3 stale workers cleanly\nmodule named foo loaded\n",

@@ -37,7 +37,8 @@ pub struct ExtractArgs {
 
     /// A log of the job (repeatable): progress (tqdm bars, `step k/N`, Megatron and DeepSpeed
     /// lines) and the failure class with its evidence line (`cuda_oom`, `nccl_timeout`,
-    /// `nan_loss`, `oom_killed`, `missing_module`, `disk_quota`, `preempted`).
+    /// `nan_loss`, `oom_killed`, `missing_module`, `disk_quota`, `time_limit`, `preempted`;
+    /// from the error itself, and not a failure the run went on from).
     #[arg(long = "log", value_name = "FILE")]
     pub logs: Vec<PathBuf>,
 
