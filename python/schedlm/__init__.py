@@ -54,6 +54,30 @@ def instance_json(instance: Instance) -> str:
     return json.dumps(instance)
 
 
+def _settings(
+    item: Any, template: Optional[str], objective: Optional[str], variant: Optional[str],
+    reference: Optional[float] = None,
+) -> Tuple[str, str, str, str, Optional[float]]:
+    """(instance JSON, template, objective, variant, reference) of an instance or a record.
+
+    A dataset record (a dict with an ``instance``) brings its own template, objective and
+    variant, and its reference: the label's ``value`` when proven optimal, else its
+    ``lower_bound``. Arguments given explicitly win."""
+    if isinstance(item, Mapping) and "instance" in item:
+        if reference is None:
+            proven = item.get("proven_optimal")
+            reference = item.get("value") if proven else item.get("lower_bound")
+        return (
+            instance_json(item["instance"]),
+            template or item.get("template") or "compact-v2",
+            objective or item.get("objective") or "bsld",
+            variant or item.get("variant") or "serial",
+            reference,
+        )
+    return (instance_json(item), template or "compact-v2", objective or "bsld",
+            variant or "serial", reference)
+
+
 def _queue(queue: Union[int, Tuple[int, int], Sequence[int]]) -> Tuple[int, int]:
     if isinstance(queue, int):
         return queue, queue
@@ -121,9 +145,9 @@ def render(
 def score(
     instance: Instance,
     answer: str,
-    template: str = "compact-v2",
-    objective: str = "bsld",
-    variant: str = "serial",
+    template: Optional[str] = None,
+    objective: Optional[str] = None,
+    variant: Optional[str] = None,
     strict: bool = True,
     reference: Optional[float] = None,
 ) -> dict:
@@ -135,37 +159,47 @@ def score(
     and the repaired answer's when not); ``answer_value`` (None when invalid);
     ``lenient_value``; ``fcfs_value``; ``brpi_value`` (the best rule per instance, the
     ranking compact-v2 lists); ``reward`` (:func:`reward`); ``gap`` ((value - reference) /
-    reference when a ``reference`` is given, e.g. a record's ``value`` or ``lower_bound``).
+    reference when a ``reference`` is given).
+
+    ``instance`` may be a dataset record (a row of ``schedlm dataset build``): its template,
+    objective and variant are used, and its label's value (or bound) is the reference. Without
+    a record the defaults are compact-v2, bsld and serial.
     """
-    return json.loads(
-        _schedlm.score(
-            instance_json(instance), answer, template, objective, variant, strict, reference
-        )
-    )
+    text, t, o, v, ref = _settings(instance, template, objective, variant, reference)
+    return json.loads(_schedlm.score(text, answer, t, o, v, strict, ref))
 
 
 def score_many(
     instances: Sequence[Instance],
     answers: Sequence[str],
-    template: str = "compact-v2",
-    objective: str = "bsld",
-    variant: str = "serial",
+    template: Optional[str] = None,
+    objective: Optional[str] = None,
+    variant: Optional[str] = None,
     strict: bool = True,
     references: Optional[Sequence[Optional[float]]] = None,
 ) -> list[dict]:
-    """:func:`score` of ``answers[k]`` on ``instances[k]`` for every k, on all cores."""
-    texts = [instance_json(i) for i in instances]
-    refs = None if references is None else [None if r is None else float(r) for r in references]
-    out = _schedlm.score_many(texts, list(answers), template, objective, variant, strict, refs)
+    """:func:`score` of ``answers[k]`` on ``instances[k]`` (instances or records) for every
+    k, on all cores. One template, objective and variant for the whole batch: the first
+    item's when not given."""
+    if len(instances) == 0:
+        return []
+    if references is None:
+        references = [None] * len(instances)
+    unpacked = [_settings(i, template, objective, variant, r)
+                for i, r in zip(instances, references)]
+    _, t, o, v, _ = unpacked[0]
+    texts = [u[0] for u in unpacked]
+    refs = [None if u[4] is None else float(u[4]) for u in unpacked]
+    out = _schedlm.score_many(texts, list(answers), t, o, v, strict, refs)
     return [json.loads(s) for s in out]
 
 
 def reward(
     instance: Instance,
     answer: str,
-    template: str = "compact-v2",
-    objective: str = "bsld",
-    variant: str = "serial",
+    template: Optional[str] = None,
+    objective: Optional[str] = None,
+    variant: Optional[str] = None,
 ) -> float:
     """The reward of a text answer: the function ``schedlm rl`` trains with.
 
@@ -177,22 +211,28 @@ def reward(
         reward = -1                        not a valid order
 
     The ranking itself earns 0, every better order a positive reward, every worse one a
-    reward above -1.
+    reward above -1. ``instance`` may be a dataset record (its template, objective and variant
+    are used).
     """
-    return _schedlm.reward(instance_json(instance), answer, template, objective, variant)
+    text, t, o, v, _ = _settings(instance, template, objective, variant)
+    return _schedlm.reward(text, answer, t, o, v)
 
 
 def reward_many(
     instances: Sequence[Instance],
     answers: Sequence[str],
-    template: str = "compact-v2",
-    objective: str = "bsld",
-    variant: str = "serial",
+    template: Optional[str] = None,
+    objective: Optional[str] = None,
+    variant: Optional[str] = None,
 ) -> list[float]:
-    """:func:`reward` of ``answers[k]`` on ``instances[k]`` for every k, on all cores, without
-    the GIL."""
-    texts = [instance_json(i) for i in instances]
-    return _schedlm.reward_many(texts, list(answers), template, objective, variant)
+    """:func:`reward` of ``answers[k]`` on ``instances[k]`` (instances or records) for every
+    k, on all cores, without the GIL. One template, objective and variant for the batch: the
+    first item's when not given."""
+    if len(instances) == 0:
+        return []
+    unpacked = [_settings(i, template, objective, variant) for i in instances]
+    _, t, o, v, _ = unpacked[0]
+    return _schedlm.reward_many([u[0] for u in unpacked], list(answers), t, o, v)
 
 
 def solve(

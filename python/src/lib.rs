@@ -245,6 +245,26 @@ impl Settings {
         })
     }
 
+    /// `f(instance k prepared, k)` for every k, in parallel, each distinct instance text
+    /// prepared once; the first error names its instance.
+    fn each<T: Send>(
+        &self,
+        instances: &[String],
+        f: impl Fn(&Prepared, usize) -> Result<T, String> + Sync,
+    ) -> Result<Vec<T>, String> {
+        let (prepared, index) = prepare_all(instances, self.objective, self.variant, self.template);
+        (0..instances.len())
+            .into_par_iter()
+            .map(|k| {
+                prepared[index[k]]
+                    .as_ref()
+                    .map_err(String::clone)
+                    .and_then(|p| f(p, k))
+                    .map_err(|e| format!("instance {k}: {e}"))
+            })
+            .collect()
+    }
+
     fn prepare(&self, text: &str) -> Result<Prepared, String> {
         prepare(text, self.objective, self.variant, self.template)
     }
@@ -355,24 +375,12 @@ fn score_many(
         same_length(instances.len(), r.len())?;
     }
     py.detach(|| {
-        let (prepared, index) = prepare_all(
-            &instances,
-            settings.objective,
-            settings.variant,
-            settings.template,
-        );
-        (0..instances.len())
-            .into_par_iter()
-            .map(|k| {
-                let reference = references.as_ref().and_then(|r| r[k]);
-                prepared[index[k]]
-                    .as_ref()
-                    .map_err(String::clone)
-                    .and_then(|p| settings.score(p, &answers[k], reference))
-                    .map(|v| v.to_string())
-                    .map_err(|e| format!("instance {k}: {e}"))
-            })
-            .collect::<Result<Vec<String>, String>>()
+        settings.each(&instances, |p, k| {
+            let reference = references.as_ref().and_then(|r| r[k]);
+            settings
+                .score(p, &answers[k], reference)
+                .map(|v| v.to_string())
+        })
     })
     .map_err(value_error)
 }
@@ -404,24 +412,8 @@ fn reward_many(
 ) -> PyResult<Vec<f64>> {
     let settings = Settings::new(template_name, objective_name, variant_name, true)?;
     same_length(instances.len(), answers.len())?;
-    py.detach(|| {
-        let (prepared, index) = prepare_all(
-            &instances,
-            settings.objective,
-            settings.variant,
-            settings.template,
-        );
-        (0..instances.len())
-            .into_par_iter()
-            .map(|k| {
-                prepared[index[k]]
-                    .as_ref()
-                    .map(|p| settings.reward(p, &answers[k]))
-                    .map_err(|e| format!("instance {k}: {e}"))
-            })
-            .collect::<Result<Vec<f64>, String>>()
-    })
-    .map_err(value_error)
+    py.detach(|| settings.each(&instances, |p, k| Ok(settings.reward(p, &answers[k]))))
+        .map_err(value_error)
 }
 
 fn same_length(instances: usize, other: usize) -> PyResult<()> {

@@ -68,6 +68,25 @@ def test_score_equals_eval_on_1000_answers(cli, tmp_path):
     assert kinds["valid"] > 200 and kinds["invalid"] > 200, kinds
 
 
+def test_a_record_brings_its_settings_and_reference(cli, tmp_path):
+    data = tmp_path / "d"
+    cli("dataset", "build", "-q", "-n", 6, "--family", "hpc", "--queue", "5..6",
+        "--objective", "wait", "--template", "compact-v1", "--split", "100/0/0",
+        "--format", "both", "--out", data)
+    for line in (data / "train.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        ref = record["value"] if record["proven_optimal"] else record["lower_bound"]
+        by_record = schedlm.score(record, record["completion"])
+        explicit = schedlm.score(record["instance"], record["completion"], template="compact-v1",
+                                 objective="wait", reference=ref)
+        assert by_record == explicit
+        assert by_record["valid"] and close(by_record["value"], record["value"])
+        assert by_record["gap"] is not None
+        assert schedlm.reward(record, record["completion"]) == explicit["reward"]
+        assert schedlm.reward_many([record], [record["completion"]]) == [explicit["reward"]]
+    assert schedlm.score_many([], []) == [] and schedlm.reward_many([], []) == []
+
+
 def test_reward_follows_the_formula_and_matches_score():
     inst = schedlm.generate("uniform", queue=8, count=1, seed=4)[0]
     ranking = " ".join(f"J{k}" for k in range(1, 9))
