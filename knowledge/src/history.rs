@@ -43,7 +43,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use schedlm_generator::similar::{self, kind_of, Descriptor, Match};
+use schedlm_generator::similar::{self, kind_of, Descriptor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -507,6 +507,30 @@ pub fn descriptor(facts: &JobFacts) -> Descriptor {
     d
 }
 
+/// What a past job adds to its distance for each fact the query states and it does not
+/// ([`UNSHARED`] each, on top of [`similar::distance`]'s 1): a record with few facts is not
+/// near everything.
+fn unshared(query: &Descriptor, past: &Descriptor) -> f64 {
+    let kinds = query
+        .kinds
+        .iter()
+        .zip(&past.kinds)
+        .filter(|(q, p)| **q != similar::MISSING_KIND && **p == similar::MISSING_KIND)
+        .count();
+    let sizes = query
+        .sizes
+        .iter()
+        .zip(&past.sizes)
+        .filter(|(q, p)| !q.is_nan() && p.is_nan())
+        .count();
+    UNSHARED * (kinds + sizes) as f64
+}
+
+/// Extra distance of a fact the query states and a past job does not: with it a missing fact
+/// weighs 3, as much as a factor of 20 in one size, so that a nearly empty record ranks below
+/// a job of the same model whose sizes differ.
+const UNSHARED: f64 = 2.0;
+
 /// A value as text (lists joined with `+`, in order).
 fn text(value: &Value) -> String {
     match value {
@@ -577,15 +601,17 @@ pub fn neighbours(
         let candidates: Vec<(&PastJob, Descriptor)> = newest_first
             .map(|p| (p, descriptor(&p.job.facts)))
             .collect();
-        let mut out = vec![Match::NONE; k];
-        let filled = similar::nearest(
-            &descriptor(query.facts),
-            candidates.iter().map(|(_, d)| d),
-            &mut out,
-        );
-        return Ok(out[..filled]
+        let q = descriptor(query.facts);
+        let mut scored: Vec<(f64, &PastJob)> = candidates
             .iter()
-            .map(|m| neighbour(candidates[m.index].0, m.distance, None))
+            .map(|(p, d)| (similar::distance(&q, d) + unshared(&q, d), *p))
+            .collect();
+        // Stable: among equals the newest stays first.
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+        return Ok(scored
+            .into_iter()
+            .take(k)
+            .map(|(distance, p)| neighbour(p, distance, None))
             .collect());
     };
     let mut scored: Vec<(f64, &PastJob)> = newest_first
@@ -610,15 +636,50 @@ pub fn neighbours(
 pub struct Prediction {
     /// Predicted run time in seconds.
     pub seconds: i64,
-    /// How it was made: `nearest` (the nearest completed job), `nearest, capped at the
-    /// request`, or `request` (no completed job to match).
-    pub basis: &'static str,
+    /// How it was made: `nearest` (the nearest completed job's run time), `nearest, scaled by
+    /// epochs (2 / 1)` (by the ratio of the work the two jobs state: their `max_steps`, else
+    /// their `epochs`), `nearest, not scaled: ...` (the jobs differ in work and one of them does
+    /// not say by how much), each with `, capped at the request` when the request is lower; or
+    /// `request` (no completed job to match).
+    pub basis: String,
     /// The nearest completed jobs (at most `k`), nearest first.
     pub matches: Vec<Neighbour>,
 }
 
+/// The work fields a run time scales with, strongest first: the two jobs' ratio of the first
+/// one both state.
+const WORK_FIELDS: [&str; 2] = ["max_steps", "epochs"];
+
+/// How the nearest job's run time is scaled to the query: the factor and a note for the
+/// prediction's basis (empty when nothing differs).
+fn work_scale(query: &JobFacts, neighbour: &JobFacts) -> (f64, String) {
+    let number = |f: &JobFacts, field: &str| {
+        f.value(field)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    for field in WORK_FIELDS {
+        match (number(query, field), number(neighbour, field)) {
+            (Some(q), Some(n)) if q == n => return (1.0, String::new()),
+            (Some(q), Some(n)) => return (q / n, format!(", scaled by {field} ({q} / {n})")),
+            (Some(_), None) => {
+                return (
+                    1.0,
+                    format!(", not scaled: the past job's {field} is unknown"),
+                )
+            }
+            (None, Some(_)) => {
+                return (1.0, format!(", not scaled: this job's {field} is unknown"))
+            }
+            (None, None) => {}
+        }
+    }
+    (1.0, String::new())
+}
+
 /// Predicts the duration of a job with `facts` and `requested_s` from `history`: the actual run
-/// time of the nearest completed job, capped at the request; the request when nothing matches.
+/// time of the nearest completed job, scaled by the ratio of the work both state (steps, else
+/// epochs), capped at the request; the request when nothing matches.
 pub fn predict(
     history: &[PastJob],
     query: Query,
@@ -627,11 +688,18 @@ pub fn predict(
     by: MatchBy,
 ) -> Result<Prediction, HistoryError> {
     let matches = neighbours(history, query, k.max(1), true, by)?;
-    let nearest = matches.first().and_then(|m| m.actual_s);
+    let nearest = matches.first().and_then(|m| {
+        let run = m.actual_s?;
+        let past = history.iter().find(|p| p.id == m.id)?;
+        let (factor, note) = work_scale(query.facts, &past.job.facts);
+        Some((((run as f64) * factor).round().max(1.0) as i64, note))
+    });
     let (seconds, basis) = match (nearest, requested_s) {
-        (Some(run), Some(cap)) if run > cap => (cap, "nearest, capped at the request"),
-        (Some(run), _) => (run, "nearest"),
-        (None, Some(cap)) => (cap, "request"),
+        (Some((run, note)), Some(cap)) if run > cap => {
+            (cap, format!("nearest{note}, capped at the request"))
+        }
+        (Some((run, note)), _) => (run, format!("nearest{note}")),
+        (None, Some(cap)) => (cap, "request".to_string()),
         (None, None) => return Err(HistoryError::Nothing),
     };
     Ok(Prediction {
@@ -665,6 +733,80 @@ mod tests {
             outcome,
             embedding: None,
         }
+    }
+
+    #[test]
+    fn a_record_with_few_facts_is_not_near_everything() {
+        let megatron = |nodes: i64, batch: i64, seq: i64, steps: i64| {
+            facts(&[
+                ("model", json!("llama-7b")),
+                ("script", json!("pretrain_gpt.py")),
+                ("gpus_per_node", json!(8)),
+                ("nodes", json!(nodes)),
+                ("global_batch_size", json!(batch)),
+                ("sequence_length", json!(seq)),
+                ("max_steps", json!(steps)),
+            ])
+        };
+        // The same model and script at another scale: 7.2 apart by the sizes (ln 16 + ln 8 +
+        // ln 2 + ln 5); the nearly empty record is 5 apart by plain distance (a script and four
+        // sizes missing), and used to come first.
+        let past: Vec<PastJob> = [
+            job(
+                "other-size",
+                megatron(4, 256, 2048, 20_000),
+                Some(50_000),
+                Outcome::Completed,
+            ),
+            job(
+                "empty",
+                facts(&[("model", json!("llama-7b"))]),
+                Some(60),
+                Outcome::Completed,
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, job)| PastJob {
+            id: i as i64 + 1,
+            job,
+        })
+        .collect();
+        let q = megatron(64, 2048, 4096, 100_000);
+        let query = Query {
+            facts: &q,
+            embedding: None,
+        };
+        let found = neighbours(&past, query, 2, true, MatchBy::Meta).unwrap();
+        assert_eq!(found[0].name, "other-size", "{found:?}");
+        assert!(
+            similar::distance(&descriptor(&q), &descriptor(&past[1].job.facts)) < found[0].distance
+        );
+        // Five times the steps of the nearest job: five times its run time.
+        let p = predict(&past, query, Some(1_000_000), 1, MatchBy::Meta).unwrap();
+        assert_eq!(p.seconds, 250_000);
+        assert_eq!(p.basis, "nearest, scaled by max_steps (100000 / 20000)");
+        // A job that states no steps is predicted unscaled, and says why.
+        let bare = facts(&[
+            ("model", json!("llama-7b")),
+            ("script", json!("pretrain_gpt.py")),
+        ]);
+        let p = predict(
+            &past[..1],
+            Query {
+                facts: &bare,
+                embedding: None,
+            },
+            Some(30_000),
+            1,
+            MatchBy::Meta,
+        )
+        .unwrap();
+        assert_eq!(p.seconds, 30_000);
+        assert_eq!(
+            p.basis,
+            "nearest, not scaled: this job's max_steps is unknown, capped at the request"
+        );
     }
 
     #[test]
@@ -906,7 +1048,7 @@ mod tests {
         let by = MatchBy::Meta;
         let p = predict(&past, query, Some(9_000), 2, by).unwrap();
         // ln 8/4 < ln 4/1: "big" is nearer; the failed run is not a match.
-        assert_eq!((p.seconds, p.basis), (4_000, "nearest"));
+        assert_eq!((p.seconds, p.basis.as_str()), (4_000, "nearest"));
         assert_eq!(
             p.matches
                 .iter()
