@@ -916,26 +916,22 @@ fn heredoc(line: &str) -> Option<(Option<String>, String)> {
 }
 
 /// `{{ name }}`: a template placeholder.
-static TEMPLATE: std::sync::LazyLock<Option<regex::Regex>> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}").ok());
+static TEMPLATE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| crate::logs::compiled(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}"));
 
 /// `"${NAME[@]}"`: a quoted array expansion, whose words stay separate words.
-static QUOTED_ARRAY: std::sync::LazyLock<Option<regex::Regex>> =
-    std::sync::LazyLock::new(|| regex::Regex::new(r#""\$\{(\w+)\[[@*]\]\}""#).ok());
+static QUOTED_ARRAY: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| crate::logs::compiled(r#""\$\{(\w+)\[[@*]\]\}""#));
 
 /// `$NAME`, `${NAME}` and an array's `${NAME[@]}` (quoted or not: its words stay words)
 /// replaced by the known values; unknown variables stay.
 fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
-    let unquoted = QUOTED_ARRAY
-        .as_ref()
-        .map(|re| re.replace_all(text, "$${$1[@]}"));
-    let text = unquoted.as_deref().unwrap_or(text);
+    let unquoted = QUOTED_ARRAY.replace_all(text, "$${$1[@]}");
+    let text: &str = &unquoted;
     // A template's placeholder (`{{ nodes }}`, Jinja) is a value not known here: an unknown
     // variable, as `${nodes}` would be.
-    let templated = TEMPLATE
-        .as_ref()
-        .map(|re| re.replace_all(text, "$${TEMPLATE_$1}"));
-    let text = templated.as_deref().unwrap_or(text);
+    let templated = TEMPLATE.replace_all(text, "$${TEMPLATE_$1}");
+    let text: &str = &templated;
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {

@@ -61,52 +61,51 @@ pub const FAILURES: &[(&str, &str)] = &[
 static FAILURE_RES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     FAILURES
         .iter()
-        .map(|(class, pattern)| match Regex::new(pattern) {
-            Ok(re) => (*class, re),
-            Err(e) => panic!("failure pattern of {class} does not compile: {e}"),
-        })
+        .map(|(class, pattern)| (*class, compiled(pattern)))
         .collect()
 });
 
+/// A pattern of this crate, compiled; one that does not compile is a bug here and panics at
+/// first use (the unit tests compile every one), never a rule silently switched off.
+pub(crate) fn compiled(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|e| panic!("pattern {pattern:?} does not compile: {e}"))
+}
+
 /// `450/1000 [02:10<02:39, 3.45it/s]` (tqdm; the rate may be `s/it`, the ETA `?`).
-static TQDM: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
+static TQDM: LazyLock<Regex> = LazyLock::new(|| {
+    compiled(
         r"(\d+)/(\d+)\s*\[(\d+(?::\d+){1,2})<(\d+(?::\d+){1,2}|\?)(?:,\s*([\d.]+)\s*(it/s|s/it))?",
     )
-    .ok()
 });
 
 /// `step 120/5000`, `Step: 120 / 5000`, `iteration      100/  500000` (Megatron), `iter 3/10`.
-static STEP_OF: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[:=]?\s*(\d+)\s*/\s*(\d+)").ok()
+static STEP_OF: LazyLock<Regex> = LazyLock::new(|| {
+    compiled(r"(?i)\b(?:global[_ ])?(?:step|iter|iteration)\s*[:=]?\s*(\d+)\s*/\s*(\d+)")
 });
 
 /// DeepSpeed's `step=100, skipped=0` and `global_step=100` without a total.
-static STEP_EQ: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b(?:global_)?step=(\d+)").ok());
+static STEP_EQ: LazyLock<Regex> = LazyLock::new(|| compiled(r"\b(?:global_)?step=(\d+)"));
 
 /// Milliseconds per step: Megatron's `elapsed time per iteration (ms): 1234.5`, modded-nanogpt's
 /// `step_avg:216.33ms`, nanochat's `dt: 5.09ms`.
-static MS_PER_ITER: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"elapsed time per iteration \(ms\):\s*([\d.]+)|\bstep_avg:\s*([\d.]+)ms|\bdt:\s*([\d.]+)ms")
-        .ok()
+static MS_PER_ITER: LazyLock<Regex> = LazyLock::new(|| {
+    compiled(
+        r"elapsed time per iteration \(ms\):\s*([\d.]+)|\bstep_avg:\s*([\d.]+)ms|\bdt:\s*([\d.]+)ms",
+    )
 });
 
 /// A step without a total on a line that reports a loss: `step: 10  loss: 4.98`,
 /// `step 00067 (0.00%) | loss: nan`, DeepSpeed-Chat's `epoch: 0|step: 14|...|act_loss: ...`.
-static STEP_LOSS: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\bstep:?\s*(\d+)\b[^/].*loss").ok());
+static STEP_LOSS: LazyLock<Regex> = LazyLock::new(|| compiled(r"(?i)\bstep:?\s*(\d+)\b[^/].*loss"));
 
 /// A total announced once: torchtitan's `total steps 10`.
-static TOTAL_STEPS: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\btotal steps:?\s*(\d+)").ok());
+static TOTAL_STEPS: LazyLock<Regex> = LazyLock::new(|| compiled(r"(?i)\btotal steps:?\s*(\d+)"));
 
 /// ANSI colour and cursor codes (`\x1b[31m`), which some loggers put between words.
-static ANSI: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").ok());
+static ANSI: LazyLock<Regex> = LazyLock::new(|| compiled(r"\x1b\[[0-9;]*[A-Za-z]"));
 
 /// Progress of evaluation, not training (`Validation DataLoader 0: 50/50`, `Evaluating iter 1/50`).
-static EVALUATION: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)validat|evaluat|\beval\b").ok());
+static EVALUATION: LazyLock<Regex> = LazyLock::new(|| compiled(r"(?i)validat|evaluat|\beval\b"));
 
 /// Reads log `name` (its text) into `facts`: `current_step`, `total_steps`,
 /// `iterations_per_s`, `elapsed_s`, `eta_s`, `failure` (the class) and `failure_evidence`.
@@ -129,17 +128,17 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
     let mut failure: Option<(&str, usize, String)> = None;
     let mut progress_since = false;
     for (number, raw) in pieces {
-        let clean = ANSI.as_ref().map(|re| re.replace_all(raw, ""));
-        let line: &str = clean.as_deref().unwrap_or(raw);
-        let evaluation = EVALUATION.as_ref().is_some_and(|re| re.is_match(line));
-        if let Some(c) = TOTAL_STEPS.as_ref().and_then(|re| re.captures(line)) {
+        let clean = ANSI.replace_all(raw, "");
+        let line: &str = &clean;
+        let evaluation = EVALUATION.is_match(line);
+        if let Some(c) = TOTAL_STEPS.captures(line) {
             if let Some(total) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
                 set("total_steps", json!(total), number, 0.9);
             }
         }
         if evaluation {
             // Neither its progress nor its rate is the training's.
-        } else if let Some(c) = TQDM.as_ref().and_then(|re| re.captures(line)) {
+        } else if let Some(c) = TQDM.captures(line) {
             let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
             if let (Some(step), Some(total)) = (num(1), num(2)) {
                 set("current_step", json!(step), number, 1.0);
@@ -161,24 +160,23 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
                     set("iterations_per_s", json!(per_s), number, 1.0);
                 }
             }
-        } else if let Some(c) = STEP_OF.as_ref().and_then(|re| re.captures(line)) {
+        } else if let Some(c) = STEP_OF.captures(line) {
             let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
             if let (Some(step), Some(total)) = (num(1), num(2)) {
                 set("current_step", json!(step), number, 1.0);
                 set("total_steps", json!(total), number, 1.0);
             }
-        } else if let Some(c) = STEP_EQ.as_ref().and_then(|re| re.captures(line)) {
+        } else if let Some(c) = STEP_EQ.captures(line) {
             if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
                 set("current_step", json!(step), number, 1.0);
             }
-        } else if let Some(c) = STEP_LOSS.as_ref().and_then(|re| re.captures(line)) {
+        } else if let Some(c) = STEP_LOSS.captures(line) {
             if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
                 set("current_step", json!(step), number, 0.9);
             }
         }
         let ms_per_step = MS_PER_ITER
-            .as_ref()
-            .and_then(|re| re.captures(line))
+            .captures(line)
             .and_then(|c| (1..=3).find_map(|i| c.get(i)))
             .and_then(|m| m.as_str().parse::<f64>().ok());
         if let Some(ms) = ms_per_step.filter(|&ms| ms > 0.0 && !evaluation) {
@@ -209,7 +207,7 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
 fn makes_progress(line: &str) -> bool {
     [&*TQDM, &*STEP_OF, &*STEP_EQ, &*STEP_LOSS]
         .iter()
-        .any(|re| re.as_ref().is_some_and(|re| re.is_match(line)))
+        .any(|re| re.is_match(line))
 }
 
 /// `mm:ss` or `h:mm:ss` in seconds; `None` for `?`.
@@ -285,8 +283,19 @@ mod tests {
     }
 
     #[test]
-    fn every_failure_pattern_compiles() {
+    fn every_pattern_compiles() {
         assert_eq!(FAILURE_RES.len(), FAILURES.len());
+        let all = [
+            &*TQDM,
+            &*STEP_OF,
+            &*STEP_EQ,
+            &*MS_PER_ITER,
+            &*STEP_LOSS,
+            &*TOTAL_STEPS,
+            &*ANSI,
+            &*EVALUATION,
+        ];
+        assert!(all.iter().all(|re| !re.as_str().is_empty()));
     }
 
     #[test]
