@@ -303,16 +303,50 @@ pub fn extract_cached(
     }
     read_hostfile(&mut confined, dir, &mut out.facts);
     for log in log_files {
-        let bytes = fs::read(log).map_err(|source| ExtractError::Log {
-            path: log.clone(),
-            source,
-        })?;
+        let bytes = read_log_file(log)?;
         let name = log.display().to_string();
         logs::read_log(&name, &String::from_utf8_lossy(&bytes), &mut out.facts);
         out.read.push(name);
     }
     derive(&mut out.facts);
     Ok(out)
+}
+
+/// Most bytes of one log read (`--log`): a longer log is refused with its size, not read
+/// into memory.
+const MAX_LOG_BYTES: u64 = 256 << 20;
+
+/// The bytes of a log the user named: a regular file (a FIFO or a device is refused, and
+/// opening never blocks) of at most [`MAX_LOG_BYTES`].
+fn read_log_file(log: &Path) -> Result<Vec<u8>, ExtractError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let error = |source| ExtractError::Log {
+        path: log.to_path_buf(),
+        source,
+    };
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(log)
+        .map_err(error)?;
+    let meta = file.metadata().map_err(error)?;
+    let refuse = |why: String| error(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    if !meta.is_file() {
+        return Err(refuse("not a regular file".into()));
+    }
+    if meta.len() > MAX_LOG_BYTES {
+        return Err(refuse(format!(
+            "{} bytes, over the {} MiB limit for a log (pass its end: tail -c 100M LOG > end.log)",
+            meta.len(),
+            MAX_LOG_BYTES >> 20
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_LOG_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(error)?;
+    Ok(bytes)
 }
 
 /// A DeepSpeed hostfile the launch names (`--hostfile configs/hostfile`, inside the job
@@ -1559,5 +1593,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = extract(dir.path(), None, &[dir.path().join("nope.log")]).unwrap_err();
         assert!(err.to_string().contains("nope.log"), "{err}");
+        // A FIFO given as the log is refused at once, not waited on.
+        let fifo = dir.path().join("train.log");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = extract(dir.path(), None, &[fifo]).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let err = extract(dir.path(), None, &[PathBuf::from("/dev/zero")]).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
     }
 }
