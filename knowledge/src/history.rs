@@ -751,7 +751,7 @@ mod tests {
         // The same model and script at another scale: 7.2 apart by the sizes (ln 16 + ln 8 +
         // ln 2 + ln 5); the nearly empty record is 5 apart by plain distance (a script and four
         // sizes missing), and used to come first.
-        let past: Vec<PastJob> = [
+        let past: Vec<NewJob> = [
             job(
                 "other-size",
                 megatron(4, 256, 2048, 20_000),
@@ -766,12 +766,8 @@ mod tests {
             ),
         ]
         .into_iter()
-        .enumerate()
-        .map(|(i, job)| PastJob {
-            id: i as i64 + 1,
-            job,
-        })
         .collect();
+        let past = numbered(past);
         let q = megatron(64, 2048, 4096, 100_000);
         let query = Query {
             facts: &q,
@@ -868,6 +864,17 @@ mod tests {
         )
         .unwrap();
         assert!(History::open(&path).is_err());
+    }
+
+    /// Past jobs with ids 1, 2, ... in order.
+    fn numbered(jobs: Vec<NewJob>) -> Vec<PastJob> {
+        jobs.into_iter()
+            .enumerate()
+            .map(|(i, job)| PastJob {
+                id: i as i64 + 1,
+                job,
+            })
+            .collect()
     }
 
     fn embedded(mut job: NewJob, model: &str, vector: [f32; 2]) -> NewJob {
@@ -1013,7 +1020,7 @@ mod tests {
 
     #[test]
     fn the_nearest_completed_job_predicts_and_failures_do_not() {
-        let past: Vec<PastJob> = [
+        let past: Vec<NewJob> = [
             job(
                 "small",
                 facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(1))]),
@@ -1034,12 +1041,8 @@ mod tests {
             ),
         ]
         .into_iter()
-        .enumerate()
-        .map(|(i, job)| PastJob {
-            id: i as i64 + 1,
-            job,
-        })
         .collect();
+        let past = numbered(past);
         let query = facts(&[("model", json!("gpt2")), ("gpus_per_node", json!(4))]);
         let query = Query {
             facts: &query,
