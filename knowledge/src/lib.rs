@@ -31,6 +31,7 @@ pub mod planning;
 pub mod python;
 pub mod replay;
 pub mod scheduler;
+mod shell;
 pub mod snapshot;
 
 pub use extract::{extract, extract_cached, Cache, ExtractError, Extraction};
