@@ -21,7 +21,8 @@ use schedlm_model::objective::job_bsld;
 use schedlm_model::sim::{Policy, SimJob, SimState, Simulation, StartRule};
 use schedlm_model::Time;
 
-use crate::rules::{score_of, JobView, Rule, RuleContext};
+use crate::policy::job_view;
+use crate::rules::{by_score, score_of, JobView, Rule, RuleContext};
 
 /// Settings of the look-ahead teacher.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,17 +51,10 @@ struct Origin {
     running: bool,
 }
 
-/// The rule's order of `jobs` (indices into `all`), by score at `now` with real submits.
+/// The rule's order of `views` (positions), by score at `now` with real submits.
 fn rule_order(rule: Rule, ctx: &RuleContext, now: Time, views: &[JobView]) -> Vec<usize> {
     let scores: Vec<f64> = views.iter().map(|v| score_of(rule, ctx, now, *v)).collect();
-    let mut order: Vec<usize> = (0..views.len()).collect();
-    order.sort_by(|&a, &b| {
-        scores[a]
-            .total_cmp(&scores[b])
-            .then(views[a].submit.cmp(&views[b].submit))
-            .then(a.cmp(&b))
-    });
-    order
+    by_score(&scores, |p| views[p].submit)
 }
 
 /// The policy of the simulated future: running jobs first, then at the first event the
@@ -92,8 +86,7 @@ impl Policy for Future<'_> {
                 let j = waiting[p];
                 JobView {
                     submit: self.origins[j].submit,
-                    walltime: jobs[j].walltime,
-                    cores: jobs[j].demand.first().copied().unwrap_or(0),
+                    ..job_view(&jobs[j])
                 }
             })
             .collect();
@@ -175,14 +168,7 @@ impl Lookahead {
     pub fn order(&self, state: &SimState<'_>, waiting: &[usize]) -> (Vec<usize>, f64) {
         let now = state.now();
         let jobs = state.jobs();
-        let views: Vec<JobView> = waiting
-            .iter()
-            .map(|&j| JobView {
-                submit: jobs[j].submit,
-                walltime: jobs[j].walltime,
-                cores: jobs[j].demand.first().copied().unwrap_or(0),
-            })
-            .collect();
+        let views: Vec<JobView> = waiting.iter().map(|&j| job_view(&jobs[j])).collect();
         let mut candidates: Vec<(Vec<usize>, Rule)> = Vec::new();
         for &rule in &self.candidates {
             let order = rule_order(rule, &self.ctx, now, &views);

@@ -40,7 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use schedlm_model::sim::{Policy, SimJob, SimState};
 use schedlm_model::Time;
 
-use crate::rules::{score_of, JobView, Rule, RuleContext};
+use crate::rules::{by_score, score_of, JobView, Rule, RuleContext};
 
 /// A priority rule of SPEC section 6 as a replay policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,18 +82,22 @@ impl RulePolicy {
 /// The score of SPEC section 6 of a waiting job at time `now` (ascending runs first), by
 /// [`crate::rules::score_of`]. `Random` scores 0.
 pub fn job_score(rule: Rule, ctx: &RuleContext, now: Time, job: &SimJob) -> f64 {
-    let view = JobView {
+    score_of(rule, ctx, now, job_view(job))
+}
+
+/// What the rules read of a replay's job: its submit, walltime (the plan) and first resource.
+pub fn job_view(job: &SimJob) -> JobView {
+    JobView {
         submit: job.submit,
         walltime: job.walltime,
         cores: job.demand.first().copied().unwrap_or(0),
-    };
-    score_of(rule, ctx, now, view)
+    }
 }
 
 impl Policy for RulePolicy {
     fn order(&mut self, state: &SimState<'_>, waiting: &[usize]) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..waiting.len()).collect();
         if self.rule == Rule::Random {
+            let mut order: Vec<usize> = (0..waiting.len()).collect();
             let mut rng = ChaCha8Rng::seed_from_u64(self.ctx.seed);
             rng.set_stream(self.ctx.stream ^ (state.now() as u64).rotate_left(32));
             order.shuffle(&mut rng);
@@ -106,13 +110,7 @@ impl Policy for RulePolicy {
             .map(|&j| job_score(self.rule, &self.ctx, now, &jobs[j]))
             .collect();
         // The tie-breaks of rules::order: submit, then queue (arrival) position.
-        order.sort_by(|&a, &b| {
-            scores[a]
-                .total_cmp(&scores[b])
-                .then(jobs[waiting[a]].submit.cmp(&jobs[waiting[b]].submit))
-                .then(a.cmp(&b))
-        });
-        order
+        by_score(&scores, |p| jobs[waiting[p]].submit)
     }
 
     fn static_key(&self, job: &SimJob) -> Option<f64> {

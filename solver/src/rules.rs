@@ -117,13 +117,21 @@ pub fn order(rule: Rule, problem: &Problem, ctx: &RuleContext) -> Vec<usize> {
         return jobs;
     }
     let scores: Vec<f64> = jobs.iter().map(|&j| score(rule, problem, ctx, j)).collect();
-    jobs.sort_by(|&a, &b| {
+    by_score(&scores, |j| problem.submit(j))
+}
+
+/// Positions `0..scores.len()` by ascending score, then submit, then position: the order of
+/// every rule of SPEC section 6, on a snapshot ([`order`]) or a replay's queue
+/// ([`crate::policy::RulePolicy`]).
+pub fn by_score(scores: &[f64], submit: impl Fn(usize) -> Time) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&a, &b| {
         scores[a]
             .total_cmp(&scores[b])
-            .then(problem.submit(a).cmp(&problem.submit(b)))
+            .then(submit(a).cmp(&submit(b)))
             .then(a.cmp(&b))
     });
-    jobs
+    order
 }
 
 /// The score of job `j` under `rule` (ascending runs first). `Random` scores 0.
