@@ -11,7 +11,7 @@ use std::time::Duration;
 use schedlm_eval::replay::{
     Cluster, PlanEstimate, RandomWindows, Span, TraceOptions, WindowChoice,
 };
-use schedlm_generator::{Config, Family, Load};
+use schedlm_generator::{Config, Family};
 use schedlm_model::sim::StartRule;
 use schedlm_model::Variant;
 
@@ -171,25 +171,21 @@ impl ShapeArgs {
     /// A generator configuration of `family` with these settings (the family's defaults for
     /// the others).
     pub fn config(&self, family: Family) -> Config {
-        let mut config = Config::new(family, self.seed);
         let queue = self.queue();
-        config.queue_min = queue.min;
-        config.queue_max = queue.max;
-        config.servers = self.servers;
-        config.load = match (self.running, self.load) {
-            (Some(n), _) => Some(Load::Jobs(n)),
-            (None, Some(f)) => Some(Load::Fraction(f)),
-            (None, None) => None,
+        let shape = schedlm_generator::Shape {
+            servers: self.servers,
+            running: self.running,
+            load: self.load,
+            deps: self.deps,
+            hard: schedlm_generator::Hard {
+                max_walltime: self.max_walltime,
+                queue_span: self.queue_span,
+                wide: self.wide.unwrap_or(0.0),
+                mem_bound: self.mem_bound.unwrap_or(0.0),
+                mixed_nodes: self.mixed_nodes,
+            },
         };
-        config.dep_prob = self.deps.unwrap_or(0.0);
-        config.hard = schedlm_generator::Hard {
-            max_walltime: self.max_walltime,
-            queue_span: self.queue_span,
-            wide: self.wide.unwrap_or(0.0),
-            mem_bound: self.mem_bound.unwrap_or(0.0),
-            mixed_nodes: self.mixed_nodes,
-        };
-        config
+        Config::shaped(family, queue.min, queue.max, self.seed, &shape)
     }
 
     /// The options given that shape a sampled cluster (not the queue range or the seed): they

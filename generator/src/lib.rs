@@ -266,6 +266,22 @@ impl Hard {
     }
 }
 
+/// The options that shape a generated set beyond its family, queue lengths and seed, as
+/// `schedlm generate` and the Python package take them; `None` leaves the family default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shape {
+    /// Server count.
+    pub servers: Option<usize>,
+    /// Running jobs at `now` (wins over `load`).
+    pub running: Option<usize>,
+    /// Running load at `now` as a fraction of the capacity.
+    pub load: Option<f64>,
+    /// Dependency probability ([`Config::dep_prob`]; 0 when absent).
+    pub deps: Option<f64>,
+    /// The settings that give headroom.
+    pub hard: Hard,
+}
+
 impl Config {
     /// The family's defaults: 8 to 12 queued jobs, default servers and load, no dependencies.
     pub fn new(family: Family, seed: u64) -> Config {
@@ -278,6 +294,30 @@ impl Config {
             dep_prob: 0.0,
             seed,
             hard: Hard::default(),
+        }
+    }
+
+    /// The configuration of `family` with queues of `queue_min..=queue_max` jobs, `seed`, and
+    /// `shape` over the family's defaults.
+    pub fn shaped(
+        family: Family,
+        queue_min: usize,
+        queue_max: usize,
+        seed: u64,
+        shape: &Shape,
+    ) -> Config {
+        Config {
+            queue_min,
+            queue_max,
+            servers: shape.servers,
+            load: match (shape.running, shape.load) {
+                (Some(n), _) => Some(Load::Jobs(n)),
+                (None, Some(f)) => Some(Load::Fraction(f)),
+                (None, None) => None,
+            },
+            dep_prob: shape.deps.unwrap_or(0.0),
+            hard: shape.hard.clone(),
+            ..Config::new(family, seed)
         }
     }
 
