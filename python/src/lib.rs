@@ -17,10 +17,12 @@ use serde_json::{json, Value};
 
 use schedlm_dataset::record::prompt_text;
 use schedlm_dataset::reward::{brpi_value, reward as reward_of, score_text_against};
-use schedlm_dataset::{make_record, render as render_prompt, RecordOptions, SplitSpec, Template};
-use schedlm_generator::{generate as generate_instances, Config, Family, Hard, Load};
+use schedlm_dataset::{
+    make_record, prompt_ids, render as render_prompt, RecordOptions, SplitSpec, Template,
+};
+use schedlm_generator::{generate as generate_instances, Config, Family, Hard, Shape};
 use schedlm_model::{Instance, Objective, Problem, Variant};
-use schedlm_solver::portfolio::{self, SolveOptions, Solver};
+use schedlm_solver::portfolio::{self, Solution, SolveOptions, Solver};
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -118,7 +120,7 @@ fn prepare(
     template: Template,
 ) -> Result<Prepared, String> {
     let (instance, problem) = instance(text)?;
-    let ids = render_prompt(&instance, objective, variant, template).ids;
+    let ids = prompt_ids(&instance, objective, variant, template);
     let brpi = brpi_value(&problem, objective, variant);
     Ok(Prepared {
         instance,
@@ -152,23 +154,20 @@ fn generate(
     mixed_nodes: bool,
 ) -> PyResult<Vec<String>> {
     let family: Family = family.parse().map_err(value_error)?;
-    let mut config = Config::new(family, seed);
-    config.queue_min = queue_min;
-    config.queue_max = queue_max;
-    config.servers = servers;
-    config.load = match (running, load) {
-        (Some(n), _) => Some(Load::Jobs(n)),
-        (None, Some(f)) => Some(Load::Fraction(f)),
-        (None, None) => None,
+    let shape = Shape {
+        servers,
+        running,
+        load,
+        deps,
+        hard: Hard {
+            max_walltime,
+            queue_span,
+            wide: wide.unwrap_or(0.0),
+            mem_bound: mem_bound.unwrap_or(0.0),
+            mixed_nodes,
+        },
     };
-    config.dep_prob = deps.unwrap_or(0.0);
-    config.hard = Hard {
-        max_walltime,
-        queue_span,
-        wide: wide.unwrap_or(0.0),
-        mem_bound: mem_bound.unwrap_or(0.0),
-        mixed_nodes,
-    };
+    let config = Config::shaped(family, queue_min, queue_max, seed, &shape);
     let instances = generate_instances(&config, count)
         .map_err(|e| value_error(format!("cannot generate snapshots: {e}")))?;
     instances
@@ -286,15 +285,8 @@ impl Settings {
         } else {
             scored.lenient_value
         };
-        let gap = reference.map(|r| {
-            if r > 0.0 {
-                (value - r) / r
-            } else if value > 0.0 {
-                f64::INFINITY
-            } else {
-                0.0
-            }
-        });
+        // As `schedlm eval` reports it: 0 within its tolerance, none for a zero reference.
+        let gap = reference.and_then(|r| schedlm_eval::snapshot::gap_to(value, r).1);
         let order: Option<Vec<&str>> = scored
             .order
             .as_ref()
@@ -311,7 +303,7 @@ impl Settings {
             "fcfs_value": fcfs,
             "brpi_value": p.brpi,
             "reward": reward_of(own, p.brpi),
-            "gap": gap.filter(|g| g.is_finite()),
+            "gap": gap,
         }))
     }
 
@@ -454,6 +446,20 @@ fn solve_options(
     Ok(options)
 }
 
+/// The instance in `instance_json`, its problem, and its solution under `options` (solved
+/// without the GIL).
+fn solved(
+    py: Python<'_>,
+    instance_json: &str,
+    options: &SolveOptions,
+) -> PyResult<(Instance, Problem, Solution)> {
+    let (instance, problem) = instance(instance_json).map_err(value_error)?;
+    let solution = py
+        .detach(|| portfolio::solve(&problem, options))
+        .map_err(value_error)?;
+    Ok((instance, problem, solution))
+}
+
 /// The best order of an instance, as `schedlm solve` writes it (JSON, without `line`).
 #[pyfunction]
 #[pyo3(signature = (instance_json, solver_name, objective_name, variant_name, time_limit, node_limit=None, seed=1))]
@@ -477,10 +483,7 @@ fn solve(
         seed,
     )?;
     let solver = options.solver;
-    let (_, problem) = instance(instance_json).map_err(value_error)?;
-    let s = py
-        .detach(|| portfolio::solve(&problem, &options))
-        .map_err(value_error)?;
+    let (_, problem, s) = solved(py, instance_json, &options)?;
     let order: Vec<&str> = s.order.iter().map(|&j| problem.job_id(j)).collect();
     let baselines: serde_json::Map<String, Value> = s
         .baselines
@@ -543,10 +546,7 @@ fn label(
         plan,
         split: SplitSpec::default(),
     };
-    let (instance, problem) = instance(instance_json).map_err(value_error)?;
-    let solution = py
-        .detach(|| portfolio::solve(&problem, &options))
-        .map_err(value_error)?;
+    let (instance, problem, solution) = solved(py, instance_json, &options)?;
     let record = make_record(
         index,
         family,
