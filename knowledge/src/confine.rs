@@ -53,9 +53,17 @@ impl Confined {
         &self.root
     }
 
-    /// Whether `path`, fully resolved, lies inside the job directory.
-    pub fn inside(&self, path: &Path) -> bool {
-        path.canonicalize().is_ok_and(|p| p.starts_with(&self.root))
+    /// `path` fully resolved (links and `..` removed), when that lies inside the job
+    /// directory; the reason otherwise.
+    pub fn resolve(&self, path: &Path) -> Result<PathBuf, String> {
+        let target = path
+            .canonicalize()
+            .map_err(|e| format!("cannot be read: {e}"))?;
+        if target.starts_with(&self.root) {
+            Ok(target)
+        } else {
+            Err("a symbolic link that leads outside the job directory".into())
+        }
     }
 
     /// What the entry at `path` is, without following it (see the module docs).
@@ -102,12 +110,7 @@ impl Confined {
     /// The regular file at `path`, resolved inside the directory, opened without following a
     /// final link and without blocking; with its metadata.
     fn open(&self, path: &Path) -> Result<(File, fs::Metadata), String> {
-        let target = path
-            .canonicalize()
-            .map_err(|e| format!("cannot be read: {e}"))?;
-        if !target.starts_with(&self.root) {
-            return Err("a symbolic link that leads outside the job directory".into());
-        }
+        let target = self.resolve(path)?;
         let file = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)

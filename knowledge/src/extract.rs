@@ -240,14 +240,10 @@ pub fn extract_cached(
         source,
     })?;
     let mut files = Vec::new();
-    list_files(&confined, dir, 0, &mut files, &mut out.skipped)?;
+    list_files(&confined, dir, dir, 0, &mut files, &mut out.skipped)?;
     let mut seen = BTreeMap::new();
     for path in files {
-        let rel = path
-            .strip_prefix(dir)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let rel = relative(dir, &path);
         let Some(bytes) = read_bytes(&mut confined, &path, &rel, &mut out) else {
             continue;
         };
@@ -395,9 +391,11 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Every file under `dir` (sorted, depth-limited, skipped folders left out), seen without
-/// following links ([`Confined::kind`]); what is not to be read is listed in `skipped`.
+/// following links ([`Confined::kind`]); what is not to be read is listed in `skipped`,
+/// relative to the job directory `top` as given.
 fn list_files(
     confined: &Confined,
+    top: &Path,
     dir: &Path,
     depth: usize,
     out: &mut Vec<PathBuf>,
@@ -421,12 +419,12 @@ fn list_files(
                     && !name.starts_with('.')
                     && !SKIPPED_DIRS.contains(&name.as_str())
                 {
-                    list_files(confined, &path, depth + 1, out, skipped)?;
+                    list_files(confined, top, &path, depth + 1, out, skipped)?;
                 }
             }
             Kind::File => out.push(path),
             Kind::Skip(reason) => skipped.push(Skipped {
-                file: relative(confined.root(), &path),
+                file: relative(top, &path),
                 reason,
             }),
         }
@@ -434,10 +432,9 @@ fn list_files(
     Ok(())
 }
 
-/// `path` relative to the job directory `root`, as listed.
-fn relative(root: &Path, path: &Path) -> String {
-    let path = path.strip_prefix(root).unwrap_or(path);
-    path.display().to_string()
+/// `path` (found by listing `top`) relative to the job directory `top`.
+fn relative(top: &Path, path: &Path) -> String {
+    path.strip_prefix(top).unwrap_or(path).display().to_string()
 }
 
 /// Whether a file's name says it is a script, a config or Python: read whole. Other files are
@@ -563,8 +560,8 @@ fn read_sourced(
 ) -> Option<(String, String)> {
     let path = candidates
         .iter()
-        .filter_map(|p| p.canonicalize().ok())
-        .find(|p| p.starts_with(confined.root()) && p.is_file())?;
+        .filter_map(|p| confined.resolve(p).ok())
+        .find(|p| p.is_file())?;
     let bytes = confined.read(&path, MAX_SCRIPT_BYTES).ok()?;
     let rel = path
         .strip_prefix(confined.root())
@@ -1099,6 +1096,20 @@ mod tests {
         assert_eq!(out.facts.value("gpus_per_node"), Some(&json!(8)));
         assert_eq!(out.facts.get("nodes").unwrap().source, "configs/hostfile:1");
         assert_eq!(out.facts.value("global_batch_size"), Some(&json!(16)));
+    }
+
+    #[test]
+    fn skipped_files_are_named_relative_to_the_directory_as_given() {
+        // The job directory reached through a link: its resolved path differs from the one
+        // given, and the listing is named against the one given.
+        let real = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc", real.path().join("etc")).unwrap();
+        let links = tempfile::tempdir().unwrap();
+        let job = links.path().join("job");
+        std::os::unix::fs::symlink(real.path(), &job).unwrap();
+        let out = extract(&job, None, &[]).unwrap();
+        let names: Vec<&str> = out.skipped.iter().map(|s| s.file.as_str()).collect();
+        assert_eq!(names, ["etc"]);
     }
 
     #[test]
