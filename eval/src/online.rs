@@ -334,7 +334,7 @@ fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind,
                         .filter(|&r| r != options.lookahead.base),
                 )
                 .collect(),
-            base: Some(options.lookahead.base),
+            base: options.lookahead.base,
             start_rule: options.start_rule,
             ctx: RuleContext {
                 origin,

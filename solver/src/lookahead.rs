@@ -31,9 +31,8 @@ pub struct Lookahead {
     pub horizon: Time,
     /// The rules whose orders are tried at each event (ties go to the earlier one).
     pub candidates: Vec<Rule>,
-    /// The rule that decides every later event of the simulated future; `None`: the candidate
-    /// itself.
-    pub base: Option<Rule>,
+    /// The rule that decides every later event of the simulated future.
+    pub base: Rule,
     /// Start rule of the simulated future (the replay's).
     pub start_rule: StartRule,
     /// F1's origin.
@@ -169,16 +168,16 @@ impl Lookahead {
         let now = state.now();
         let jobs = state.jobs();
         let views: Vec<JobView> = waiting.iter().map(|&j| job_view(&jobs[j])).collect();
-        let mut candidates: Vec<(Vec<usize>, Rule)> = Vec::new();
+        // Each distinct order once, in the rules' order (ties go to the earlier).
+        let mut candidates: Vec<Vec<usize>> = Vec::new();
         for &rule in &self.candidates {
             let order = rule_order(rule, &self.ctx, now, &views);
-            if !candidates.iter().any(|(o, _)| *o == order) {
-                candidates.push((order, rule));
+            if !candidates.contains(&order) {
+                candidates.push(order);
             }
         }
         if candidates.len() == 1 {
-            let (order, _) = candidates.swap_remove(0);
-            return (order, f64::NAN);
+            return (candidates.swap_remove(0), f64::NAN);
         }
         let (futures, history) = match self.runtimes {
             Runtimes::Sampled { samples, .. } => {
@@ -199,14 +198,14 @@ impl Lookahead {
             let Some((sim, origins, first_waiting)) =
                 self.future(state, waiting, history.as_ref().zip(rng.as_mut()))
             else {
-                return (candidates.swap_remove(0).0, f64::NAN);
+                return (candidates.swap_remove(0), f64::NAN);
             };
             let mut values = vec![0.0; candidates.len()];
-            for ((order, rule), total) in candidates.iter().zip(values.iter_mut()) {
+            for (order, total) in candidates.iter().zip(values.iter_mut()) {
                 let mut policy = Future {
                     origins: &origins,
                     first: Some(order.iter().map(|&p| first_waiting + p).collect()),
-                    base: self.base.unwrap_or(*rule),
+                    base: self.base,
                     ctx: self.ctx,
                 };
                 *total = match sim.run(&mut policy, self.start_rule) {
@@ -236,7 +235,7 @@ impl Lookahead {
             }
         }
         let value = totals[best] / futures as f64;
-        (candidates.swap_remove(best).0, value)
+        (candidates.swap_remove(best), value)
     }
 
     /// The simulated future from this event: its simulation, where each job comes from, and
@@ -335,7 +334,7 @@ mod tests {
         Lookahead {
             horizon: 0,
             candidates: vec![Rule::Saf, Rule::Fcfs, Rule::Sjf],
-            base: Some(Rule::Saf),
+            base: Rule::Saf,
             start_rule: StartRule::Easy,
             ctx: RuleContext::default(),
             runtimes,
