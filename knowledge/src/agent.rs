@@ -229,9 +229,8 @@ fn run(
             "list_dir" => list_dir(dir, argument).unwrap_or_else(|e| e),
             "read_file" => match read_file(dir, argument) {
                 Ok(text) => {
-                    if !report.sent.iter().any(|f| f == argument) {
-                        report.sent.push(argument.to_string());
-                        report.sent.sort();
+                    if let Err(at) = report.sent.binary_search_by(|f| f.as_str().cmp(argument)) {
+                        report.sent.insert(at, argument.to_string());
                     }
                     text
                 }
