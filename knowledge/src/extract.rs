@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::configs::Syntax;
 use crate::confine::{Confined, Kind};
 use crate::facts::{JobFacts, Strength};
-use crate::shell::{commands, join_continuations};
+use crate::shell::commands;
 use crate::{configs, launch, logs, python, scheduler};
 
 /// Largest file read as a job script.
@@ -291,12 +291,7 @@ pub fn extract_cached(
     }
     cache.files = seen;
     if let Some(command) = command {
-        launch::read_command(
-            &join_continuations(command),
-            "command",
-            Strength::Command,
-            &mut out.facts,
-        );
+        launch::read_line(command, "command", Strength::Command, &mut out.facts);
     }
     read_hostfile(&mut confined, dir, &mut out.facts);
     for log in log_files {
@@ -537,10 +532,10 @@ fn read_file(
         let candidates = [here.join(name), dir.join(name)];
         read_sourced(confined, &candidates, &mut sourced).map(|(_, text)| text)
     };
-    for (line, command) in commands(&text, &mut source) {
+    for command in commands(&text, &mut source) {
         launch::read_command(
-            &command,
-            &format!("{rel}:{line}"),
+            &command.words,
+            &format!("{rel}:{}", command.line),
             Strength::Script,
             &mut facts,
         );
@@ -759,10 +754,10 @@ mod tests {
         let script = "LR=2e-5\nsrun --nodes=2 bash -c \"\ninit_env\nexport MODEL=org/m\naccelerate launch \\\n  train.py --model_name_or_path \\$MODEL --lr $LR\n\"\n";
         let commands = commands(script, &mut |_| None);
         let mut facts = JobFacts::default();
-        for (line, command) in &commands {
+        for c in &commands {
             launch::read_command(
-                command,
-                &format!("job.sh:{line}"),
+                &c.words,
+                &format!("job.sh:{}", c.line),
                 Strength::Script,
                 &mut facts,
             );
@@ -781,10 +776,10 @@ mod tests {
             (name == "scripts/sft.sh").then(|| called.to_string())
         });
         let mut facts = JobFacts::default();
-        for (line, command) in &commands {
+        for c in &commands {
             launch::read_command(
-                command,
-                &format!("submit.sh:{line}"),
+                &c.words,
+                &format!("submit.sh:{}", c.line),
                 Strength::Script,
                 &mut facts,
             );
@@ -793,9 +788,9 @@ mod tests {
         assert_eq!(facts.value("model"), Some(&json!("org/m")), "{commands:?}");
         assert_eq!(facts.value("epochs"), Some(&json!(3)));
         assert_eq!(facts.value("gpus_per_node"), Some(&json!(4)));
-        assert_eq!(script_call("bash run.sh"), None, "no arguments");
+        assert_eq!(script_call(&shlex::split("bash run.sh").unwrap()), None, "no arguments");
         assert_eq!(
-            script_call("scripts/env.sh python train.py --lr 1"),
+            script_call(&shlex::split("scripts/env.sh python train.py --lr 1").unwrap()),
             None,
             "a wrapper"
         );
@@ -806,7 +801,7 @@ mod tests {
         let script = "ARGS=\" \\\n  --lr 1e-5 \\\n  --seed 2023\n\"\nCMD=\"deepspeed train.py ${ARGS}\"\neval ${CMD}\n";
         let commands = commands(script, &mut |_| None);
         assert_eq!(commands.len(), 1, "{commands:?}");
-        assert!(commands[0].1.contains("--lr 1e-5"), "{commands:?}");
+        assert!(commands[0].words.join(" ").contains("--lr 1e-5"), "{commands:?}");
         assert!(!open_quote("echo \"a\" 'b' \\\""));
         assert!(open_quote("X=\"a"));
         assert!(!open_quote("X='it\"s'"));
@@ -827,18 +822,18 @@ mod tests {
         assert_eq!(substitute("$((GPUS ** 2))", &vars), "$((GPUS ** 2))");
         let script = "GPUS=16\nGPN=8\nNODES=$((GPUS / GPN))\ntorchrun --nnodes $NODES train.py\n";
         assert_eq!(
-            commands(script, &mut |_| None)[0].1,
+            commands(script, &mut |_| None)[0].words.join(" "),
             "torchrun --nnodes 2 train.py"
         );
         // An accumulation still unknown after substitution derives no global batch.
         let mut facts = JobFacts::default();
         let line = "torchrun --nnodes 1 --nproc_per_node 4 train.py --per_device_train_batch_size 2 --gradient_accumulation_steps $((X / 2))";
-        launch::read_command(line, "job.sh:1", Strength::Script, &mut facts);
+        launch::read_line(line, "job.sh:1", Strength::Script, &mut facts);
         derive(&mut facts);
         assert_eq!(facts.value("global_batch_size"), None);
         let known = line.replace("$((X / 2))", "3");
         let mut facts = JobFacts::default();
-        launch::read_command(&known, "job.sh:1", Strength::Script, &mut facts);
+        launch::read_line(&known, "job.sh:1", Strength::Script, &mut facts);
         derive(&mut facts);
         assert_eq!(facts.value("global_batch_size"), Some(&json!(24)));
     }
@@ -848,10 +843,10 @@ mod tests {
         let mut facts = JobFacts::default();
         let script = "#!/bin/bash\n#SBATCH --nodes 2\n#SBATCH --ntasks-per-node=8\nsrun python train.py --batch-size 10 --max_train_steps 500\n";
         scheduler::read_headers("job.sh", script, &mut facts);
-        for (line, command) in commands(script, &mut |_| None) {
+        for c in commands(script, &mut |_| None) {
             launch::read_command(
-                &command,
-                &format!("job.sh:{line}"),
+                &c.words,
+                &format!("job.sh:{}", c.line),
                 Strength::Script,
                 &mut facts,
             );
@@ -896,14 +891,14 @@ mod tests {
         let commands = commands(script, &mut |_| None);
         assert_eq!(commands.len(), 1, "{commands:?}");
         assert_eq!(
-            commands[0].1,
+            commands[0].words.join(" "),
             "torchrun --nproc_per_node 8 train.py --lr 1e-5 --output_dir $1"
         );
         // A whole command in a variable, with a reference it cannot resolve.
         let built = "L=\"accelerate launch --num_processes $((N * 4))\"\nexport CMD=\"$L run.py --lr 3e-4\"\nsrun $CMD\n";
         assert_eq!(
-            super::commands(built, &mut |_| None)[0].1,
-            "srun accelerate launch --num_processes $((N * 4)) run.py --lr 3e-4"
+            super::commands(built, &mut |_| None)[0].words.join(" "),
+            "srun accelerate launch --num_processes $((N*4)) run.py --lr 3e-4"
         );
         assert_eq!(
             substitute(

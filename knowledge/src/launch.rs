@@ -266,35 +266,26 @@ fn precision(value: Value) -> Value {
     }
 }
 
-/// Reads one launch command (`line` at `source`, e.g. `train.sh:12` or `command`) into
-/// `facts`; returns false when it is not a launch command.
-pub fn read_command(line: &str, source: &str, strength: Strength, facts: &mut JobFacts) -> bool {
-    let Some(all) = shlex::split(&squeeze_arithmetic(line)) else {
-        return false;
-    };
-    let (words, srun) = strip_prefixes(until_operator(&all));
-    // `eval "$HEADER" "$ARGS"`: the shell joins the words and reads them again.
-    if let [first, rest @ ..] = words {
-        if first == "eval" && !rest.is_empty() {
-            return read_command(&rest.join(" "), source, strength, facts);
-        }
+/// Reads the commands of `text` (one launch command or several lines of shell, as given
+/// with `--cmd`) at `source` into `facts`, through the shell interpreter ([`crate::shell`]);
+/// returns whether any was a launch command.
+pub fn read_line(text: &str, source: &str, strength: Strength, facts: &mut JobFacts) -> bool {
+    let mut any = false;
+    for command in crate::shell::commands(text, &mut |_| None) {
+        any |= read_command(&command.words, source, strength, facts);
     }
-    // `bash -c "..."`: the quoted commands, each in turn.
-    if let [shell, flag, inner, ..] = words {
-        if matches!(shell.as_str(), "bash" | "sh") && flag == "-c" {
-            let mut any = false;
-            for part in inner.split([';', '\n']).flat_map(|p| p.split("&&")) {
-                any |= read_command(part, source, strength, facts);
-            }
-            // `srun --nodes=2 bash -c "..."`: srun's options are the launch's too.
-            if any {
-                crate::scheduler::read_options(srun, &mut |field, value, confidence| {
-                    facts.set(field, value, source.to_string(), confidence, strength)
-                });
-            }
-            return any;
-        }
-    }
+    any
+}
+
+/// Reads one simple command (its words, as [`crate::shell`] gives them, at `source`, e.g.
+/// `train.sh:12` or `command`) into `facts`; returns false when it is not a launch command.
+pub fn read_command(
+    words: &[String],
+    source: &str,
+    strength: Strength,
+    facts: &mut JobFacts,
+) -> bool {
+    let (words, srun) = strip_prefixes(words);
     let Some((launcher, rest)) = words.split_first() else {
         return false;
     };
@@ -436,27 +427,6 @@ fn skip_interpreter_options(words: &[String]) -> &[String] {
     &words[i.min(words.len())..]
 }
 
-/// Shell arithmetic `$(( A * B ))` as one word (`$((A*B))`), so that its spaces do not split
-/// it into words that read as a script name.
-fn squeeze_arithmetic(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(at) = rest.find("$((") {
-        out.push_str(&rest[..at]);
-        let Some(end) = rest[at..].find("))") else {
-            break;
-        };
-        out.extend(
-            rest[at..at + end + 2]
-                .chars()
-                .filter(|c| !c.is_whitespace()),
-        );
-        rest = &rest[at + end + 2..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Whether `word` starts a launch command this module reads.
 fn is_launcher(word: &str) -> bool {
     let base = word.rsplit('/').next().unwrap_or(word);
@@ -485,8 +455,9 @@ const SRUN_SWITCHES: &[&str] = &[
     "-l", "-u", "-v", "-Q", "-K", "-X", "-Z", "-O", "-k", "-s", "-H", "-E",
 ];
 
-/// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, `exec`, `env` and
-/// `NAME=value` assignments before the command; returns the command and `srun`'s options.
+/// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, wrapper scripts and the
+/// shell's words after them ([`crate::shell::is_prefix_word`]: `env`, `NAME=value`) before the
+/// command; returns the command and `srun`'s options.
 fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
     let mut srun: &[String] = &[];
     let mut i = 0;
@@ -498,12 +469,7 @@ fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
         // A wrapper script that runs its arguments (`scripts/run_with_environment.sh python
         // train.py ...`).
         let wrapper = is_wrapper(w, words.get(i + 1));
-        if w == "exec"
-            || w == "env"
-            || unresolved
-            || wrapper
-            || (w.contains('=') && !w.starts_with('-'))
-        {
+        if unresolved || wrapper || crate::shell::is_prefix_word(w) {
             i += 1;
         } else if w == "srun" || w == "mpirun" || w == "mpiexec" {
             i += 1;
@@ -924,22 +890,6 @@ fn hydra_value(text: &str) -> Value {
     }
 }
 
-/// The words of a command up to the first shell operator (`>`, `&>`, `|`, `&&`, `;`, ...).
-fn until_operator(words: &[String]) -> &[String] {
-    let end = words
-        .iter()
-        .position(|w| {
-            matches!(w.as_str(), "|" | "||" | "&&" | ";" | "&")
-                || w.starts_with('>')
-                || w.starts_with("&>")
-                || w.starts_with("2>")
-                || w.starts_with("1>")
-                || w.starts_with('<')
-        })
-        .unwrap_or(words.len());
-    &words[..end]
-}
-
 /// A number when the text is one, else the text.
 fn typed(text: &str) -> Value {
     if let Ok(n) = text.parse::<u64>() {
@@ -957,7 +907,7 @@ mod tests {
 
     fn read(line: &str) -> Option<JobFacts> {
         let mut facts = JobFacts::default();
-        read_command(line, "command", Strength::Command, &mut facts).then_some(facts)
+        read_line(line, "command", Strength::Command, &mut facts).then_some(facts)
     }
 
     #[test]
@@ -1183,13 +1133,13 @@ mod tests {
     fn an_evaluation_command_does_not_override_the_training_one() {
         let mut facts = JobFacts::default();
         let strength = Strength::Script;
-        assert!(read_command(
+        assert!(read_line(
             "python train.py --batch_size 16",
             "run.sh:3",
             strength,
             &mut facts
         ));
-        assert!(read_command(
+        assert!(read_line(
             "torchrun --nproc_per_node 8 eval.py --batch_size 8",
             "run.sh:9",
             strength,
@@ -1221,13 +1171,13 @@ mod tests {
         }
         // The user's own command wins, whatever its script is called.
         let mut facts = JobFacts::default();
-        read_command(
+        read_line(
             "python train.py --batch_size 16",
             "run.sh:3",
             Strength::Script,
             &mut facts,
         );
-        read_command(
+        read_line(
             "python eval.py --batch_size 64",
             "command",
             Strength::Command,

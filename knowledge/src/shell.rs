@@ -7,18 +7,29 @@
 
 use std::collections::HashMap;
 
-/// The command lines of a shell script with their first line numbers: continuations
-/// (`\` at the end) joined, comments and blank lines left out, and shell variables with a
-/// value (`N=8`, `export N=8`, `CMD="torchrun --nproc_per_node 8 train.py"`; a here-document
-/// read into a variable) substituted where they are used. What a value refers to and is not
-/// known stays as written (`N=$1` makes `$N` read `$1`), so a flag whose value depends on it
-/// is not read; `${N:-8}` gives its default, 8. A file the script sources (`source env.sh`,
-/// `. ./env.sh`; its text from `source`, `None` when it is not to be read) sets variables too,
-/// up to [`MAX_SOURCE_DEPTH`] files deep; its commands are not the job's.
-pub(crate) fn commands(
-    text: &str,
-    source: &mut dyn FnMut(&str) -> Option<String>,
-) -> Vec<(usize, String)> {
+/// One simple command of a script, as the shell would run it: the line where it starts and
+/// its words (quotes removed, variables substituted, shell keywords, assignments and
+/// redirections left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// First line number (1-based) of the command in its file.
+    pub line: usize,
+    /// Its words: the program and its arguments.
+    pub words: Vec<String>,
+}
+
+/// The simple commands of a shell script: continuations (`\` at the end) joined, comments and
+/// blank lines left out, lists split at their operators (`;`, `&&`, `||`, `|`, `&`), and shell
+/// variables with a value (`N=8`, `export N=8`, `CMD="torchrun --nproc_per_node 8 train.py"`;
+/// a here-document read into a variable) substituted where they are used. What a value refers
+/// to and is not known stays as written (`N=$1` makes `$N` read `$1`), so a flag whose value
+/// depends on it is not read; `${N:-8}` gives its default, 8. `eval WORDS` is read again;
+/// `bash -c BODY` is read as a script of its own, each of its commands keeping the words before
+/// `bash -c` (`srun --nodes=2 bash -c "..."`); a script of the job run with arguments is read
+/// with `$1`, `$2`, ... bound. A file the script sources (`source env.sh`, `. ./env.sh`; its
+/// text from `source`, `None` when it is not to be read) sets variables too, up to
+/// [`MAX_SOURCE_DEPTH`] files deep; its commands are not the job's.
+pub fn commands(text: &str, source: &mut dyn FnMut(&str) -> Option<String>) -> Vec<Command> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
     scan(text, &mut vars, source, 0, 0, &mut out);
@@ -67,7 +78,7 @@ fn scan(
     source: &mut dyn FnMut(&str) -> Option<String>,
     depth: usize,
     calls: usize,
-    out: &mut Vec<(usize, String)>,
+    out: &mut Vec<Command>,
 ) {
     let mut lines = text.lines().enumerate();
     let mut current: Option<(usize, String)> = None;
@@ -107,7 +118,8 @@ fn scan(
                 // request the job) and the body's own commands.
                 None if depth == 0 => {
                     let head = joined.split("<<").next().unwrap_or_default();
-                    out.push((start, substitute(head, vars)));
+                    let head = substitute(head, vars);
+                    emit(&head, start, vars, source, calls, out);
                     let text = body.join("\n");
                     scan(&text, &mut vars.clone(), source, depth, calls, out);
                 }
@@ -162,116 +174,265 @@ fn scan(
             }
             continue;
         }
-        if let Some((name, value)) = assignment(&joined) {
-            let value = substitute(&value, vars);
-            // One shell word (quoted text may hold a whole command: `CMD="torchrun ..."`).
-            // References left unresolved stay as written (`$1`, `$(nproc)`), so a flag whose
-            // value holds one is still not read; command substitution by backquotes, or
-            // several words, leave the variable unknown.
-            // Several words are an assignment for one command (`NCCL_DEBUG=info python
-            // train.py ...`): the command is read.
-            match shlex::split(&value).as_deref() {
-                Some([one]) if !one.contains('`') => {
-                    vars.insert(name, one.clone());
-                    continue;
-                }
-                Some([_, _, ..]) => {
-                    vars.remove(&name);
-                }
-                _ => {
-                    vars.remove(&name);
-                    continue;
+        // A list on one line (`export M=x; torchrun ... $M`): each part in turn, so an
+        // assignment holds for the commands after it.
+        for part in split_lists(&joined) {
+            let part = part.trim();
+            if let Some((name, value)) = assignment(part) {
+                let value = substitute(&value, vars);
+                // One shell word (quoted text may hold a whole command: `CMD="torchrun ..."`).
+                // References left unresolved stay as written (`$1`, `$(nproc)`), so a flag whose
+                // value holds one is still not read; command substitution by backquotes, or
+                // several words, leave the variable unknown.
+                // Several words are an assignment for one command (`NCCL_DEBUG=info python
+                // train.py ...`): the command is read.
+                match shlex::split(&value).as_deref() {
+                    Some([one]) if !one.contains('`') => {
+                        vars.insert(name, one.clone());
+                        continue;
+                    }
+                    Some([_, _, ..]) => {
+                        vars.remove(&name);
+                    }
+                    _ => {
+                        vars.remove(&name);
+                        continue;
+                    }
                 }
             }
-        }
-        if let Some(name) = sourced_name(&joined) {
-            let name = substitute(name, vars);
-            if depth < MAX_SOURCE_DEPTH {
-                if let Some(inner) = source(&name) {
-                    scan(&inner, vars, source, depth + 1, calls, &mut Vec::new());
+            if let Some(name) = sourced_name(part) {
+                let name = substitute(name, vars);
+                if depth < MAX_SOURCE_DEPTH {
+                    if let Some(inner) = source(&name) {
+                        scan(&inner, vars, source, depth + 1, calls, &mut Vec::new());
+                    }
                 }
+                continue;
+            }
+            if depth == 0 {
+                let command = substitute(part, vars);
+                emit(&command, start, vars, source, calls, out);
+            }
+        }
+    }
+    if let Some((start, text)) = current.filter(|_| depth == 0) {
+        let command = substitute(&text, vars);
+        emit(&command, start, vars, source, calls, out);
+    }
+}
+
+/// The simple commands of one expanded line (`command`, starting at line `start`) into `out`,
+/// through [`run`].
+fn emit(
+    command: &str,
+    start: usize,
+    vars: &HashMap<String, String>,
+    source: &mut dyn FnMut(&str) -> Option<String>,
+    calls: usize,
+    out: &mut Vec<Command>,
+) {
+    for words in simple_commands(command) {
+        run(words, start, vars, source, calls, 0, out);
+    }
+}
+
+/// `eval` read again, at most this deep.
+const MAX_EVALS: usize = 4;
+
+/// One simple command into `out`: `eval WORDS` read again; `bash -c BODY` read as a script of
+/// its own with the variables known here, each of its commands keeping the words before
+/// `bash -c` (`srun`'s options); a script of the job run with arguments (`bash scripts/sft.sh
+/// $OUT $MODEL`) read with `$1`, `$2`, ... bound to them, and kept itself.
+fn run(
+    words: Vec<String>,
+    start: usize,
+    vars: &HashMap<String, String>,
+    source: &mut dyn FnMut(&str) -> Option<String>,
+    calls: usize,
+    evals: usize,
+    out: &mut Vec<Command>,
+) {
+    if let [first, rest @ ..] = words.as_slice() {
+        if first == "eval" && !rest.is_empty() {
+            if evals < MAX_EVALS {
+                for inner in simple_commands(&rest.join(" ")) {
+                    run(inner, start, vars, source, calls, evals + 1, out);
+                }
+            }
+            return;
+        }
+    }
+    if let Some(at) = words
+        .windows(3)
+        .position(|w| matches!(program(&w[0]), "bash" | "sh") && w[1] == "-c")
+    {
+        let mut inner = Vec::new();
+        scan(&words[at + 2], &mut vars.clone(), source, 0, calls, &mut inner);
+        for c in inner {
+            let words = words[..at].iter().cloned().chain(c.words).collect();
+            out.push(Command { line: start, words });
+        }
+        return;
+    }
+    if let Some((script, args)) = script_call(&words) {
+        if calls < MAX_SCRIPT_CALLS {
+            if let Some(text) = source(&script) {
+                let mut inner_vars = vars.clone();
+                for (n, arg) in args.iter().enumerate() {
+                    inner_vars.insert((n + 1).to_string(), arg.clone());
+                }
+                let mut inner = Vec::new();
+                scan(&text, &mut inner_vars, source, 0, calls + 1, &mut inner);
+                out.extend(inner.into_iter().map(|c| Command { line: start, ..c }));
+            }
+        }
+    }
+    out.push(Command { line: start, words });
+}
+
+/// A program's name without its directory (`/usr/bin/python3` -> `python3`).
+pub fn program(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// The simple commands of one line of shell: split at the list operators (`;`, `&&`, `||`,
+/// `|`, `&`, a newline) outside quotes and `$( )`; each split into words (quotes removed;
+/// arithmetic `$(( ))` one word); redirections (`> log`, `2>&1`) left out; the words before
+/// the program that are the shell's own ([`is_prefix_word`]) left out. A part whose quotes do
+/// not close gives nothing.
+pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let line = squeeze_arithmetic(line);
+    split_lists(&line)
+        .into_iter()
+        .filter_map(shlex::split)
+        .map(|words| {
+            let words = without_redirections(words);
+            let at = words.iter().take_while(|w| is_prefix_word(w)).count();
+            words[at..].to_vec()
+        })
+        .filter(|words| {
+            words
+                .first()
+                .is_some_and(|w| !matches!(w.as_str(), "fi" | "done" | "esac" | "}" | ")" | ";;"))
+        })
+        .collect()
+}
+
+/// Words the shell reads before a command's program: keywords that open or continue a
+/// compound command (`if`, `then`, `do`, `else`, `!`, `{`, `(`), words that run what follows
+/// (`exec`, `env`, `nohup`, `time`, `command`) and environment assignments (`NCCL_DEBUG=info`).
+pub fn is_prefix_word(word: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "if", "then", "else", "elif", "do", "while", "until", "!", "{", "(", "exec", "env",
+        "nohup", "time", "command", "builtin",
+    ];
+    KEYWORDS.contains(&word) || assignment(word).is_some()
+}
+
+/// `line` split at the list operators outside quotes, backquotes and `$( )`.
+fn split_lists(line: &str) -> Vec<&str> {
+    let bytes = line.as_bytes();
+    let mut parts = Vec::new();
+    let (mut from, mut i) = (0, 0);
+    let (mut quote, mut depth, mut backquote) = (None::<u8>, 0usize, false);
+    while i < bytes.len() {
+        let c = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        match (quote, c) {
+            (Some(b'\''), b'\'') => quote = None,
+            (Some(b'\''), _) => {}
+            (_, b'\\') => i += 1,
+            (Some(b'"'), b'"') => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(c),
+            (None, b'`') => backquote = !backquote,
+            (None, b'$') if next == Some(b'(') => {
+                depth += 1;
+                i += 1;
+            }
+            (None, b')') if depth > 0 => depth -= 1,
+            (None, b';' | b'|' | b'&' | b'\n') if depth == 0 && !backquote => {
+                let previous = i.checked_sub(1).map(|p| bytes[p]);
+                // `2>&1`, `>&2`, `&>log`, `|&` are redirections, not lists.
+                let redirection = c == b'&'
+                    && (matches!(previous, Some(b'>' | b'<' | b'|')) || next == Some(b'>'));
+                if !redirection {
+                    parts.push(&line[from..i]);
+                    let double = next == Some(c) && c != b'\n';
+                    i += usize::from(double);
+                    from = i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&line[from.min(line.len())..]);
+    parts.retain(|p| !p.trim().is_empty());
+    parts
+}
+
+/// `words` without redirections (`>log`, `> log`, `2>&1`, `&>log`, `<in`, `2>>err`): a
+/// redirection written apart from its file takes the next word with it.
+fn without_redirections(words: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len());
+    let mut words = words.into_iter();
+    while let Some(word) = words.next() {
+        let operator = word.trim_start_matches(|c: char| c.is_ascii_digit());
+        let operator = operator.strip_prefix('&').unwrap_or(operator);
+        if operator.starts_with(['>', '<']) {
+            if operator.trim_start_matches(['>', '<', '&', '|']).is_empty() && !word.ends_with('&')
+            {
+                words.next();
             }
             continue;
         }
-        if depth == 0 {
-            let command = substitute(&joined, vars);
-            match shell_body(&command) {
-                // `srun ... bash -c "export M=x; accelerate launch ... $M"`: the quoted body is a
-                // script of its own, read with the variables known here; each of its commands
-                // keeps what came before `bash -c` (srun's options).
-                Some((prefix, body)) => {
-                    let mut inner = Vec::new();
-                    scan(&body, &mut vars.clone(), source, 0, calls, &mut inner);
-                    for (_, c) in inner {
-                        let words = prefix.iter().map(String::as_str).chain(["bash", "-c", &c]);
-                        if let Ok(line) = shlex::try_join(words) {
-                            out.push((start, line));
-                        }
-                    }
-                }
-                None => {
-                    // `bash scripts/sft.sh $OUT $MODEL ...`: a script of the job run with
-                    // arguments; its commands are read with `$1`, `$2`, ... bound to them.
-                    if let Some((script, args)) = script_call(&command) {
-                        if calls < MAX_SCRIPT_CALLS {
-                            if let Some(text) = source(&script) {
-                                let mut inner_vars = vars.clone();
-                                for (n, arg) in args.iter().enumerate() {
-                                    inner_vars.insert((n + 1).to_string(), arg.clone());
-                                }
-                                let mut inner = Vec::new();
-                                scan(&text, &mut inner_vars, source, 0, calls + 1, &mut inner);
-                                out.extend(inner.into_iter().map(|(_, c)| (start, c)));
-                            }
-                        }
-                    }
-                    out.push((start, command));
-                }
-            }
-        }
+        out.push(word);
     }
-    if depth == 0 {
-        out.extend(current);
+    out
+}
+
+/// Shell arithmetic `$(( A * B ))` as one word (`$((A*B))`), so that its spaces do not split
+/// it into words that read as a script name.
+fn squeeze_arithmetic(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("$((") {
+        out.push_str(&rest[..at]);
+        let Some(end) = rest[at..].find("))") else {
+            break;
+        };
+        out.extend(
+            rest[at..at + end + 2]
+                .chars()
+                .filter(|c| !c.is_whitespace()),
+        );
+        rest = &rest[at + end + 2..];
     }
+    out.push_str(rest);
+    out
 }
 
 /// Scripts run from scripts with arguments, at most this deep.
 const MAX_SCRIPT_CALLS: usize = 3;
 
 /// A job script run with arguments (`bash scripts/sft.sh A B`, `sh run.sh A`, `./run.sh A`,
-/// after `srun` and environment words): its path and arguments. Not a wrapper that runs a
-/// launcher (`run_env.sh python train.py`), which the launch reader unwraps.
-pub(crate) fn script_call(command: &str) -> Option<(String, Vec<String>)> {
-    let words = shlex::split(command)?;
+/// after `srun`'s words): its path and arguments. Not a wrapper that runs a launcher
+/// (`run_env.sh python train.py`), which the launch reader unwraps.
+pub fn script_call(words: &[String]) -> Option<(String, Vec<String>)> {
     let at = words.iter().position(|w| w.ends_with(".sh"))?;
     let before = at.checked_sub(1).map(|i| words[i].as_str());
-    let by_shell = before.is_some_and(|b| matches!(b.rsplit('/').next(), Some("bash" | "sh")));
+    let by_shell = before.is_some_and(|b| matches!(program(b), "bash" | "sh"));
     let direct = before.is_none_or(|b| b.contains('=') || b.starts_with('-'));
     if !(by_shell || direct && words[at].starts_with("./")) {
         return None;
     }
-    let args: Vec<String> = words[at + 1..]
-        .iter()
-        .take_while(|w| !matches!(w.as_str(), "|" | "||" | "&&" | ";" | "&") && !w.starts_with('>'))
-        .cloned()
-        .collect();
+    let args = &words[at + 1..];
     let runs_a_launcher = args
         .first()
         .is_some_and(|a| a.starts_with("python") || a == "torchrun" || a == "deepspeed");
     (!args.is_empty() && !runs_a_launcher)
-        .then(|| (words[at].trim_start_matches("./").to_string(), args))
-}
-
-/// The words before `bash -c` (or `sh -c`) and the quoted body after it, when a command runs
-/// one.
-fn shell_body(command: &str) -> Option<(Vec<String>, String)> {
-    let words = shlex::split(command)?;
-    let at = words.windows(2).position(|w| {
-        let base = w[0].rsplit('/').next().unwrap_or(&w[0]);
-        matches!(base, "bash" | "sh") && w[1] == "-c"
-    })?;
-    let body = words.get(at + 2)?.clone();
-    Some((words[..at].to_vec(), body))
+        .then(|| (words[at].trim_start_matches("./").to_string(), args.to_vec()))
 }
 
 /// The start of an array assignment `[declare -a] NAME=(` or `NAME+=(`: (name, whether it
@@ -489,11 +650,57 @@ fn factor(tokens: &[Token], at: &mut usize) -> Option<i64> {
     }
 }
 
-/// A launch command given on one line or several with `\` continuations.
-pub(crate) fn join_continuations(command: &str) -> String {
-    command
-        .lines()
-        .map(|l| l.trim().trim_end_matches('\\').trim())
-        .collect::<Vec<_>>()
-        .join(" ")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<Vec<String>> {
+        commands(text, &mut |_| None)
+            .into_iter()
+            .map(|c| c.words)
+            .collect()
+    }
+
+    #[test]
+    fn lists_are_split_and_each_command_read() {
+        let got = words("cd /work && NCCL_DEBUG=info torchrun train.py --lr 1 2>&1 | tee log.txt; echo done &\n");
+        assert_eq!(
+            got,
+            vec![
+                vec!["cd", "/work"],
+                vec!["torchrun", "train.py", "--lr", "1"],
+                vec!["tee", "log.txt"],
+                vec!["echo", "done"],
+            ]
+        );
+        // Operators inside quotes and `$( )` are not lists.
+        assert_eq!(
+            words("python t.py --name \"a;b\" --host $(hostname; echo) > out.log"),
+            vec![vec!["python", "t.py", "--name", "a;b", "--host", "$(hostname;", "echo)"]]
+        );
+    }
+
+    #[test]
+    fn keywords_redirections_eval_and_bash_c() {
+        assert_eq!(
+            words("if [[ $1 == eval ]]; then python eval.py > x; else exec env A=1 python train.py; fi"),
+            vec![
+                vec!["[[", "$1", "==", "eval", "]]"],
+                vec!["python", "eval.py"],
+                vec!["python", "train.py"],
+            ]
+        );
+        assert_eq!(
+            words("ARGS=\"--lr 2\"\neval python train.py $ARGS\n"),
+            vec![vec!["python", "train.py", "--lr", "2"]]
+        );
+        assert_eq!(
+            words("srun -N 2 bash -c 'export M=x; torchrun t.py --model $M'"),
+            vec![
+                vec!["srun", "-N", "2", "torchrun", "t.py", "--model", "x"],
+            ]
+        );
+        // An unclosed quote gives nothing rather than wrong words.
+        assert!(words("python t.py --name 'open").is_empty());
+    }
 }

@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use schedlm_knowledge::advice::{advise, read_runs, score, Knowledge, Request};
-use schedlm_knowledge::replay::{dl_workload, jobs_of, knowledge_of, replay, Filling, Policy};
+use schedlm_history::advice::{advise, read_runs, score, Knowledge, Request};
+use schedlm_history::replay::{dl_workload, jobs_of, knowledge_of, replay, Filling, Policy};
 
 #[derive(Debug, Subcommand)]
 pub enum AdviseCommand {

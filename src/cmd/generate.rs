@@ -12,7 +12,7 @@ use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::{Rule, RuleContext};
 
-use schedlm_knowledge::snapshot::{snapshot, Job};
+use schedlm_history::snapshot::{snapshot, Job};
 
 use crate::args::{QueueRange, ShapeArgs};
 use crate::io::{create_output, write_jsonl};

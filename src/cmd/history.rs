@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use schedlm_knowledge::embed::comparable;
-use schedlm_knowledge::history::{
+use schedlm_history::history::{
     neighbours, predict, History, MatchBy, NewJob, Outcome, PastJob, Query,
 };
 use schedlm_knowledge::{Extraction, JobFacts};

@@ -1,12 +1,12 @@
 //! `schedlm history replay`: what the schedulers gain from job knowledge. A `dl` workload is
 //! replayed online (SPEC section 5) with each priority rule and start rule, planned with the
 //! request, the history's prediction, the learned throughput and the truth
-//! (`schedlm_knowledge::planning`).
+//! (`schedlm_history::planning`).
 
 use anyhow::{Context, Result};
 use clap::Args;
-use schedlm_knowledge::planning::{plan_error, Plan, PlanError, Planner};
-use schedlm_knowledge::replay::dl_workload;
+use schedlm_history::planning::{plan_error, Plan, PlanError, Planner};
+use schedlm_history::replay::dl_workload;
 use schedlm_model::sim::{SimResult, Simulation, StartRule};
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::Rule;

@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::advice::Knowledge;
-use crate::facts::{JobFacts, Strength};
+use schedlm_knowledge::facts::{JobFacts, Strength};
 use crate::history::{predict, MatchBy, NewJob, Outcome, PastJob, Query};
 use crate::replay::{jobs_of, knowledge_of, predicted_runtime, ReplayError, ReplayJob};
 

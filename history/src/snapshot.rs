@@ -20,7 +20,7 @@ use schedlm_generator::family::dl::{NODE_CORES, NODE_GPUS, NODE_MEM_GIB, RESOURC
 use schedlm_model::instance::{Instance, QueuedJob, Server};
 use serde_json::{json, Map, Value};
 
-use crate::facts::{JobFacts, SCHEDULING_FIELDS};
+use schedlm_knowledge::facts::{JobFacts, SCHEDULING_FIELDS};
 use crate::history::{predict, MatchBy, PastJob, Query};
 
 /// Why a snapshot could not be made (the job is named).
@@ -165,7 +165,7 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::Strength;
+    use schedlm_knowledge::facts::Strength;
     use crate::history::{NewJob, Outcome};
 
     fn facts(fields: &[(&str, Value)]) -> JobFacts {

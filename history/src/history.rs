@@ -1,7 +1,7 @@
 //! Job history: past training jobs, what they asked for and what they did, in an SQLite file;
 //! similar-job matching and duration prediction over it.
 //!
-//! A job enters the history as the facts [`crate::extract()`] read from its files, with its
+//! A job enters the history as the facts [`schedlm_knowledge::extract()`] read from its files, with its
 //! requested and actual run times and its outcome ([`History::add`]). A new job is matched
 //! with the past jobs by [`schedlm_generator::similar`] (the matcher the trace estimator
 //! `similar` uses, scored on real traces in docs/knowledge.md) over
@@ -13,7 +13,7 @@
 //! recent one on ties, capped at the new job's requested time ([`predict`]).
 //!
 //! ```
-//! use schedlm_knowledge::history::{History, MatchBy, NewJob, Outcome, Query, predict};
+//! use schedlm_history::history::{History, MatchBy, NewJob, Outcome, Query, predict};
 //! use schedlm_knowledge::JobFacts;
 //! use serde_json::json;
 //!
@@ -47,8 +47,8 @@ use schedlm_generator::similar::{self, kind_of, Descriptor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::embed::{comparable, cosine, Embedding};
-use crate::facts::JobFacts;
+use schedlm_knowledge::embed::{comparable, cosine, Embedding};
+use schedlm_knowledge::facts::JobFacts;
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
@@ -60,7 +60,7 @@ pub enum MatchBy {
     /// Normalised metadata ([`descriptor`]): the default.
     #[default]
     Meta,
-    /// Sentence embeddings of command and files ([`crate::embed`]): the highest cosine.
+    /// Sentence embeddings of command and files ([`schedlm_knowledge::embed`]): the highest cosine.
     Text,
 }
 
@@ -712,7 +712,7 @@ pub fn predict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::Strength;
+    use schedlm_knowledge::facts::Strength;
     use serde_json::json;
 
     fn facts(fields: &[(&str, Value)]) -> JobFacts {

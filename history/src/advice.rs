@@ -10,7 +10,7 @@
 //! [`score`] measures the throughput error on held-out runs.
 //!
 //! ```
-//! use schedlm_knowledge::advice::{Knowledge, Run};
+//! use schedlm_history::advice::{Knowledge, Run};
 //!
 //! let run = |gpus, local_batch, step_time_s| Run {
 //!     model: "bert".into(), nodes: 1, gpus, local_batch, step_time_s, fits: true, line: 0,

@@ -1,0 +1,18 @@
+//! Job history, configuration advice and planning: what a scheduler does with the facts that
+//! `schedlm-knowledge` reads.
+//!
+//! [`history`] keeps past jobs in SQLite and predicts a new job's duration from the most
+//! similar of them; [`advice`] learns which configurations fit and how fast they run from past
+//! runs, and fills a job's GPU count and batch size; [`planning`] plans a workload with the
+//! request, the history's prediction or the learned throughput; [`replay`] measures what the
+//! advice is worth in an online replay, run on the model crate's simulator
+//! (`schedlm_model::sim`, the project's one replay loop); [`snapshot`] turns extracted jobs into
+//! the queue of a scheduling snapshot. docs/knowledge.md is the reference.
+
+#![warn(missing_docs)]
+
+pub mod advice;
+pub mod history;
+pub mod planning;
+pub mod replay;
+pub mod snapshot;
