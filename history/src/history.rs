@@ -14,13 +14,13 @@
 //!
 //! ```
 //! use schedlm_history::history::{History, MatchBy, NewJob, Outcome, Query, predict};
-//! use schedlm_knowledge::JobFacts;
+//! use schedlm_knowledge::{facts::Field, JobFacts};
 //! use serde_json::json;
 //!
 //! let facts = |model: &str, gpus: u64| {
 //!     let mut f = JobFacts::default();
-//!     f.set("model", json!(model), "run.sh:3".into(), 1.0, schedlm_knowledge::Strength::Script);
-//!     f.set("gpus_per_node", json!(gpus), "run.sh:1".into(), 1.0, schedlm_knowledge::Strength::Header);
+//!     f.set(Field::Model, json!(model), "run.sh:3".into(), 1.0, schedlm_knowledge::Strength::Script);
+//!     f.set(Field::GpusPerNode, json!(gpus), "run.sh:1".into(), 1.0, schedlm_knowledge::Strength::Header);
 //!     f
 //! };
 //! let history = History::open_in_memory().unwrap();
@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use schedlm_knowledge::embed::{comparable, cosine, Embedding};
-use schedlm_knowledge::facts::JobFacts;
+use schedlm_knowledge::facts::{Field, JobFacts};
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
@@ -478,26 +478,31 @@ fn from_blob(blob: &[u8]) -> Option<Vec<f32>> {
 /// What the matcher compares (the module documentation lists the fields).
 pub fn descriptor(facts: &JobFacts) -> Descriptor {
     let mut d = Descriptor::EMPTY;
-    for (slot, field) in ["model", "dataset", "script", "precision"]
-        .into_iter()
-        .enumerate()
+    for (slot, field) in [
+        Field::Model,
+        Field::Dataset,
+        Field::Script,
+        Field::Precision,
+    ]
+    .into_iter()
+    .enumerate()
     {
         if let Some(v) = facts.value(field) {
             d.kinds[slot] = kind_of(&text(v));
         }
     }
-    let number = |field: &str| facts.value(field).and_then(Value::as_f64);
-    let gpus = number("gpus_per_node").map(|g| g * number("nodes").unwrap_or(1.0));
-    let global = number("global_batch_size").or_else(|| {
-        let per_device = number("batch_size_per_device")?;
-        Some(per_device * gpus? * number("gradient_accumulation").unwrap_or(1.0))
+    let number = |field: Field| facts.value(field).and_then(Value::as_f64);
+    let gpus = number(Field::GpusPerNode).map(|g| g * number(Field::Nodes).unwrap_or(1.0));
+    let global = number(Field::GlobalBatchSize).or_else(|| {
+        let per_device = number(Field::BatchSizePerDevice)?;
+        Some(per_device * gpus? * number(Field::GradientAccumulation).unwrap_or(1.0))
     });
     let sizes = [
         gpus,
         global,
-        number("sequence_length"),
-        number("max_steps"),
-        number("epochs"),
+        number(Field::SequenceLength),
+        number(Field::MaxSteps),
+        number(Field::Epochs),
     ];
     for (slot, size) in sizes.into_iter().enumerate() {
         if let Some(size) = size {
@@ -648,12 +653,12 @@ pub struct Prediction {
 
 /// The work fields a run time scales with, strongest first: the two jobs' ratio of the first
 /// one both state.
-const WORK_FIELDS: [&str; 2] = ["max_steps", "epochs"];
+const WORK_FIELDS: [Field; 2] = [Field::MaxSteps, Field::Epochs];
 
 /// How the nearest job's run time is scaled to the query: the factor and a note for the
 /// prediction's basis (empty when nothing differs).
 fn work_scale(query: &JobFacts, neighbour: &JobFacts) -> (f64, String) {
-    let number = |f: &JobFacts, field: &str| {
+    let number = |f: &JobFacts, field: Field| {
         f.value(field)
             .and_then(Value::as_f64)
             .filter(|v| v.is_finite() && *v > 0.0)
@@ -718,7 +723,13 @@ mod tests {
     fn facts(fields: &[(&str, Value)]) -> JobFacts {
         let mut f = JobFacts::default();
         for (name, value) in fields {
-            f.set(name, value.clone(), "t:1".into(), 1.0, Strength::Script);
+            f.set(
+                name.parse().unwrap(),
+                value.clone(),
+                "t:1".into(),
+                1.0,
+                Strength::Script,
+            );
         }
         f
     }

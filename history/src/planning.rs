@@ -29,9 +29,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::advice::Knowledge;
-use schedlm_knowledge::facts::{JobFacts, Strength};
 use crate::history::{predict, MatchBy, NewJob, Outcome, PastJob, Query};
 use crate::replay::{jobs_of, knowledge_of, predicted_runtime, ReplayError, ReplayJob};
+use schedlm_knowledge::facts::{Field, JobFacts, Strength};
 
 /// What the scheduler plans a job's length with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -180,17 +180,17 @@ impl Planner {
 /// job's files rarely state the size of its data set).
 pub fn facts_of(job: &ReplayJob) -> JobFacts {
     let mut facts = JobFacts::default();
-    let mut set = |field: &str, value: serde_json::Value| {
+    let mut set = |field: Field, value: serde_json::Value| {
         facts.set(field, value, "meta".into(), 1.0, Strength::Config);
     };
     let j = &job.job;
-    set("model", json!(j.model.name));
-    set("gpus_per_node", json!(j.gpus));
-    set("nodes", json!(1));
-    set("global_batch_size", json!(j.batch_size));
-    set("epochs", json!(j.epochs));
+    set(Field::Model, json!(j.model.name));
+    set(Field::GpusPerNode, json!(j.gpus));
+    set(Field::Nodes, json!(1));
+    set(Field::GlobalBatchSize, json!(j.batch_size));
+    set(Field::Epochs, json!(j.epochs));
     if let Some(seq) = j.model.seq_len {
-        set("sequence_length", json!(seq));
+        set(Field::SequenceLength, json!(seq));
     }
     facts
 }

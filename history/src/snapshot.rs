@@ -20,8 +20,8 @@ use schedlm_generator::family::dl::{NODE_CORES, NODE_GPUS, NODE_MEM_GIB, RESOURC
 use schedlm_model::instance::{Instance, QueuedJob, Server};
 use serde_json::{json, Map, Value};
 
-use schedlm_knowledge::facts::{JobFacts, SCHEDULING_FIELDS};
 use crate::history::{predict, MatchBy, PastJob, Query};
+use schedlm_knowledge::facts::{Field, JobFacts};
 
 /// Why a snapshot could not be made (the job is named).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -50,7 +50,7 @@ pub enum SnapshotError {
         /// The job's name.
         job: String,
         /// The field.
-        field: &'static str,
+        field: Field,
         /// Its value.
         value: String,
     },
@@ -89,7 +89,7 @@ pub fn snapshot(
 }
 
 fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotError> {
-    let count = |field: &'static str| -> Result<Option<i64>, SnapshotError> {
+    let count = |field: Field| -> Result<Option<i64>, SnapshotError> {
         job.facts
             .positive_count(field)
             .map_err(|fact| SnapshotError::Count {
@@ -98,9 +98,9 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
                 value: fact.value.to_string(),
             })
     };
-    let gpus = count("gpus_per_node")?.unwrap_or(1) * count("nodes")?.unwrap_or(1);
-    let cores = count("cpus_per_task")?.unwrap_or(8 * gpus);
-    let mem_gib = count("memory_mib")?.map_or(64 * gpus, |m| (m + 1023) / 1024);
+    let gpus = count(Field::GpusPerNode)?.unwrap_or(1) * count(Field::Nodes)?.unwrap_or(1);
+    let cores = count(Field::CpusPerTask)?.unwrap_or(8 * gpus);
+    let mem_gib = count(Field::MemoryMib)?.map_or(64 * gpus, |m| (m + 1023) / 1024);
     for (resource, need, have) in [
         ("gpus", gpus, NODE_GPUS),
         ("cores", cores, NODE_CORES),
@@ -115,7 +115,7 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
             });
         }
     }
-    let requested = count("requested_time_s")?;
+    let requested = count(Field::RequestedTimeS)?;
     let (walltime, from) = match (history, requested) {
         (Some(past), _) => match predict(
             past,
@@ -142,7 +142,7 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
         }
     };
     let mut meta = Map::new();
-    for field in SCHEDULING_FIELDS {
+    for field in Field::SCHEDULING {
         if let Some(v) = job.facts.value(field) {
             meta.insert(field.to_string(), v.clone());
         }
@@ -165,13 +165,19 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlm_knowledge::facts::Strength;
     use crate::history::{NewJob, Outcome};
+    use schedlm_knowledge::facts::Strength;
 
     fn facts(fields: &[(&str, Value)]) -> JobFacts {
         let mut f = JobFacts::default();
         for (name, value) in fields {
-            f.set(name, value.clone(), "t:1".into(), 1.0, Strength::Header);
+            f.set(
+                name.parse().unwrap(),
+                value.clone(),
+                "t:1".into(),
+                1.0,
+                Strength::Header,
+            );
         }
         f
     }

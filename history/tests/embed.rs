@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use schedlm_knowledge::embed::{cosine, extraction_text, EmbedError, Embedder};
 use schedlm_history::history::{neighbours, MatchBy, NewJob, Outcome, PastJob, Query};
+use schedlm_knowledge::embed::{cosine, extraction_text, EmbedError, Embedder};
 use serde_json::Value;
 
 fn workspace() -> PathBuf {

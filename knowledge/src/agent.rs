@@ -28,8 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::confine::Confined;
-use crate::facts::{JobFacts, Strength, SCHEDULING_FIELDS};
-use crate::launch::unknown;
+use crate::facts::{Field, JobFacts, Strength};
 
 /// The longest file excerpt one `read_file` returns.
 const READ_LIMIT: usize = 8_000;
@@ -121,7 +120,7 @@ answer JSON        (a JSON object: field -> {\"value\": V, \"source\": \"FILE:LI
 Answer only fields whose value is written in a file, citing the line it is written on; \
 leave out the others. Numbers as numbers.";
 
-/// Asks the model about the [`SCHEDULING_FIELDS`] missing from `facts` (not those the files
+/// Asks the model about the [`Field::SCHEDULING`] missing from `facts` (not those the files
 /// leave to an unknown variable, `FIELD_unknown`: a value the model finds for one of them is
 /// not the job's), and returns the checked majority answers as facts, with a report.
 pub fn fill(
@@ -131,9 +130,11 @@ pub fn fill(
     options: AgentOptions,
 ) -> (JobFacts, AgentReport) {
     let mut report = AgentReport {
-        asked: SCHEDULING_FIELDS
+        asked: Field::SCHEDULING
             .iter()
-            .filter(|f| facts.get(f).is_none() && unknown(f).is_none_or(|m| facts.get(m).is_none()))
+            .filter(|&&f| {
+                facts.get(f).is_none() && f.unknown().is_none_or(|m| facts.get(m).is_none())
+            })
             .map(|f| f.to_string())
             .collect(),
         ..AgentReport::default()
@@ -179,8 +180,10 @@ pub fn fill(
         if let Some((n, value, source)) = best {
             if 2 * n > runs {
                 let confidence = 0.8 * n as f64 / runs as f64;
-                filled.set(&field, value, source, confidence, Strength::Agent);
-                report.filled.push(field);
+                if let Ok(known) = field.parse::<Field>() {
+                    filled.set(known, value, source, confidence, Strength::Agent);
+                    report.filled.push(field);
+                }
             } else {
                 report
                     .rejected
@@ -420,16 +423,16 @@ mod tests {
         };
         let (facts, report) = fill(dir.path(), &JobFacts::default(), &chat, options);
         assert_eq!(
-            facts.value("model"),
+            facts.value(Field::Model),
             Some(&serde_json::json!("gpt2-medium"))
         );
-        assert_eq!(facts.get("model").unwrap().source, "train.sh:2");
-        assert_eq!(facts.get("model").unwrap().strength, Strength::Agent);
+        assert_eq!(facts.get(Field::Model).unwrap().source, "train.sh:2");
+        assert_eq!(facts.get(Field::Model).unwrap().strength, Strength::Agent);
         assert_eq!(
-            facts.value("learning_rate"),
+            facts.value(Field::LearningRate),
             Some(&serde_json::json!(0.0003))
         );
-        assert_eq!(facts.value("epochs"), None, "10 is not on line 3");
+        assert_eq!(facts.value(Field::Epochs), None, "10 is not on line 3");
         assert!(report.rejected.iter().any(|r| r.starts_with("epochs:")));
         assert_eq!((report.calls, report.prompt_tokens), (3, 30));
         let seen = chat.seen.borrow();
@@ -475,14 +478,14 @@ mod tests {
         };
         let mut known = JobFacts::default();
         known.set(
-            "learning_rate",
+            Field::LearningRate,
             serde_json::json!(1),
             "x:1".into(),
             1.0,
             Strength::Script,
         );
         known.set(
-            "nodes_unknown",
+            Field::NodesUnknown,
             serde_json::json!("--num_machines $NUM_NODES"),
             "x:2".into(),
             1.0,
@@ -494,7 +497,7 @@ mod tests {
             !report.asked.contains(&"nodes".to_string()),
             "left to an unknown variable"
         );
-        let model = facts.get("model").unwrap();
+        let model = facts.get(Field::Model).unwrap();
         assert!((model.confidence - 0.8 * 2.0 / 3.0).abs() < 1e-12);
         assert_eq!(report.rejected.len(), 1);
         // A run that never answers is reported, not fatal.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::facts::{JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::{setting, NOT_TRAINING};
 
 /// Why a configuration file was not read.
@@ -90,7 +90,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             Value::Array(unique)
         };
         facts.set(
-            "dataset",
+            Field::Dataset,
             value,
             format!("{name}:{}", line_of(text, &key)),
             0.9,
@@ -128,7 +128,13 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             } else {
                 0.8
             };
-            facts.set("model_type", value, source(), confidence, Strength::Config);
+            facts.set(
+                Field::ModelType,
+                value,
+                source(),
+                confidence,
+                Strength::Config,
+            );
             continue;
         }
         // torchtune / Hydra components: `model: {_component_: torchtune.models.llama3_8b}`,
@@ -149,8 +155,8 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
         }
         if let (None, Some(on_gpus)) = (parent.as_deref(), accelerate) {
             let field = match key.as_str() {
-                "num_machines" => Some("nodes"),
-                "num_processes" if on_gpus => Some("gpus_total"),
+                "num_machines" => Some(Field::Nodes),
+                "num_processes" if on_gpus => Some(Field::GpusTotal),
                 _ => None,
             };
             if let (Some(field), Some(n)) = (field, value.as_u64().filter(|&n| n > 0)) {
@@ -180,14 +186,14 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
 
 /// A resource request of Hydra's Slurm launcher (`hydra.launcher` of submitit: `nodes`,
 /// `gpus_per_node`, `cpus_per_task`, `mem_gb`, `timeout_min`) as (field, value).
-fn launcher_request(key: &str, value: &Value) -> Option<(&'static str, u64)> {
+fn launcher_request(key: &str, value: &Value) -> Option<(Field, u64)> {
     let n = value.as_u64().filter(|&n| n > 0)?;
     match key {
-        "nodes" => Some(("nodes", n)),
-        "gpus_per_node" => Some(("gpus_per_node", n)),
-        "cpus_per_task" => Some(("cpus_per_task", n)),
-        "mem_gb" => Some(("memory_mib", n * 1024)),
-        "timeout_min" => Some(("requested_time_s", n * 60)),
+        "nodes" => Some((Field::Nodes, n)),
+        "gpus_per_node" => Some((Field::GpusPerNode, n)),
+        "cpus_per_task" => Some((Field::CpusPerTask, n)),
+        "mem_gb" => Some((Field::MemoryMib, n * 1024)),
+        "timeout_min" => Some((Field::RequestedTimeS, n * 60)),
         _ => None,
     }
 }
@@ -470,17 +476,17 @@ mod tests {
         let mut facts = JobFacts::default();
         let text = "{\n  \"train_batch_size\": 256,\n  \"train_micro_batch_size_per_gpu\": 8,\n  \"gradient_accumulation_steps\": \"auto\",\n  \"bf16\": {\n    \"enabled\": true\n  },\n  \"zero_optimization\": {\"stage\": 3}\n}\n";
         read_config("ds.json", text, Syntax::Json, &mut facts).unwrap();
-        assert_eq!(facts.value("global_batch_size").unwrap(), 256);
-        assert_eq!(facts.value("batch_size_per_device").unwrap(), 8);
+        assert_eq!(facts.value(Field::GlobalBatchSize).unwrap(), 256);
+        assert_eq!(facts.value(Field::BatchSizePerDevice).unwrap(), 8);
         assert_eq!(
-            facts.get("batch_size_per_device").unwrap().source,
+            facts.get(Field::BatchSizePerDevice).unwrap().source,
             "ds.json:3"
         );
         assert!(
-            facts.get("gradient_accumulation").is_none(),
+            facts.get(Field::GradientAccumulation).is_none(),
             "auto says nothing"
         );
-        assert_eq!(facts.value("precision").unwrap(), "bf16");
+        assert_eq!(facts.value(Field::Precision).unwrap(), "bf16");
     }
 
     #[test]
@@ -489,9 +495,9 @@ mod tests {
             "distributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 2\nnum_processes: 16\n";
         let mut facts = JobFacts::default();
         read_config("fsdp.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        assert_eq!(facts.value("nodes").unwrap(), 2);
-        assert_eq!(facts.value("gpus_total").unwrap(), 16);
-        assert_eq!(facts.value("precision").unwrap(), "bf16");
+        assert_eq!(facts.value(Field::Nodes).unwrap(), 2);
+        assert_eq!(facts.value(Field::GpusTotal).unwrap(), 16);
+        assert_eq!(facts.value(Field::Precision).unwrap(), "bf16");
         // Elsewhere, or on CPUs, `num_processes` is not a GPU count.
         for text in [
             "num_processes: 16\n",
@@ -500,7 +506,7 @@ mod tests {
         ] {
             let mut facts = JobFacts::default();
             read_config("a.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-            assert!(facts.value("gpus_total").is_none(), "{text}");
+            assert!(facts.value(Field::GpusTotal).is_none(), "{text}");
         }
     }
 
@@ -516,7 +522,7 @@ mod tests {
         assert!(e.contains("expand to more than"), "{e}");
         let text = "base: &b\n  learning_rate: 0.001\ntrain: *b\n";
         read_config("ok.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        assert_eq!(facts.get("learning_rate").unwrap().value, json!(0.001));
+        assert_eq!(facts.get(Field::LearningRate).unwrap().value, json!(0.001));
     }
 
     #[test]
@@ -524,10 +530,13 @@ mod tests {
         let mut facts = JobFacts::default();
         let text = "[model]\nname = \"gpt2-medium\"\n\n[train]\nlearning_rate = 3e-4\nmax_steps = 20000\nbf16 = true\n";
         read_config("train.toml", text, Syntax::Toml, &mut facts).unwrap();
-        assert_eq!(facts.value("learning_rate").unwrap(), 3e-4);
-        assert_eq!(facts.get("learning_rate").unwrap().source, "train.toml:5");
-        assert_eq!(facts.value("max_steps").unwrap(), 20000);
-        assert_eq!(facts.value("precision").unwrap(), "bf16");
+        assert_eq!(facts.value(Field::LearningRate).unwrap(), 3e-4);
+        assert_eq!(
+            facts.get(Field::LearningRate).unwrap().source,
+            "train.toml:5"
+        );
+        assert_eq!(facts.value(Field::MaxSteps).unwrap(), 20000);
+        assert_eq!(facts.value(Field::Precision).unwrap(), "bf16");
         assert!(read_config("bad.toml", "a = ", Syntax::Toml, &mut facts).is_err());
     }
 
@@ -536,18 +545,21 @@ mod tests {
         let mut facts = JobFacts::default();
         let text = "model_name_or_path: mistralai/Mistral-7B-v0.1\ntraining:\n  learning_rate: 2.0e-05\n  lr: 5e-5\n  num_train_epochs: 1\n  bf16: true\n  max_seq_length: 2048\n";
         read_config("recipe.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        assert_eq!(facts.value("model").unwrap(), "mistralai/Mistral-7B-v0.1");
-        assert_eq!(facts.value("learning_rate").unwrap(), 5e-5);
         assert_eq!(
-            facts.get("learning_rate").unwrap().also,
+            facts.value(Field::Model).unwrap(),
+            "mistralai/Mistral-7B-v0.1"
+        );
+        assert_eq!(facts.value(Field::LearningRate).unwrap(), 5e-5);
+        assert_eq!(
+            facts.get(Field::LearningRate).unwrap().also,
             vec!["0.00002 @ recipe.yaml:3"]
         );
-        assert_eq!(facts.value("epochs").unwrap(), 1);
-        assert_eq!(facts.value("precision").unwrap(), "bf16");
-        assert_eq!(facts.value("sequence_length").unwrap(), 2048);
+        assert_eq!(facts.value(Field::Epochs).unwrap(), 1);
+        assert_eq!(facts.value(Field::Precision).unwrap(), "bf16");
+        assert_eq!(facts.value(Field::SequenceLength).unwrap(), 2048);
         let mut model = JobFacts::default();
         read_config("config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 4096}", Syntax::Json, &mut model).unwrap();
-        assert_eq!(model.value("model_type").unwrap(), "llama");
+        assert_eq!(model.value(Field::ModelType).unwrap(), "llama");
         let mut arch = JobFacts::default();
         let text = "{\"architectures\": [\"LlamaForCausalLM\"], \"max_sequence_length\": 2048, \"torch_dtype\": \"float16\"}";
         read_config("llama_7b.json", text, Syntax::Json, &mut arch).unwrap();
@@ -558,7 +570,10 @@ mod tests {
         let mut mix = JobFacts::default();
         let text = "dataset_mixer:\n  org/a: 1.0\n  org/b: 0.5\n";
         read_config("recipe.yaml", text, Syntax::Yaml, &mut mix).unwrap();
-        assert_eq!(mix.value("dataset").unwrap(), &json!(["org/a", "org/b"]));
+        assert_eq!(
+            mix.value(Field::Dataset).unwrap(),
+            &json!(["org/a", "org/b"])
+        );
         assert!(read_config("bad.yaml", "a: [1, 2", Syntax::Yaml, &mut model).is_err());
     }
 
@@ -567,13 +582,13 @@ mod tests {
         let text = "MODEL:\n  WEIGHTS: \"detectron2://R-50.pkl\"\nDATASETS:\n  TRAIN: ('voc_2007_trainval', 'voc_2012_trainval')\n  TEST: ('voc_2007_test',)\nSOLVER:\n  IMS_PER_BATCH: 16\n  MAX_ITER: 18000\n";
         let mut facts = JobFacts::default();
         read_config("voc.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("model"), Some(json!("detectron2://R-50.pkl")));
         assert_eq!(
             v("dataset"),
             Some(json!(["voc_2007_trainval", "voc_2012_trainval"]))
         );
-        assert_eq!(facts.get("dataset").unwrap().source, "voc.yaml:4");
+        assert_eq!(facts.get(Field::Dataset).unwrap().source, "voc.yaml:4");
         assert_eq!(v("global_batch_size"), Some(json!(16)));
         assert_eq!(v("max_steps"), Some(json!(18000)));
         assert_eq!(number_or_text("100_000"), json!(100000));
@@ -586,7 +601,7 @@ mod tests {
         let fairseq = "hydra:\n  launcher:\n    timeout_min: 4320\n    cpus_per_task: 80\n    gpus_per_node: 8\n    mem_gb: 450\n    nodes: 2\n    name: ${env:PREFIX}\nmodel:\n  _name: data2vec_text\noptimization:\n  lr: [0.0002]\n  update_freq: [1]\ntask:\n  tokens_per_sample: 512\n";
         let mut facts = JobFacts::default();
         read_config("base.yaml", fairseq, Syntax::Yaml, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("nodes"), Some(json!(2)));
         assert_eq!(v("gpus_per_node"), Some(json!(8)));
         assert_eq!(v("cpus_per_task"), Some(json!(80)));
@@ -605,7 +620,7 @@ mod tests {
         let lavis = "model:\n  arch: blip2_opt\ndatasets:\n  coco_caption:\n    vis_processor:\n      train: {name: x}\nrun:\n  init_lr: 1e-5\n  max_epoch: 5\n  batch_size_train: 16\n  batch_size_eval: 8\n  accum_grad_iters: 1\n  max_len: 30\n  min_len: 8\n  num_beams: 5\n  amp: True\n";
         let mut facts = JobFacts::default();
         read_config("caption.yaml", lavis, Syntax::Yaml, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("model"), Some(json!("blip2_opt")));
         assert_eq!(v("dataset"), Some(json!("coco_caption")));
         assert_eq!(v("learning_rate"), Some(json!(1e-5)));
@@ -623,7 +638,7 @@ mod tests {
         let mut facts = JobFacts::default();
         let text = "train_dataloader:\n  batch_size: 64\nval_dataloader:\n  batch_size: 8\n  dataset: {data_root: val/}\n";
         read_config("c.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        assert_eq!(facts.value("batch_size_per_device"), Some(&json!(64)));
-        assert_eq!(facts.value("dataset"), None);
+        assert_eq!(facts.value(Field::BatchSizePerDevice), Some(&json!(64)));
+        assert_eq!(facts.value(Field::Dataset), None);
     }
 }

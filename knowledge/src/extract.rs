@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::configs::Syntax;
 use crate::confine::{Confined, Kind};
-use crate::facts::{JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Strength};
 use crate::shell::commands;
 use crate::{configs, launch, logs, python, scheduler};
 
@@ -300,6 +300,7 @@ pub fn extract_cached(
         logs::read_log(&name, &String::from_utf8_lossy(&bytes), &mut out.facts);
         out.read.push(name);
     }
+    crate::precedence::resolve(&mut out.facts);
     derive(&mut out.facts);
     Ok(out)
 }
@@ -345,7 +346,7 @@ fn read_log_file(log: &Path) -> Result<Vec<u8>, ExtractError> {
 /// directory): one `host slots=N` line per node gives the nodes, and the GPUs per node when
 /// every node has as many slots. Read each time (like logs), at the launch's strength.
 fn read_hostfile(confined: &mut Confined, dir: &Path, facts: &mut JobFacts) {
-    let Some(fact) = facts.get(launch::HOSTFILE).cloned() else {
+    let Some(fact) = facts.get(Field::Hostfile).cloned() else {
         return;
     };
     let Some(name) = fact.value.as_str() else {
@@ -369,9 +370,15 @@ fn read_hostfile(confined: &mut Confined, dir: &Path, facts: &mut JobFacts) {
         return;
     };
     let source = format!("{rel}:1");
-    facts.set("nodes", json!(nodes), source.clone(), 1.0, fact.strength);
+    facts.set(
+        Field::Nodes,
+        json!(nodes),
+        source.clone(),
+        1.0,
+        fact.strength,
+    );
     if let Some(gpus) = gpus {
-        facts.set("gpus_per_node", json!(gpus), source, 1.0, fact.strength);
+        facts.set(Field::GpusPerNode, json!(gpus), source, 1.0, fact.strength);
     }
 }
 
@@ -616,57 +623,23 @@ fn file_sha256(confined: &mut Confined, path: &Path) -> Option<String> {
         .map(|b| sha256_hex(&b))
 }
 
-/// A value that a stronger source gives as an unknown variable (`--num_machines $NUM_NODES`
-/// over a config's `num_machines: 1`) is not the job's: it is taken out and noted on the
-/// `FIELD_unknown` fact. A scheduler variable (`$SLURM_NNODES`), and any unknown node or GPU
-/// count of a launcher inside a batch job (`--nnodes $COUNT_NODE`, counted from the node list),
-/// is the allocation's value, the one the scheduler headers request: it overrides configs and
-/// code defaults, not headers.
-fn overridden_by_unknowns(facts: &mut JobFacts) {
-    for &(field, marker) in launch::UNKNOWN_FIELDS {
-        let Some(unknown) = facts.get(marker) else {
-            continue;
-        };
-        let written = unknown.value.as_str().unwrap_or_default();
-        let scheduler = ["$SLURM_", "${SLURM_", "$PBS_", "${PBS_"]
-            .iter()
-            .any(|v| written.contains(v));
-        let allocation = matches!(field, "nodes" | "gpus_per_node" | "gpus_total");
-        let strength = if scheduler || allocation {
-            unknown.strength.max(Strength::Header)
-        } else {
-            unknown.strength
-        };
-        if facts.get(field).is_some_and(|f| f.strength > strength) {
-            if let Some(lost) = facts.remove(field) {
-                let note = format!(
-                    "{} @ {} (overridden by an unknown value)",
-                    lost.value, lost.source
-                );
-                facts.note(marker, note);
-            }
-        }
-    }
-}
-
 /// Facts that follow from others: GPUs per node from a total and the node count; the global
 /// batch size from the per-device batch, the GPUs and the accumulation steps.
 fn derive(facts: &mut JobFacts) {
-    overridden_by_unknowns(facts);
-    let number = |facts: &JobFacts, f: &str| facts.value(f).and_then(|v| v.as_u64());
-    let confidence = |facts: &JobFacts, fields: &[&str]| {
+    let number = |facts: &JobFacts, f: Field| facts.value(f).and_then(|v| v.as_u64());
+    let confidence = |facts: &JobFacts, fields: &[Field]| {
         fields
             .iter()
-            .filter_map(|f| facts.get(f).map(|x| x.confidence))
+            .filter_map(|f| facts.get(*f).map(|x| x.confidence))
             .fold(1.0, f64::min)
     };
-    if facts.get("gpus_per_node").is_none() {
-        if let Some(total) = number(facts, "gpus_total") {
-            let nodes = number(facts, "nodes").unwrap_or(1).max(1);
+    if facts.get(Field::GpusPerNode).is_none() {
+        if let Some(total) = number(facts, Field::GpusTotal) {
+            let nodes = number(facts, Field::Nodes).unwrap_or(1).max(1);
             if total % nodes == 0 {
-                let c = confidence(facts, &["gpus_total", "nodes"]);
+                let c = confidence(facts, &[Field::GpusTotal, Field::Nodes]);
                 facts.set(
-                    "gpus_per_node",
+                    Field::GpusPerNode,
                     json!(total / nodes),
                     "derived: gpus_total / nodes".into(),
                     c,
@@ -678,14 +651,17 @@ fn derive(facts: &mut JobFacts) {
     // Slurm tasks that run the training script itself, with no GPU count anywhere: one
     // process per GPU (`srun python train.py` with `--ntasks-per-node=8`), as the launchers
     // that spawn a process per GPU do.
-    let gpus_unknown = ["gpus_per_node", "gpus_total"]
+    let gpus_unknown = [Field::GpusPerNodeUnknown, Field::GpusTotalUnknown]
         .iter()
-        .any(|f| launch::unknown(f).is_some_and(|m| facts.get(m).is_some()));
-    if facts.get("gpus_per_node").is_none() && facts.get("script").is_some() && !gpus_unknown {
-        if let Some(tasks) = number(facts, "tasks_per_node") {
-            let c = 0.6 * confidence(facts, &["tasks_per_node"]);
+        .any(|&m| facts.get(m).is_some());
+    if facts.get(Field::GpusPerNode).is_none()
+        && facts.get(Field::Script).is_some()
+        && !gpus_unknown
+    {
+        if let Some(tasks) = number(facts, Field::TasksPerNode) {
+            let c = 0.6 * confidence(facts, &[Field::TasksPerNode]);
             facts.set(
-                "gpus_per_node",
+                Field::GpusPerNode,
                 json!(tasks),
                 "derived: one GPU per Slurm task (tasks_per_node)".into(),
                 c,
@@ -693,46 +669,32 @@ fn derive(facts: &mut JobFacts) {
             );
         }
     }
-    // A step count overrides the epoch count a training script defaults to (Hugging Face's
-    // `max_steps` / `max_train_steps`: "overrides num_train_epochs"); kept as a note.
-    let code_epochs = facts
-        .get("epochs")
-        .is_some_and(|e| e.strength == Strength::Default);
-    if code_epochs && facts.get("max_steps").is_some() {
-        if let Some(epochs) = facts.remove("epochs") {
-            let note = format!(
-                "epochs {} @ {} (a default the step count overrides)",
-                epochs.value, epochs.source
-            );
-            facts.note("max_steps", note);
-        }
-    }
     // Tensor or pipeline parallelism splits the GPUs among fewer data-parallel ranks: the
     // product below would overcount the global batch.
-    let model_parallel = number(facts, "model_parallel").is_some_and(|n| n > 1);
-    let accumulation_unknown = facts.get("gradient_accumulation").is_none()
-        && facts.get(launch::UNKNOWN_ACCUMULATION).is_some();
-    if facts.get("global_batch_size").is_none() && !model_parallel && !accumulation_unknown {
+    let model_parallel = number(facts, Field::ModelParallel).is_some_and(|n| n > 1);
+    let accumulation_unknown = facts.get(Field::GradientAccumulation).is_none()
+        && facts.get(Field::GradientAccumulationUnknown).is_some();
+    if facts.get(Field::GlobalBatchSize).is_none() && !model_parallel && !accumulation_unknown {
         // Only with every factor known: a job script without a node count may be submitted
         // to several nodes (`sbatch --nodes=4 job.slurm`).
         if let (Some(batch), Some(gpus), Some(nodes)) = (
-            number(facts, "batch_size_per_device"),
-            number(facts, "gpus_per_node"),
-            number(facts, "nodes"),
+            number(facts, Field::BatchSizePerDevice),
+            number(facts, Field::GpusPerNode),
+            number(facts, Field::Nodes),
         ) {
-            let accumulation = number(facts, "gradient_accumulation").unwrap_or(1);
+            let accumulation = number(facts, Field::GradientAccumulation).unwrap_or(1);
             let c = 0.9
                 * confidence(
                     facts,
                     &[
-                        "batch_size_per_device",
-                        "gpus_per_node",
-                        "nodes",
-                        "gradient_accumulation",
+                        Field::BatchSizePerDevice,
+                        Field::GpusPerNode,
+                        Field::Nodes,
+                        Field::GradientAccumulation,
                     ],
                 );
             facts.set(
-                "global_batch_size",
+                Field::GlobalBatchSize,
                 json!(batch * gpus * nodes * accumulation),
                 "derived: batch_size_per_device x gpus_per_node x nodes x gradient_accumulation"
                     .into(),
@@ -762,10 +724,18 @@ mod tests {
                 &mut facts,
             );
         }
-        assert_eq!(facts.value("model"), Some(&json!("org/m")), "{commands:?}");
-        assert_eq!(facts.value("learning_rate"), Some(&json!(2e-5)));
-        assert_eq!(facts.value("nodes"), Some(&json!(2)), "srun's options kept");
-        assert_eq!(facts.get("model").unwrap().source, "job.sh:2");
+        assert_eq!(
+            facts.value(Field::Model),
+            Some(&json!("org/m")),
+            "{commands:?}"
+        );
+        assert_eq!(facts.value(Field::LearningRate), Some(&json!(2e-5)));
+        assert_eq!(
+            facts.value(Field::Nodes),
+            Some(&json!(2)),
+            "srun's options kept"
+        );
+        assert_eq!(facts.get(Field::Model).unwrap().source, "job.sh:2");
     }
 
     #[test]
@@ -784,11 +754,19 @@ mod tests {
                 &mut facts,
             );
         }
-        assert_eq!(facts.value("nodes"), Some(&json!(2)), "{commands:?}");
-        assert_eq!(facts.value("model"), Some(&json!("org/m")), "{commands:?}");
-        assert_eq!(facts.value("epochs"), Some(&json!(3)));
-        assert_eq!(facts.value("gpus_per_node"), Some(&json!(4)));
-        assert_eq!(script_call(&shlex::split("bash run.sh").unwrap()), None, "no arguments");
+        assert_eq!(facts.value(Field::Nodes), Some(&json!(2)), "{commands:?}");
+        assert_eq!(
+            facts.value(Field::Model),
+            Some(&json!("org/m")),
+            "{commands:?}"
+        );
+        assert_eq!(facts.value(Field::Epochs), Some(&json!(3)));
+        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(4)));
+        assert_eq!(
+            script_call(&shlex::split("bash run.sh").unwrap()),
+            None,
+            "no arguments"
+        );
         assert_eq!(
             script_call(&shlex::split("scripts/env.sh python train.py --lr 1").unwrap()),
             None,
@@ -801,7 +779,10 @@ mod tests {
         let script = "ARGS=\" \\\n  --lr 1e-5 \\\n  --seed 2023\n\"\nCMD=\"deepspeed train.py ${ARGS}\"\neval ${CMD}\n";
         let commands = commands(script, &mut |_| None);
         assert_eq!(commands.len(), 1, "{commands:?}");
-        assert!(commands[0].words.join(" ").contains("--lr 1e-5"), "{commands:?}");
+        assert!(
+            commands[0].words.join(" ").contains("--lr 1e-5"),
+            "{commands:?}"
+        );
         assert!(!open_quote("echo \"a\" 'b' \\\""));
         assert!(open_quote("X=\"a"));
         assert!(!open_quote("X='it\"s'"));
@@ -829,13 +810,15 @@ mod tests {
         let mut facts = JobFacts::default();
         let line = "torchrun --nnodes 1 --nproc_per_node 4 train.py --per_device_train_batch_size 2 --gradient_accumulation_steps $((X / 2))";
         launch::read_line(line, "job.sh:1", Strength::Script, &mut facts);
+        crate::precedence::resolve(&mut facts);
         derive(&mut facts);
-        assert_eq!(facts.value("global_batch_size"), None);
+        assert_eq!(facts.value(Field::GlobalBatchSize), None);
         let known = line.replace("$((X / 2))", "3");
         let mut facts = JobFacts::default();
         launch::read_line(&known, "job.sh:1", Strength::Script, &mut facts);
+        crate::precedence::resolve(&mut facts);
         derive(&mut facts);
-        assert_eq!(facts.value("global_batch_size"), Some(&json!(24)));
+        assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(24)));
     }
 
     #[test]
@@ -852,37 +835,38 @@ mod tests {
             );
         }
         facts.set(
-            "epochs",
+            Field::Epochs,
             json!(100),
             "train.py:9".into(),
             1.0,
             Strength::Default,
         );
         facts.set(
-            "learning_rate",
+            Field::LearningRate,
             json!(1e-4),
             "train.py:8".into(),
             1.0,
             Strength::Default,
         );
+        crate::precedence::resolve(&mut facts);
         derive(&mut facts);
-        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
-        assert!(facts.get("gpus_per_node").unwrap().confidence < 1.0);
-        assert_eq!(facts.value("global_batch_size"), Some(&json!(160)));
+        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert!(facts.get(Field::GpusPerNode).unwrap().confidence < 1.0);
+        assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(160)));
         assert_eq!(
-            facts.value("epochs"),
+            facts.value(Field::Epochs),
             None,
             "the step count overrides the default"
         );
         assert_eq!(
-            facts.get("max_steps").unwrap().also,
+            facts.get(Field::MaxSteps).unwrap().also,
             vec!["epochs 100 @ train.py:9 (a default the step count overrides)"]
         );
         // GPUs per task give the GPUs per node outright.
         let mut facts = JobFacts::default();
         let header = "#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=2\n";
         scheduler::read_headers("job.sh", header, &mut facts);
-        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
+        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
     }
 
     #[test]
@@ -933,20 +917,20 @@ mod tests {
         )
         .unwrap();
         let f = &out.facts;
-        assert_eq!(f.value("nodes").unwrap(), 2);
-        assert_eq!(f.get("nodes").unwrap().source, "train.sbatch:7");
-        assert_eq!(f.value("gpus_per_node").unwrap(), 4);
-        assert_eq!(f.value("requested_time_s").unwrap(), 4 * 3600);
+        assert_eq!(f.value(Field::Nodes).unwrap(), 2);
+        assert_eq!(f.get(Field::Nodes).unwrap().source, "train.sbatch:7");
+        assert_eq!(f.value(Field::GpusPerNode).unwrap(), 4);
+        assert_eq!(f.value(Field::RequestedTimeS).unwrap(), 4 * 3600);
         // The launch command beats the script.
-        assert_eq!(f.value("learning_rate").unwrap(), 1e-4);
+        assert_eq!(f.value(Field::LearningRate).unwrap(), 1e-4);
         assert_eq!(
-            f.get("learning_rate").unwrap().also,
+            f.get(Field::LearningRate).unwrap().also,
             vec!["0.0003 @ train.sbatch:7"]
         );
-        assert_eq!(f.value("max_steps").unwrap(), 1000);
-        assert_eq!(f.value("global_batch_size").unwrap(), 8 * 4 * 2 * 2);
-        assert_eq!(f.value("current_step").unwrap(), 200);
-        assert_eq!(f.value("failure").unwrap(), "cuda_oom");
+        assert_eq!(f.value(Field::MaxSteps).unwrap(), 1000);
+        assert_eq!(f.value(Field::GlobalBatchSize).unwrap(), 8 * 4 * 2 * 2);
+        assert_eq!(f.value(Field::CurrentStep).unwrap(), 200);
+        assert_eq!(f.value(Field::Failure).unwrap(), "cuda_oom");
         assert_eq!(out.read.len(), 2, "{:?}", out.read);
         assert!(out.skipped.is_empty());
     }
@@ -973,9 +957,9 @@ mod tests {
         write("ds.json", "{\"train_micro_batch_size_per_gpu\": 16}\n");
         let changed = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
         assert_eq!((changed.parsed, changed.reused), (1, 1));
-        assert_eq!(changed.facts.value("batch_size_per_device").unwrap(), 16);
+        assert_eq!(changed.facts.value(Field::BatchSizePerDevice).unwrap(), 16);
         assert_eq!(
-            changed.facts.value("global_batch_size").unwrap(),
+            changed.facts.value(Field::GlobalBatchSize).unwrap(),
             16 * 4 * 2
         );
         // The same facts as a run without a cache.
@@ -1004,7 +988,7 @@ mod tests {
         );
         let mut cache = Cache::default();
         let first = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
-        let value = |e: &Extraction, f: &str| e.facts.value(f).cloned();
+        let value = |e: &Extraction, f: &str| e.facts.value(f.parse().unwrap()).cloned();
         assert_eq!(value(&first, "gpus_per_node"), Some(serde_json::json!(4)));
         assert_eq!(value(&first, "model"), Some(serde_json::json!("gpt2")));
         // The sourced file's own commands are not the job's.
@@ -1040,8 +1024,11 @@ mod tests {
         );
         let mut cache = Cache::default();
         let first = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
-        let fact =
-            |e: &Extraction, f: &str| e.facts.get(f).map(|x| (x.value.clone(), x.source.clone()));
+        let fact = |e: &Extraction, f: &str| {
+            e.facts
+                .get(f.parse().unwrap())
+                .map(|x| (x.value.clone(), x.source.clone()))
+        };
         use serde_json::json;
         assert_eq!(
             fact(&first, "learning_rate"),
@@ -1087,10 +1074,13 @@ mod tests {
             "deepspeed --hostfile configs/hostfile train.py --per_device_train_batch_size 1\n",
         );
         let out = extract(dir.path(), None, &[]).unwrap();
-        assert_eq!(out.facts.value("nodes"), Some(&json!(2)));
-        assert_eq!(out.facts.value("gpus_per_node"), Some(&json!(8)));
-        assert_eq!(out.facts.get("nodes").unwrap().source, "configs/hostfile:1");
-        assert_eq!(out.facts.value("global_batch_size"), Some(&json!(16)));
+        assert_eq!(out.facts.value(Field::Nodes), Some(&json!(2)));
+        assert_eq!(out.facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(
+            out.facts.get(Field::Nodes).unwrap().source,
+            "configs/hostfile:1"
+        );
+        assert_eq!(out.facts.value(Field::GlobalBatchSize), Some(&json!(16)));
     }
 
     #[test]

@@ -5,21 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The fields that matter to a scheduler: what the LLM agent is asked about and what a
-/// snapshot job's `meta` carries.
-pub const SCHEDULING_FIELDS: [&str; 11] = [
-    "model",
-    "dataset",
-    "gpus_per_node",
-    "nodes",
-    "batch_size_per_device",
-    "global_batch_size",
-    "sequence_length",
-    "epochs",
-    "max_steps",
-    "learning_rate",
-    "precision",
-];
+pub use crate::field::{Field, Kind};
 
 /// How strong a source is: a stronger source's value wins over a weaker one's (docs/knowledge.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -62,26 +48,28 @@ pub struct Fact {
     pub also: Vec<String>,
 }
 
-/// Everything known about one job: field name -> fact. Field names are the fixed vocabulary of
-/// docs/knowledge.md (`nodes`, `gpus_per_node`, `model`, `learning_rate`, `failure`, ...).
+/// Everything known about one job: field -> fact, over the vocabulary of [`Field`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobFacts {
-    fields: BTreeMap<String, Fact>,
+    fields: BTreeMap<Field, Fact>,
 }
 
 impl JobFacts {
-    /// Records `value` for `field` unless a stronger source already gave it; an equal source
-    /// read later wins (later lines override earlier ones, as in a shell script). The loser is
-    /// kept in `also`.
+    /// Records `value` for `field`, parsed as its [`Kind`] (a value that is none of the kind,
+    /// such as a GPU count `0,1`, is no fact), unless a stronger source already gave it: the
+    /// rule of [`crate::precedence::wins`]. The loser is kept in `also`.
     pub fn set(
         &mut self,
-        field: &str,
+        field: Field,
         value: Value,
         source: String,
         confidence: f64,
         strength: Strength,
     ) {
+        let Some(value) = field.parse(value) else {
+            return;
+        };
         let new = Fact {
             value,
             source,
@@ -89,11 +77,11 @@ impl JobFacts {
             strength,
             also: Vec::new(),
         };
-        match self.fields.get_mut(field) {
+        match self.fields.get_mut(&field) {
             None => {
-                self.fields.insert(field.to_string(), new);
+                self.fields.insert(field, new);
             }
-            Some(old) if strength <= old.strength => {
+            Some(old) if crate::precedence::wins(strength, old.strength) => {
                 let mut also = std::mem::take(&mut old.also);
                 if old.value != new.value {
                     also.push(format!("{} @ {}", old.value, old.source));
@@ -113,7 +101,7 @@ impl JobFacts {
     pub fn fill(&mut self, other: &JobFacts) {
         for (field, fact) in &other.fields {
             if !self.fields.contains_key(field) {
-                self.fields.insert(field.clone(), fact.clone());
+                self.fields.insert(*field, fact.clone());
             }
         }
     }
@@ -124,7 +112,7 @@ impl JobFacts {
     pub fn absorb(&mut self, other: &JobFacts) {
         for (field, fact) in &other.fields {
             self.set(
-                field,
+                *field,
                 fact.value.clone(),
                 fact.source.clone(),
                 fact.confidence,
@@ -137,39 +125,39 @@ impl JobFacts {
     }
 
     /// The fact recorded for `field`.
-    pub fn get(&self, field: &str) -> Option<&Fact> {
-        self.fields.get(field)
+    pub fn get(&self, field: Field) -> Option<&Fact> {
+        self.fields.get(&field)
     }
 
     /// Takes `field`'s fact out (a value that another fact overrides).
-    pub fn remove(&mut self, field: &str) -> Option<Fact> {
-        self.fields.remove(field)
+    pub fn remove(&mut self, field: Field) -> Option<Fact> {
+        self.fields.remove(&field)
     }
 
     /// Notes on `field`'s fact a value that lost to it (its `also`).
-    pub fn note(&mut self, field: &str, note: String) {
-        if let Some(fact) = self.fields.get_mut(field) {
+    pub fn note(&mut self, field: Field, note: String) {
+        if let Some(fact) = self.fields.get_mut(&field) {
             fact.also.push(note);
         }
     }
 
     /// The value recorded for `field`.
-    pub fn value(&self, field: &str) -> Option<&Value> {
-        self.fields.get(field).map(|f| &f.value)
+    pub fn value(&self, field: Field) -> Option<&Value> {
+        self.fields.get(&field).map(|f| &f.value)
     }
 
     /// The value of `field` as a positive whole number (`None` when unknown); the fact itself
     /// when its value is something else, for the caller's error message.
-    pub fn positive_count(&self, field: &str) -> Result<Option<i64>, &Fact> {
-        match self.fields.get(field) {
+    pub fn positive_count(&self, field: Field) -> Result<Option<i64>, &Fact> {
+        match self.fields.get(&field) {
             None => Ok(None),
             Some(fact) => fact.value.as_i64().filter(|&n| n > 0).map(Some).ok_or(fact),
         }
     }
 
-    /// Field names and facts, in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Fact)> {
-        self.fields.iter().map(|(k, v)| (k.as_str(), v))
+    /// Fields and facts, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (Field, &Fact)> {
+        self.fields.iter().map(|(k, v)| (*k, v))
     }
 
     /// Whether nothing is known.
@@ -187,27 +175,27 @@ mod tests {
     fn stronger_sources_win_and_losers_are_kept() {
         let mut facts = JobFacts::default();
         facts.set(
-            "nodes",
+            Field::Nodes,
             json!(2),
             "a.sbatch:2".into(),
             1.0,
             Strength::Header,
         );
         facts.set(
-            "nodes",
+            Field::Nodes,
             json!(4),
             "a.sbatch:9".into(),
             1.0,
             Strength::Script,
         );
         facts.set(
-            "nodes",
+            Field::Nodes,
             json!(8),
             "b.sbatch:2".into(),
             1.0,
             Strength::Header,
         );
-        let fact = facts.get("nodes").unwrap();
+        let fact = facts.get(Field::Nodes).unwrap();
         assert_eq!(fact.value, json!(4));
         assert_eq!(fact.source, "a.sbatch:9");
         assert_eq!(fact.also, vec!["2 @ a.sbatch:2", "8 @ b.sbatch:2"]);

@@ -8,151 +8,163 @@
 
 use serde_json::{json, Value};
 
-use crate::facts::{JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Strength};
 
 /// Training-argument names (without dashes, `-` read as `_`) -> (field, confidence). Names
 /// that do not say whether a batch is per device or global read as per device, with less
 /// confidence.
-pub const ARGUMENTS: &[(&str, &str, f64)] = &[
-    ("model_name_or_path", "model", 1.0),
-    ("pretrained_model_name_or_path", "model", 1.0),
-    ("model_name", "model", 1.0),
-    ("model_id", "model", 1.0),
-    ("base_model", "model", 1.0),
-    ("pretrain", "model", 1.0),
-    ("pretrained_path", "model", 0.9),
-    ("model_path", "model", 0.9),
-    ("base_model_name", "model", 1.0),
+pub const ARGUMENTS: &[(&str, Field, f64)] = &[
+    ("model_name_or_path", Field::Model, 1.0),
+    ("pretrained_model_name_or_path", Field::Model, 1.0),
+    ("model_name", Field::Model, 1.0),
+    ("model_id", Field::Model, 1.0),
+    ("base_model", Field::Model, 1.0),
+    ("pretrain", Field::Model, 1.0),
+    ("pretrained_path", Field::Model, 0.9),
+    ("model_path", Field::Model, 0.9),
+    ("base_model_name", Field::Model, 1.0),
     // SwissArmyTransformer (CogVLM): `--from_pretrained cogvlm-base-490`.
-    ("from_pretrained", "model", 0.9),
+    ("from_pretrained", Field::Model, 0.9),
     // A model built from an architecture file (GaLore's `--model_config configs/llama_7b.json`).
-    ("model_config", "model", 0.7),
+    ("model_config", Field::Model, 0.7),
     // The language model a vision-language model is built on (OpenFlamingo's `--lm_path`).
-    ("lm_path", "model", 0.8),
-    ("model", "model", 0.9),
-    ("per_device_train_batch_size", "batch_size_per_device", 1.0),
-    ("per_gpu_train_batch_size", "batch_size_per_device", 1.0),
-    ("batch_size_per_gpu", "batch_size_per_device", 1.0),
-    // RWKV-LM's `--micro_bsz`, `--ctx_len`, `--lr_init`, `--data_file`.
-    ("micro_bsz", "batch_size_per_device", 1.0),
+    ("lm_path", Field::Model, 0.8),
+    ("model", Field::Model, 0.9),
     (
-        "train_micro_batch_size_per_gpu",
-        "batch_size_per_device",
+        "per_device_train_batch_size",
+        Field::BatchSizePerDevice,
         1.0,
     ),
-    ("micro_batch_size", "batch_size_per_device", 1.0),
-    ("micro_train_batch_size", "batch_size_per_device", 1.0),
-    ("local_batch_size", "batch_size_per_device", 1.0),
-    ("device_train_microbatch_size", "batch_size_per_device", 1.0),
-    ("train_micro_batch_size", "batch_size_per_device", 1.0),
-    ("batch_size", "batch_size_per_device", 0.7),
+    ("per_gpu_train_batch_size", Field::BatchSizePerDevice, 1.0),
+    ("batch_size_per_gpu", Field::BatchSizePerDevice, 1.0),
+    // RWKV-LM's `--micro_bsz`, `--ctx_len`, `--lr_init`, `--data_file`.
+    ("micro_bsz", Field::BatchSizePerDevice, 1.0),
+    (
+        "train_micro_batch_size_per_gpu",
+        Field::BatchSizePerDevice,
+        1.0,
+    ),
+    ("micro_batch_size", Field::BatchSizePerDevice, 1.0),
+    ("micro_train_batch_size", Field::BatchSizePerDevice, 1.0),
+    ("local_batch_size", Field::BatchSizePerDevice, 1.0),
+    (
+        "device_train_microbatch_size",
+        Field::BatchSizePerDevice,
+        1.0,
+    ),
+    ("train_micro_batch_size", Field::BatchSizePerDevice, 1.0),
+    ("batch_size", Field::BatchSizePerDevice, 0.7),
     // LAVIS's `run.batch_size_train`.
-    ("batch_size_train", "batch_size_per_device", 0.9),
-    ("global_batch_size", "global_batch_size", 1.0),
-    ("global_train_batch_size", "global_batch_size", 1.0),
-    ("total_batch_size", "global_batch_size", 1.0),
+    ("batch_size_train", Field::BatchSizePerDevice, 0.9),
+    ("global_batch_size", Field::GlobalBatchSize, 1.0),
+    ("global_train_batch_size", Field::GlobalBatchSize, 1.0),
+    ("total_batch_size", Field::GlobalBatchSize, 1.0),
     // detectron2's `SOLVER.IMS_PER_BATCH`: images per step over all GPUs.
-    ("ims_per_batch", "global_batch_size", 0.8),
+    ("ims_per_batch", Field::GlobalBatchSize, 0.8),
     // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
-    ("train_batch_size", "global_batch_size", 0.8),
-    ("gradient_accumulation_steps", "gradient_accumulation", 1.0),
-    ("accumulate_grad_batches", "gradient_accumulation", 1.0),
+    ("train_batch_size", Field::GlobalBatchSize, 0.8),
+    (
+        "gradient_accumulation_steps",
+        Field::GradientAccumulation,
+        1.0,
+    ),
+    ("accumulate_grad_batches", Field::GradientAccumulation, 1.0),
     // nanotron, Composer, open_clip, fairseq.
     (
         "batch_accumulation_per_replica",
-        "gradient_accumulation",
+        Field::GradientAccumulation,
         1.0,
     ),
-    ("grad_accum", "gradient_accumulation", 1.0),
-    ("accum_freq", "gradient_accumulation", 1.0),
-    ("update_freq", "gradient_accumulation", 1.0),
-    ("accum_grad_iters", "gradient_accumulation", 1.0),
-    ("grad_acc_steps", "gradient_accumulation", 1.0),
-    ("accumulation_steps", "gradient_accumulation", 1.0),
-    ("max_seq_length", "sequence_length", 1.0),
-    ("max_seq_len", "sequence_length", 1.0),
-    ("max_len", "sequence_length", 0.9),
-    ("seq_length", "sequence_length", 1.0),
-    ("sequence_length", "sequence_length", 1.0),
-    ("max_sequence_length", "sequence_length", 1.0),
-    ("seq_len", "sequence_length", 1.0),
-    ("ctx_len", "sequence_length", 1.0),
-    ("sequence_len", "sequence_length", 1.0),
-    ("cutoff_len", "sequence_length", 1.0),
-    ("block_size", "sequence_length", 1.0),
-    ("model_max_length", "sequence_length", 1.0),
-    ("max_length", "sequence_length", 0.8),
+    ("grad_accum", Field::GradientAccumulation, 1.0),
+    ("accum_freq", Field::GradientAccumulation, 1.0),
+    ("update_freq", Field::GradientAccumulation, 1.0),
+    ("accum_grad_iters", Field::GradientAccumulation, 1.0),
+    ("grad_acc_steps", Field::GradientAccumulation, 1.0),
+    ("accumulation_steps", Field::GradientAccumulation, 1.0),
+    ("max_seq_length", Field::SequenceLength, 1.0),
+    ("max_seq_len", Field::SequenceLength, 1.0),
+    ("max_len", Field::SequenceLength, 0.9),
+    ("seq_length", Field::SequenceLength, 1.0),
+    ("sequence_length", Field::SequenceLength, 1.0),
+    ("max_sequence_length", Field::SequenceLength, 1.0),
+    ("seq_len", Field::SequenceLength, 1.0),
+    ("ctx_len", Field::SequenceLength, 1.0),
+    ("sequence_len", Field::SequenceLength, 1.0),
+    ("cutoff_len", Field::SequenceLength, 1.0),
+    ("block_size", Field::SequenceLength, 1.0),
+    ("model_max_length", Field::SequenceLength, 1.0),
+    ("max_length", Field::SequenceLength, 0.8),
     // fairseq's `task.tokens_per_sample`.
-    ("tokens_per_sample", "sequence_length", 1.0),
-    ("num_train_epochs", "epochs", 1.0),
-    ("max_epochs", "epochs", 1.0),
-    ("num_epochs", "epochs", 1.0),
-    ("num_epoch", "epochs", 1.0),
-    ("max_epoch", "epochs", 1.0),
-    ("epochs", "epochs", 1.0),
-    ("max_steps", "max_steps", 1.0),
-    ("max_iters", "max_steps", 1.0),
-    ("train_iters", "max_steps", 1.0),
-    ("total_steps", "max_steps", 1.0),
+    ("tokens_per_sample", Field::SequenceLength, 1.0),
+    ("num_train_epochs", Field::Epochs, 1.0),
+    ("max_epochs", Field::Epochs, 1.0),
+    ("num_epochs", Field::Epochs, 1.0),
+    ("num_epoch", Field::Epochs, 1.0),
+    ("max_epoch", Field::Epochs, 1.0),
+    ("epochs", Field::Epochs, 1.0),
+    ("max_steps", Field::MaxSteps, 1.0),
+    ("max_iters", Field::MaxSteps, 1.0),
+    ("train_iters", Field::MaxSteps, 1.0),
+    ("total_steps", Field::MaxSteps, 1.0),
     // nanotron's `tokens.train_steps`, fairseq's `--max-update`.
-    ("train_steps", "max_steps", 1.0),
-    ("max_update", "max_steps", 1.0),
+    ("train_steps", Field::MaxSteps, 1.0),
+    ("max_update", Field::MaxSteps, 1.0),
     // Hugging Face diffusers' scripts; detectron2's `SOLVER.MAX_ITER`.
-    ("max_train_steps", "max_steps", 1.0),
-    ("num_training_steps", "max_steps", 1.0),
-    ("max_iter", "max_steps", 1.0),
+    ("max_train_steps", Field::MaxSteps, 1.0),
+    ("num_training_steps", Field::MaxSteps, 1.0),
+    ("max_iter", Field::MaxSteps, 1.0),
     // Levanter's `trainer.num_train_steps`.
-    ("num_train_steps", "max_steps", 1.0),
-    ("steps", "max_steps", 0.8),
-    ("learning_rate", "learning_rate", 1.0),
-    ("lr", "learning_rate", 1.0),
+    ("num_train_steps", Field::MaxSteps, 1.0),
+    ("steps", Field::MaxSteps, 0.8),
+    ("learning_rate", Field::LearningRate, 1.0),
+    ("lr", Field::LearningRate, 1.0),
     // LAVIS: the peak of the warmup-cosine schedule.
-    ("init_lr", "learning_rate", 0.9),
-    ("lr_init", "learning_rate", 0.9),
-    ("dataset_name", "dataset", 1.0),
-    ("dataset", "dataset", 1.0),
-    ("data_path", "dataset", 0.9),
-    ("train_file", "dataset", 0.9),
-    ("train_data", "dataset", 0.9),
-    ("train_urls", "dataset", 0.9),
-    ("train_data_path", "dataset", 0.9),
-    ("train_file_dir", "dataset", 0.9),
-    ("train_datasets", "dataset", 0.9),
-    ("train_dataset_name", "dataset", 1.0),
-    ("data_file", "dataset", 0.8),
+    ("init_lr", Field::LearningRate, 0.9),
+    ("lr_init", Field::LearningRate, 0.9),
+    ("dataset_name", Field::Dataset, 1.0),
+    ("dataset", Field::Dataset, 1.0),
+    ("data_path", Field::Dataset, 0.9),
+    ("train_file", Field::Dataset, 0.9),
+    ("train_data", Field::Dataset, 0.9),
+    ("train_urls", Field::Dataset, 0.9),
+    ("train_data_path", Field::Dataset, 0.9),
+    ("train_file_dir", Field::Dataset, 0.9),
+    ("train_datasets", Field::Dataset, 0.9),
+    ("train_dataset_name", Field::Dataset, 1.0),
+    ("data_file", Field::Dataset, 0.8),
     // llm-foundry / Composer's `data_local`.
-    ("data_local", "dataset", 0.8),
-    ("dataset_path", "dataset", 1.0),
-    ("data_dir", "dataset", 0.8),
+    ("data_local", Field::Dataset, 0.8),
+    ("dataset_path", Field::Dataset, 1.0),
+    ("data_dir", Field::Dataset, 0.8),
     // mmengine's `train_dataloader.dataset.data_root`.
-    ("data_root", "dataset", 0.8),
-    ("data", "dataset", 0.7),
-    ("hf_name", "dataset", 0.9),
-    ("num_nodes", "nodes", 1.0),
+    ("data_root", Field::Dataset, 0.8),
+    ("data", Field::Dataset, 0.7),
+    ("hf_name", Field::Dataset, 0.9),
+    ("num_nodes", Field::Nodes, 1.0),
     // Lightning's `--gpus 1` / `Trainer(devices=8)`: the GPUs of each node (a count only).
-    ("gpus", "gpus_per_node", 0.8),
-    ("ngpus", "gpus_per_node", 0.8),
-    ("devices", "gpus_per_node", 0.8),
+    ("gpus", Field::GpusPerNode, 0.8),
+    ("ngpus", Field::GpusPerNode, 0.8),
+    ("devices", Field::GpusPerNode, 0.8),
     // Model parallelism, so the global batch is not derived from the GPU count.
-    ("tensor_parallel_dim", "model_parallel", 1.0),
-    ("tensor_parallel_size", "model_parallel", 1.0),
-    ("tensor_model_parallel_size", "model_parallel", 1.0),
-    ("pipeline_model_parallel_size", "model_parallel", 1.0),
-    ("pipeline_parallel_size", "model_parallel", 1.0),
-    ("tp_size", "model_parallel", 1.0),
-    ("pp_size", "model_parallel", 1.0),
-    ("precision", "precision", 1.0),
-    ("mixed_precision", "precision", 1.0),
-    ("dtype", "precision", 0.9),
-    ("param_dtype", "precision", 0.9),
-    ("model_dtype", "precision", 0.9),
-    ("torch_dtype", "precision", 0.8),
-    ("torch_dtype_str", "precision", 0.8),
+    ("tensor_parallel_dim", Field::ModelParallel, 1.0),
+    ("tensor_parallel_size", Field::ModelParallel, 1.0),
+    ("tensor_model_parallel_size", Field::ModelParallel, 1.0),
+    ("pipeline_model_parallel_size", Field::ModelParallel, 1.0),
+    ("pipeline_parallel_size", Field::ModelParallel, 1.0),
+    ("tp_size", Field::ModelParallel, 1.0),
+    ("pp_size", Field::ModelParallel, 1.0),
+    ("precision", Field::Precision, 1.0),
+    ("mixed_precision", Field::Precision, 1.0),
+    ("dtype", Field::Precision, 0.9),
+    ("param_dtype", Field::Precision, 0.9),
+    ("model_dtype", Field::Precision, 0.9),
+    ("torch_dtype", Field::Precision, 0.8),
+    ("torch_dtype_str", Field::Precision, 0.8),
 ];
 
 /// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
 /// [`ARGUMENTS`].
-pub fn argument(name: &str) -> Option<(&'static str, f64)> {
+pub fn argument(name: &str) -> Option<(Field, f64)> {
     ARGUMENTS
         .iter()
         .find(|(arg, _, _)| *arg == name)
@@ -166,26 +178,14 @@ const PRECISION_FLAGS: &[&str] = &["bf16", "fp16", "amp"];
 /// The one rule by which flags, configs and Python sources turn a training setting (`name`,
 /// with `-` read as `_`, and its value) into a fact: `(field, value, confidence)`, or `None`.
 ///
-/// - A value that says "not set" gives nothing: null, `"auto"` (DeepSpeed through Hugging
-///   Face), an empty text (a required argument's `""`), a negative number (`max_steps: -1`), Hydra's `???`, an unresolved `${...}`.
+/// - A value that says "not set" gives nothing ([`crate::precedence::unset`]).
 /// - A list of one value is that value (fairseq's `lr: [0.0002]`).
-/// - `bf16` / `fp16` / `amp` set `precision` to their own name when on (true, `"true"`, `"yes"`, 1),
-///   and nothing when off.
-/// - Any other name of [`ARGUMENTS`] sets its field to the value.
-pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
-    if value.is_null()
-        || value == json!("auto")
-        || value == json!("")
-        || value.as_f64().is_some_and(|x| x < 0.0)
-    {
-        return None;
-    }
-    // A reference left for the framework to fill (Hydra's `???`, an interpolation
-    // `${model.seq_length}`) is not a value.
-    if value
-        .as_str()
-        .is_some_and(|t| t.trim() == "???" || t.contains("${"))
-    {
+/// - `bf16` / `fp16` / `amp` set `precision` to their own name when on (true, `"true"`,
+///   `"yes"`, 1), and nothing when off.
+/// - Any other name of [`ARGUMENTS`] sets its field to the value, parsed as the field's kind
+///   ([`Field::parse`]).
+pub fn setting(name: &str, value: Value) -> Option<(Field, Value, f64)> {
+    if crate::precedence::unset(&value) {
         return None;
     }
     // fairseq writes one-value lists (`lr: [0.0002]`, `update_freq: [1]`): the value.
@@ -210,60 +210,25 @@ pub fn setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
             Value::String(t) => matches!(t.to_ascii_lowercase().as_str(), "true" | "yes" | "1"),
             _ => false,
         };
-        return on.then(|| ("precision", json!(flag), 1.0));
+        return on.then(|| (Field::Precision, json!(flag), 1.0));
     }
     let (field, confidence) = argument(name)?;
-    let value = match field {
-        "precision" => precision(value),
-        // LLaMA-Factory's `dataset: identity,alpaca_en_demo`; distil-whisper's and
-        // parler-tts's `a+b+c` (each data set once).
-        "dataset" => match value.as_str() {
-            Some(t) if t.contains([',', '+']) && !t.contains(char::is_whitespace) => {
-                let mut sets: Vec<Value> = Vec::new();
-                for part in t.split([',', '+']).filter(|p| !p.is_empty()) {
-                    if !sets.contains(&json!(part)) {
-                        sets.push(json!(part));
-                    }
-                }
-                Value::Array(sets)
-            }
-            _ => value,
-        },
-        // A learning rate of 0 trains nothing: a placeholder the code fills (DINOv2's `lr: 0.`
-        // beside `base_lr`).
-        "learning_rate" if value.as_f64() == Some(0.0) => return None,
-        // No accumulation is written 0 as often as 1 (Swin's `ACCUMULATION_STEPS = 0`).
-        "gradient_accumulation" if value.as_f64() == Some(0.0) => return None,
-        // A device list (`--gpus 0,1`) or `auto` is not a count.
-        "gpus_per_node" => json!(value.as_u64().filter(|&n| n > 0)?),
-        _ => value,
-    };
-    Some((field, value, confidence))
+    // A learning rate of 0 trains nothing: a placeholder the code fills (DINOv2's `lr: 0.`
+    // beside `base_lr`); no accumulation is written 0 as often as 1 (Swin's
+    // `ACCUMULATION_STEPS = 0`); a device list (`--gpus 0,1`) or `auto` is not a count: each
+    // is no value of its field's kind.
+    Some((field, field.parse(value)?, confidence))
 }
 
 /// `2ep` -> (`epochs`, 2), `500ba` -> (`max_steps`, 500).
-fn duration(text: &str) -> Option<(&'static str, u64)> {
+fn duration(text: &str) -> Option<(Field, u64)> {
     let text = text.trim();
     if let Some(n) = text.strip_suffix("ep") {
-        return n.parse().ok().map(|n| ("epochs", n));
+        return n.parse().ok().map(|n| (Field::Epochs, n));
     }
     text.strip_suffix("ba")
         .and_then(|n| n.parse().ok())
-        .map(|n| ("max_steps", n))
-}
-
-/// A precision as text, with the long spellings shortened: `bfloat16` -> `bf16`, `float16`
-/// and `half` -> `fp16`, `32` -> `"32"`.
-fn precision(value: Value) -> Value {
-    match &value {
-        Value::Number(n) => json!(n.to_string()),
-        Value::String(t) => match t.to_ascii_lowercase().as_str() {
-            "bfloat16" | "torch.bfloat16" => json!("bf16"),
-            "float16" | "half" | "torch.float16" => json!("fp16"),
-            _ => value,
-        },
-        _ => value,
-    }
+        .map(|n| (Field::MaxSteps, n))
 }
 
 /// Reads the commands of `text` (one launch command or several lines of shell, as given
@@ -294,7 +259,7 @@ pub fn read_command(
     // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`);
     // it only fills what no other command gave (a job that only evaluates still has GPUs).
     let mut found = JobFacts::default();
-    let mut set = |field: &str, value: Value, confidence: f64| {
+    let mut set = |field: Field, value: Value, confidence: f64| {
         found.set(field, value, source.to_string(), confidence, strength)
     };
     // `srun --nodes=32 --gres=gpu:8 python train.py`: srun's options request what `#SBATCH`
@@ -350,12 +315,12 @@ pub fn read_command(
                 if module.starts_with("torch.distributed") {
                     launcher_flags("torchrun", tail, &mut set)
                 } else {
-                    set("script", json!(module), 1.0);
+                    set(Field::Script, json!(module), 1.0);
                     tail
                 }
             }
             [script, tail @ ..] if script.ends_with(".py") => {
-                set("script", json!(script), 1.0);
+                set(Field::Script, json!(script), 1.0);
                 tail
             }
             _ => return false,
@@ -364,7 +329,7 @@ pub fn read_command(
     };
     read_arguments(script_args, &mut set);
     // The user's own `--cmd` is what runs, whatever its script is called.
-    let script = found.value("script").and_then(Value::as_str);
+    let script = found.value(Field::Script).and_then(Value::as_str);
     if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
         facts.fill(&found);
     } else {
@@ -507,29 +472,29 @@ fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
 /// Launchers' flags that give a count: (launcher, flag with `_`, field). `accelerate`'s
 /// `num_processes` counts the processes of all machines, so it is recorded as the total and
 /// divided by the machines in `extract`.
-const LAUNCHER_COUNTS: &[(&str, &str, &str)] = &[
-    ("torchrun", "nproc_per_node", "gpus_per_node"),
-    ("torchrun", "nnodes", "nodes"),
-    ("deepspeed", "num_gpus", "gpus_per_node"),
-    ("deepspeed", "num_gpus_per_node", "gpus_per_node"),
-    ("deepspeed", "num_nodes", "nodes"),
-    ("accelerate", "num_processes", "gpus_total"),
-    ("accelerate", "num_machines", "nodes"),
-    ("composer", "nproc", "gpus_per_node"),
+const LAUNCHER_COUNTS: &[(&str, &str, Field)] = &[
+    ("torchrun", "nproc_per_node", Field::GpusPerNode),
+    ("torchrun", "nnodes", Field::Nodes),
+    ("deepspeed", "num_gpus", Field::GpusPerNode),
+    ("deepspeed", "num_gpus_per_node", Field::GpusPerNode),
+    ("deepspeed", "num_nodes", Field::Nodes),
+    ("accelerate", "num_processes", Field::GpusTotal),
+    ("accelerate", "num_machines", Field::Nodes),
+    ("composer", "nproc", Field::GpusPerNode),
 ];
 
 /// Reads the flags of `launcher` up to the training script; returns the script's arguments.
 fn launcher_flags<'w>(
     launcher: &str,
     words: &'w [String],
-    set: &mut impl FnMut(&str, Value, f64),
+    set: &mut impl FnMut(Field, Value, f64),
 ) -> &'w [String] {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
         if w == "--module" || w == "-m" {
             if let Some(module) = words.get(i + 1).filter(|m| !m.contains('$')) {
-                set("script", json!(module), 1.0);
+                set(Field::Script, json!(module), 1.0);
             }
             return words.get(i + 2..).unwrap_or(&[]);
         }
@@ -537,12 +502,12 @@ fn launcher_flags<'w>(
             // The training script (or `-m module`).
             if w == "-m" {
                 if let Some(module) = words.get(i + 1).filter(|m| !m.contains('$')) {
-                    set("script", json!(module), 1.0);
+                    set(Field::Script, json!(module), 1.0);
                 }
                 return words.get(i + 2..).unwrap_or(&[]);
             }
             if !w.contains('$') {
-                set("script", json!(w), 1.0);
+                set(Field::Script, json!(w), 1.0);
             }
             return &words[i + 1..];
         };
@@ -600,9 +565,9 @@ fn is_value(word: &str) -> bool {
 }
 
 /// One launcher flag: a count from [`LAUNCHER_COUNTS`], or `accelerate`'s precision.
-fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&str, Value, f64)) {
+fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(Field, Value, f64)) {
     if launcher == "accelerate" && name == "mixed_precision" {
-        set("precision", json!(value), 1.0);
+        set(Field::Precision, json!(value), 1.0);
         return;
     }
     // `deepspeed --include host1:0,1@host2:0,1`: the hosts and the GPUs used on each.
@@ -619,23 +584,23 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(&
             })
             .collect();
         if let Some((nodes, gpus)) = per_host(&hosts) {
-            set("nodes", json!(nodes), 1.0);
+            set(Field::Nodes, json!(nodes), 1.0);
             if let Some(gpus) = gpus {
-                set("gpus_per_node", json!(gpus), 1.0);
+                set(Field::GpusPerNode, json!(gpus), 1.0);
             }
         }
         return;
     }
     // `deepspeed --hostfile FILE`: `extract` reads the file's `host slots=N` lines.
     if launcher == "deepspeed" && name == "hostfile" {
-        set(HOSTFILE, json!(value), 1.0);
+        set(Field::Hostfile, json!(value), 1.0);
         return;
     }
     let field = LAUNCHER_COUNTS
         .iter()
         .find(|(l, flag, _)| *l == launcher && *flag == name)
         .map(|(_, _, field)| *field);
-    if let (Some(marker), true) = (field.and_then(unknown), value.contains('$')) {
+    if let (Some(marker), true) = (field.and_then(Field::unknown), value.contains('$')) {
         // `--num_machines $NUM_NODES`: the count is the job's, but unknown here.
         set(marker, json!(format!("--{name} {value}")), 1.0);
         return;
@@ -667,7 +632,7 @@ fn count(value: &str) -> Option<Value> {
 /// Training-script arguments: `--name value`, `--name=value`, `--name v1 v2 ...` (a list),
 /// `--flag`. A value that still holds a shell variable (`$OUT`, unresolved) says nothing and is
 /// left out.
-fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
+fn read_arguments(words: &[String], set: &mut impl FnMut(Field, Value, f64)) {
     // The script's own arguments passed on (`"$@"`, `${@:4}`, `$*`) are more arguments, not
     // the value of the flag before them.
     let words: Vec<String> = words
@@ -678,7 +643,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     let words = words.as_slice();
     let mut settings = Vec::new();
     // Fields left to an unknown variable: ([`unknown`] fact, the words as written).
-    let mut unknowns: Vec<(&'static str, Value)> = Vec::new();
+    let mut unknowns: Vec<(Field, Value)> = Vec::new();
     let names: Vec<String> = words
         .iter()
         .filter_map(|w| w.strip_prefix("--"))
@@ -696,7 +661,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
                     .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
                 if path && !name.starts_with('-') && !value.is_empty() {
                     if value.contains('$') {
-                        if let Some(marker) = dotted_field(name).and_then(unknown) {
+                        if let Some(marker) = dotted_field(name).and_then(Field::unknown) {
                             unknowns.push((marker, json!(words[i].clone())));
                         }
                     } else {
@@ -724,7 +689,7 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
         if values.iter().any(|v| v.contains('$')) {
             // A value the files leave to an unknown variable overrides any weaker one with
             // something unknown (an accumulation is unknown, not 1).
-            if let Some(marker) = argument(&name).and_then(|(field, _)| unknown(field)) {
+            if let Some(marker) = argument(&name).and_then(|(field, _)| field.unknown()) {
                 let written = format!("--{name} {}", values.join(" "));
                 unknowns.push((marker, json!(written)));
             }
@@ -752,42 +717,6 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(&str, Value, f64)) {
     }
 }
 
-/// The fact that says `field` was given but could not be read (`--num_machines $NUM_NODES`,
-/// `--gradient_accumulation_steps $GAS` with the variable unknown): `FIELD_unknown`, whose value
-/// is the flag as written, from [`UNKNOWN_FIELDS`] (`None` for a field not there). A weaker
-/// source's value for the field is then not the job's (`extract` takes it out and notes it
-/// there), and nothing is derived from it.
-pub fn unknown(field: &str) -> Option<&'static str> {
-    UNKNOWN_FIELDS
-        .iter()
-        .find(|(f, _)| *f == field)
-        .map(|&(_, marker)| marker)
-}
-
-/// The fact that names a DeepSpeed hostfile (`--hostfile configs/hostfile`), whose hosts and
-/// slots `extract` reads from the job directory.
-pub const HOSTFILE: &str = "hostfile";
-
-/// [`unknown`] of the accumulation.
-pub const UNKNOWN_ACCUMULATION: &str = "gradient_accumulation_unknown";
-
-/// Each field that a flag sets, with its [`unknown`] fact's name.
-pub const UNKNOWN_FIELDS: &[(&str, &str)] = &[
-    ("model", "model_unknown"),
-    ("dataset", "dataset_unknown"),
-    ("batch_size_per_device", "batch_size_per_device_unknown"),
-    ("global_batch_size", "global_batch_size_unknown"),
-    ("gradient_accumulation", UNKNOWN_ACCUMULATION),
-    ("sequence_length", "sequence_length_unknown"),
-    ("epochs", "epochs_unknown"),
-    ("max_steps", "max_steps_unknown"),
-    ("learning_rate", "learning_rate_unknown"),
-    ("precision", "precision_unknown"),
-    ("nodes", "nodes_unknown"),
-    ("gpus_per_node", "gpus_per_node_unknown"),
-    ("gpus_total", "gpus_total_unknown"),
-];
-
 /// Batch names that do not say per device or global: their meaning depends on the others.
 const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
 
@@ -802,12 +731,12 @@ const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
 /// - `dataset_name` beside a `dataset_path` names its subset (`load_dataset(path, name)`).
 /// - Beside an argument naming a text encoder (`names`: every argument name given, known or
 ///   not), a text length is the captions' limit: no sequence length.
-pub fn settle<T>(settings: &mut Vec<(String, (&'static str, Value, f64), T)>, names: &[String]) {
+pub fn settle<T>(settings: &mut Vec<(String, (Field, Value, f64), T)>, names: &[String]) {
     settle_batches(settings);
     // A text-conditioned generator's lengths (`--text_encoder_name google/mt5-xxl
     // --model_max_length 512`) bound its captions, not the training's sequences.
     if names.iter().any(|n| n.starts_with("text_encoder")) {
-        settings.retain(|(_, (field, _, _), _)| *field != "sequence_length");
+        settings.retain(|(_, (field, _, _), _)| *field != Field::SequenceLength);
     }
     // `load_dataset(path, name)`: beside a `dataset_path`, a `dataset_name` names a subset.
     if settings.iter().any(|(name, _, _)| name == "dataset_path") {
@@ -816,16 +745,16 @@ pub fn settle<T>(settings: &mut Vec<(String, (&'static str, Value, f64), T)>, na
 }
 
 /// The batch rule of [`settle`].
-fn settle_batches<T>(settings: &mut [(String, (&'static str, Value, f64), T)]) {
+fn settle_batches<T>(settings: &mut [(String, (Field, Value, f64), T)]) {
     let per_device = settings.iter().any(|(name, (field, _, _), _)| {
-        *field == "batch_size_per_device" && !PLAIN_BATCHES.contains(&name.as_str())
+        *field == Field::BatchSizePerDevice && !PLAIN_BATCHES.contains(&name.as_str())
     });
     for (name, fact, _) in settings.iter_mut() {
         if PLAIN_BATCHES.contains(&name.as_str()) {
             *fact = if per_device {
-                ("global_batch_size", fact.1.clone(), 0.8)
+                (Field::GlobalBatchSize, fact.1.clone(), 0.8)
             } else {
-                ("batch_size_per_device", fact.1.clone(), 0.7)
+                (Field::BatchSizePerDevice, fact.1.clone(), 0.7)
             };
         }
     }
@@ -848,12 +777,12 @@ pub const NOT_TRAINING: &[&str] = &[
 /// [`setting`] for a name that may be dotted (`--train.batch_size`, `data.max_len=2048`): the
 /// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);
 /// nothing under a section of [`NOT_TRAINING`].
-fn dotted_setting(name: &str, value: Value) -> Option<(&'static str, Value, f64)> {
+fn dotted_setting(name: &str, value: Value) -> Option<(Field, Value, f64)> {
     setting(&dotted_name(name)?, value)
 }
 
 /// The field a setting name sets, dotted or not (as [`dotted_setting`] reads it).
-fn dotted_field(name: &str) -> Option<&'static str> {
+fn dotted_field(name: &str) -> Option<Field> {
     argument(&dotted_name(name)?).map(|(field, _)| field)
 }
 
@@ -920,7 +849,7 @@ mod tests {
         .unwrap();
         let v = |f: &str| {
             facts
-                .value(f)
+                .value(f.parse().unwrap())
                 .cloned()
                 .unwrap_or_else(|| panic!("{f} missing"))
         };
@@ -942,17 +871,17 @@ mod tests {
         let ds =
             read("deepspeed --num_gpus=4 --num_nodes 1 train.py --deepspeed ds.json --lr 1e-4")
                 .unwrap();
-        assert_eq!(ds.value("gpus_per_node").unwrap(), 4);
-        assert_eq!(ds.value("learning_rate").unwrap(), 1e-4);
+        assert_eq!(ds.value(Field::GpusPerNode).unwrap(), 4);
+        assert_eq!(ds.value(Field::LearningRate).unwrap(), 1e-4);
         let acc = read("accelerate launch --num_processes 16 --num_machines 2 --mixed_precision fp16 finetune.py --max_steps 5000").unwrap();
-        assert_eq!(acc.value("gpus_total").unwrap(), 16);
-        assert_eq!(acc.value("nodes").unwrap(), 2);
-        assert_eq!(acc.value("precision").unwrap(), "fp16");
-        assert_eq!(acc.value("max_steps").unwrap(), 5000);
+        assert_eq!(acc.value(Field::GpusTotal).unwrap(), 16);
+        assert_eq!(acc.value(Field::Nodes).unwrap(), 2);
+        assert_eq!(acc.value(Field::Precision).unwrap(), "fp16");
+        assert_eq!(acc.value(Field::MaxSteps).unwrap(), 5000);
         let m = read("CUDA_VISIBLE_DEVICES=0,1 python -m torch.distributed.run --nproc-per-node=2 -m trainer.main --epochs 10").unwrap();
-        assert_eq!(m.value("gpus_per_node").unwrap(), 2);
-        assert_eq!(m.value("script").unwrap(), "trainer.main");
-        assert_eq!(m.value("epochs").unwrap(), 10);
+        assert_eq!(m.value(Field::GpusPerNode).unwrap(), 2);
+        assert_eq!(m.value(Field::Script).unwrap(), "trainer.main");
+        assert_eq!(m.value(Field::Epochs).unwrap(), 10);
     }
 
     #[test]
@@ -961,12 +890,12 @@ mod tests {
             "python train.py --max_steps -1 --num_train_epochs 3 --bf16 false --fp16 True --lr auto",
         )
         .unwrap();
-        assert_eq!(facts.value("max_steps"), None, "-1 means not set");
-        assert_eq!(facts.value("epochs"), Some(&json!(3)));
-        assert_eq!(facts.value("precision"), Some(&json!("fp16")));
-        assert_eq!(facts.value("learning_rate"), None, "auto means not set");
+        assert_eq!(facts.value(Field::MaxSteps), None, "-1 means not set");
+        assert_eq!(facts.value(Field::Epochs), Some(&json!(3)));
+        assert_eq!(facts.value(Field::Precision), Some(&json!("fp16")));
+        assert_eq!(facts.value(Field::LearningRate), None, "auto means not set");
         let bare = read("python train.py --bf16").unwrap();
-        assert_eq!(bare.value("precision"), Some(&json!("bf16")));
+        assert_eq!(bare.value(Field::Precision), Some(&json!("bf16")));
         // The same rule for every reader.
         assert_eq!(
             setting("bf16", json!(true)).map(|s| s.1),
@@ -981,67 +910,67 @@ mod tests {
         assert_eq!(setting("max_steps", json!(null)), None);
         assert_eq!(
             setting("lr", json!(0.1)).map(|s| s.0),
-            Some("learning_rate")
+            Some(Field::LearningRate)
         );
     }
 
     #[test]
     fn a_plain_batch_is_global_only_beside_a_micro_batch() {
         let alone = read("accelerate launch train.py --train_batch_size=4").unwrap();
-        assert_eq!(alone.value("batch_size_per_device"), Some(&json!(4)));
-        assert_eq!(alone.value("global_batch_size"), None);
+        assert_eq!(alone.value(Field::BatchSizePerDevice), Some(&json!(4)));
+        assert_eq!(alone.value(Field::GlobalBatchSize), None);
         let openrlhf = read(
             "deepspeed --module openrlhf.cli.train_sft --train_batch_size 128 --micro_train_batch_size 2",
         )
         .unwrap();
-        assert_eq!(openrlhf.value("global_batch_size"), Some(&json!(128)));
-        assert_eq!(openrlhf.value("batch_size_per_device"), Some(&json!(2)));
+        assert_eq!(openrlhf.value(Field::GlobalBatchSize), Some(&json!(128)));
+        assert_eq!(openrlhf.value(Field::BatchSizePerDevice), Some(&json!(2)));
         let plain = read("python finetune.py --batch_size 128 --micro_batch_size 4").unwrap();
-        assert_eq!(plain.value("global_batch_size"), Some(&json!(128)));
-        assert_eq!(plain.value("batch_size_per_device"), Some(&json!(4)));
+        assert_eq!(plain.value(Field::GlobalBatchSize), Some(&json!(128)));
+        assert_eq!(plain.value(Field::BatchSizePerDevice), Some(&json!(4)));
         let alone = read("python train.py --batch_size 32").unwrap();
-        assert_eq!(alone.value("batch_size_per_device"), Some(&json!(32)));
+        assert_eq!(alone.value(Field::BatchSizePerDevice), Some(&json!(32)));
     }
 
     #[test]
     fn a_text_encoders_length_is_not_the_sequence_length() {
         let t2v = read("accelerate launch train_t2v.py --text_encoder_name_1 google/mt5-xxl --model_max_length 512 --lr 1e-5").unwrap();
-        assert_eq!(t2v.value("sequence_length"), None);
-        assert_eq!(t2v.value("learning_rate"), Some(&json!(1e-5)));
+        assert_eq!(t2v.value(Field::SequenceLength), None);
+        assert_eq!(t2v.value(Field::LearningRate), Some(&json!(1e-5)));
         let lm = read("torchrun train.py --model_max_length 512").unwrap();
-        assert_eq!(lm.value("sequence_length"), Some(&json!(512)));
+        assert_eq!(lm.value(Field::SequenceLength), Some(&json!(512)));
     }
 
     #[test]
     fn deepspeed_include_and_oumi_distributed() {
         let ds = read("deepspeed --include localhost:0,1 finetune.py --lr 5e-5").unwrap();
-        assert_eq!(ds.value("nodes"), Some(&json!(1)));
-        assert_eq!(ds.value("gpus_per_node"), Some(&json!(2)));
+        assert_eq!(ds.value(Field::Nodes), Some(&json!(1)));
+        assert_eq!(ds.value(Field::GpusPerNode), Some(&json!(2)));
         let two = read("deepspeed --include=a:0,1,2,3@b:0,1,2,3 train.py").unwrap();
-        assert_eq!(two.value("nodes"), Some(&json!(2)));
-        assert_eq!(two.value("gpus_per_node"), Some(&json!(4)));
+        assert_eq!(two.value(Field::Nodes), Some(&json!(2)));
+        assert_eq!(two.value(Field::GpusPerNode), Some(&json!(4)));
         let uneven = read("deepspeed --include a:0,1@b:0 train.py").unwrap();
-        assert_eq!(uneven.value("gpus_per_node"), None);
+        assert_eq!(uneven.value(Field::GpusPerNode), None);
         let empty = read("deepspeed --include localhost: train.py").unwrap();
-        assert_eq!(empty.value("nodes"), Some(&json!(1)));
-        assert_eq!(empty.value("gpus_per_node"), None, "no devices named");
+        assert_eq!(empty.value(Field::Nodes), Some(&json!(1)));
+        assert_eq!(empty.value(Field::GpusPerNode), None, "no devices named");
         let oumi = read("oumi distributed torchrun -m oumi train -c cfg.yaml --training.max_steps 100 --training.per_device_train_batch_size 32").unwrap();
-        assert_eq!(oumi.value("script"), Some(&json!("oumi")));
-        assert_eq!(oumi.value("max_steps"), Some(&json!(100)));
-        assert_eq!(oumi.value("batch_size_per_device"), Some(&json!(32)));
+        assert_eq!(oumi.value(Field::Script), Some(&json!("oumi")));
+        assert_eq!(oumi.value(Field::MaxSteps), Some(&json!(100)));
+        assert_eq!(oumi.value(Field::BatchSizePerDevice), Some(&json!(32)));
     }
 
     #[test]
     fn composer_launcher_and_durations() {
         let facts = read("composer -n 8 train.py cfg.yaml max_duration=48000ba data_local=/data model.path=/ckpt.pt global_train_batch_size=256").unwrap();
-        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
-        assert_eq!(facts.value("script"), Some(&json!("train.py")));
-        assert_eq!(facts.value("max_steps"), Some(&json!(48000)));
-        assert_eq!(facts.value("dataset"), Some(&json!("/data")));
-        assert_eq!(facts.value("model"), Some(&json!("/ckpt.pt")));
+        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(facts.value(Field::Script), Some(&json!("train.py")));
+        assert_eq!(facts.value(Field::MaxSteps), Some(&json!(48000)));
+        assert_eq!(facts.value(Field::Dataset), Some(&json!("/data")));
+        assert_eq!(facts.value(Field::Model), Some(&json!("/ckpt.pt")));
         assert_eq!(
             setting("max_duration", json!("2ep")).map(|s| s.0),
-            Some("epochs")
+            Some(Field::Epochs)
         );
         assert_eq!(setting("max_duration", json!("5000000tok")), None);
     }
@@ -1049,14 +978,14 @@ mod tests {
     #[test]
     fn sbatch_options_request_the_job() {
         let facts = read("sbatch -N 2 --ntasks-per-node 4 --mem=128G --cpus-per-task 10 --gres=gpu:a100:4 --time 0:59:59 --job-name sft job.sh --lr 1").unwrap();
-        assert_eq!(facts.value("nodes"), Some(&json!(2)));
-        assert_eq!(facts.value("gpus_per_node"), Some(&json!(4)));
-        assert_eq!(facts.value("memory_mib"), Some(&json!(128 * 1024)));
-        assert_eq!(facts.value("cpus_per_task"), Some(&json!(10)));
-        assert_eq!(facts.value("requested_time_s"), Some(&json!(3599)));
-        assert_eq!(facts.value("job_name"), Some(&json!("sft")));
+        assert_eq!(facts.value(Field::Nodes), Some(&json!(2)));
+        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(4)));
+        assert_eq!(facts.value(Field::MemoryMib), Some(&json!(128 * 1024)));
+        assert_eq!(facts.value(Field::CpusPerTask), Some(&json!(10)));
+        assert_eq!(facts.value(Field::RequestedTimeS), Some(&json!(3599)));
+        assert_eq!(facts.value(Field::JobName), Some(&json!("sft")));
         assert_eq!(
-            facts.value("learning_rate"),
+            facts.value(Field::LearningRate),
             None,
             "the job script's arguments"
         );
@@ -1066,56 +995,56 @@ mod tests {
     fn hydra_prefixes_lists_and_unknowns() {
         let facts = read("python launch.py loss=dpo train_datasets=[ultrafeedback,shp] ++model.name_or_path=org/m ++lr=${LR} ~model.x").unwrap();
         assert_eq!(
-            facts.value("dataset"),
+            facts.value(Field::Dataset),
             Some(&json!(["ultrafeedback", "shp"]))
         );
-        assert_eq!(facts.value("model"), Some(&json!("org/m")));
-        assert_eq!(facts.value("learning_rate"), None);
+        assert_eq!(facts.value(Field::Model), Some(&json!("org/m")));
+        assert_eq!(facts.value(Field::LearningRate), None);
         assert_eq!(
-            facts.value("learning_rate_unknown"),
+            facts.value(Field::LearningRateUnknown),
             Some(&json!("++lr=${LR}"))
         );
         let plus = read("python run.py --train_dataset_name a+b+a").unwrap();
-        assert_eq!(plus.value("dataset"), Some(&json!(["a", "b"])));
+        assert_eq!(plus.value(Field::Dataset), Some(&json!(["a", "b"])));
     }
 
     #[test]
     fn a_value_left_to_an_unknown_variable_is_unknown() {
         let facts = read("python train.py --gradient_accumulation_steps $GAS").unwrap();
-        assert_eq!(facts.value("gradient_accumulation"), None);
+        assert_eq!(facts.value(Field::GradientAccumulation), None);
         assert_eq!(
-            facts.value(UNKNOWN_ACCUMULATION),
+            facts.value(Field::GradientAccumulationUnknown),
             Some(&json!("--gradient_accumulation_steps $GAS"))
         );
         let acc =
             read("accelerate launch --num_machines $NUM_NODES --config_file z3.yaml t.py").unwrap();
         assert_eq!(
-            acc.value("nodes_unknown"),
+            acc.value(Field::NodesUnknown),
             Some(&json!("--num_machines $NUM_NODES"))
         );
         let eval =
             read("eval \"torchrun --nproc_per_node 2 -m pkg.train\" \"--lr 2e-5 --bf16 True\"")
                 .unwrap();
-        assert_eq!(eval.value("gpus_per_node"), Some(&json!(2)));
-        assert_eq!(eval.value("script"), Some(&json!("pkg.train")));
-        assert_eq!(eval.value("learning_rate"), Some(&json!(2e-5)));
+        assert_eq!(eval.value(Field::GpusPerNode), Some(&json!(2)));
+        assert_eq!(eval.value(Field::Script), Some(&json!("pkg.train")));
+        assert_eq!(eval.value(Field::LearningRate), Some(&json!(2e-5)));
     }
 
     #[test]
     fn srun_options_and_lightning_gpus() {
         let facts = read("srun -p part --gres=gpu:8 --nodes=32 --ntasks-per-node=8 --cpus-per-task=10 --kill-on-bad-exit=1 python -u train.py --lr 2e-5").unwrap();
-        assert_eq!(facts.value("nodes"), Some(&json!(32)));
-        assert_eq!(facts.value("gpus_per_node"), Some(&json!(8)));
-        assert_eq!(facts.value("cpus_per_task"), Some(&json!(10)));
-        assert_eq!(facts.value("script"), Some(&json!("train.py")));
+        assert_eq!(facts.value(Field::Nodes), Some(&json!(32)));
+        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(facts.value(Field::CpusPerTask), Some(&json!(10)));
+        assert_eq!(facts.value(Field::Script), Some(&json!("train.py")));
         let total = read("srun -N 2 --gpus 16 torchrun train.py").unwrap();
-        assert_eq!(total.value("gpus_per_node"), Some(&json!(8)));
+        assert_eq!(total.value(Field::GpusPerNode), Some(&json!(8)));
         let lightning = read("python finetune.py --gpus 1 --data_dir cnn_dm").unwrap();
-        assert_eq!(lightning.value("gpus_per_node"), Some(&json!(1)));
-        assert_eq!(lightning.value("dataset"), Some(&json!("cnn_dm")));
+        assert_eq!(lightning.value(Field::GpusPerNode), Some(&json!(1)));
+        assert_eq!(lightning.value(Field::Dataset), Some(&json!("cnn_dm")));
         let list = read("python train.py --gpus 0,1").unwrap();
         assert_eq!(
-            list.value("gpus_per_node"),
+            list.value(Field::GpusPerNode),
             None,
             "a device list is not a count"
         );
@@ -1145,13 +1074,13 @@ mod tests {
             strength,
             &mut facts
         ));
-        assert_eq!(facts.value("script").unwrap(), "train.py");
-        assert_eq!(facts.value("batch_size_per_device").unwrap(), 16);
+        assert_eq!(facts.value(Field::Script).unwrap(), "train.py");
+        assert_eq!(facts.value(Field::BatchSizePerDevice).unwrap(), 16);
         // What only the evaluation gave is kept: the job still runs on 8 GPUs.
-        assert_eq!(facts.value("gpus_per_node").unwrap(), 8);
+        assert_eq!(facts.value(Field::GpusPerNode).unwrap(), 8);
         // A job that only evaluates keeps its facts.
         let only = read("python evaluate.py --model_name_or_path gpt2").unwrap();
-        assert_eq!(only.value("model").unwrap(), "gpt2");
+        assert_eq!(only.value(Field::Model).unwrap(), "gpt2");
         for name in [
             "run_eval.py",
             "val.py",
@@ -1183,7 +1112,7 @@ mod tests {
             Strength::Command,
             &mut facts,
         );
-        assert_eq!(facts.value("batch_size_per_device").unwrap(), 64);
+        assert_eq!(facts.value(Field::BatchSizePerDevice).unwrap(), 64);
     }
 
     #[test]
@@ -1194,18 +1123,18 @@ mod tests {
              scripts/train.py configs/llama7.yaml --device_train_microbatch_size=6",
         )
         .unwrap();
-        assert_eq!(olmo.value("script").unwrap(), "scripts/train.py");
-        assert_eq!(olmo.value("batch_size_per_device").unwrap(), 6);
+        assert_eq!(olmo.value(Field::Script).unwrap(), "scripts/train.py");
+        assert_eq!(olmo.value(Field::BatchSizePerDevice).unwrap(), 6);
         let x = read("python -W ignore -X dev -m trainer.main --num_epoch 3").unwrap();
-        assert_eq!(x.value("script").unwrap(), "trainer.main");
-        assert_eq!(x.value("epochs").unwrap(), 3);
+        assert_eq!(x.value(Field::Script).unwrap(), "trainer.main");
+        assert_eq!(x.value(Field::Epochs).unwrap(), 3);
         // ColossalAI's launcher takes torchrun's flags; torchrun's `--tee 3` takes a value.
         let c =
             read("colossalai run --nproc_per_node 4 --master_port 29505 vit.py --lr 2e-4").unwrap();
-        assert_eq!(c.value("gpus_per_node").unwrap(), 4);
-        assert_eq!(c.value("script").unwrap(), "vit.py");
+        assert_eq!(c.value(Field::GpusPerNode).unwrap(), 4);
+        assert_eq!(c.value(Field::Script).unwrap(), "vit.py");
         let t =
             read("torchrun --nproc_per_node 8 --tee 3 run_train.py --config-file a.yaml").unwrap();
-        assert_eq!(t.value("script").unwrap(), "run_train.py");
+        assert_eq!(t.value(Field::Script).unwrap(), "run_train.py");
     }
 }

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use crate::facts::{JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Strength};
 
 /// Failure classes and the patterns of their messages.
 pub const FAILURES: &[(&str, &str)] = &[
@@ -110,7 +110,7 @@ static EVALUATION: LazyLock<Regex> = LazyLock::new(|| compiled(r"(?i)validat|eva
 /// Reads log `name` (its text) into `facts`: `current_step`, `total_steps`,
 /// `iterations_per_s`, `elapsed_s`, `eta_s`, `failure` (the class) and `failure_evidence`.
 pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
-    let mut set = |field: &str, value: serde_json::Value, line: usize, confidence: f64| {
+    let mut set = |field: Field, value: serde_json::Value, line: usize, confidence: f64| {
         facts.set(
             field,
             value,
@@ -133,7 +133,7 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
         let evaluation = EVALUATION.is_match(line);
         if let Some(c) = TOTAL_STEPS.captures(line) {
             if let Some(total) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
-                set("total_steps", json!(total), number, 0.9);
+                set(Field::TotalSteps, json!(total), number, 0.9);
             }
         }
         if evaluation {
@@ -141,14 +141,14 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
         } else if let Some(c) = TQDM.captures(line) {
             let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
             if let (Some(step), Some(total)) = (num(1), num(2)) {
-                set("current_step", json!(step), number, 1.0);
-                set("total_steps", json!(total), number, 1.0);
+                set(Field::CurrentStep, json!(step), number, 1.0);
+                set(Field::TotalSteps, json!(total), number, 1.0);
             }
             if let Some(elapsed) = c.get(3).and_then(|m| clock(m.as_str())) {
-                set("elapsed_s", json!(elapsed), number, 1.0);
+                set(Field::ElapsedS, json!(elapsed), number, 1.0);
             }
             if let Some(eta) = c.get(4).and_then(|m| clock(m.as_str())) {
-                set("eta_s", json!(eta), number, 1.0);
+                set(Field::EtaS, json!(eta), number, 1.0);
             }
             if let (Some(rate), Some(unit)) = (c.get(5), c.get(6)) {
                 if let Ok(r) = rate.as_str().parse::<f64>() {
@@ -157,22 +157,22 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
                     } else {
                         r
                     };
-                    set("iterations_per_s", json!(per_s), number, 1.0);
+                    set(Field::IterationsPerS, json!(per_s), number, 1.0);
                 }
             }
         } else if let Some(c) = STEP_OF.captures(line) {
             let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
             if let (Some(step), Some(total)) = (num(1), num(2)) {
-                set("current_step", json!(step), number, 1.0);
-                set("total_steps", json!(total), number, 1.0);
+                set(Field::CurrentStep, json!(step), number, 1.0);
+                set(Field::TotalSteps, json!(total), number, 1.0);
             }
         } else if let Some(c) = STEP_EQ.captures(line) {
             if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
-                set("current_step", json!(step), number, 1.0);
+                set(Field::CurrentStep, json!(step), number, 1.0);
             }
         } else if let Some(c) = STEP_LOSS.captures(line) {
             if let Some(step) = c.get(1).and_then(|m| m.as_str().parse::<u64>().ok()) {
-                set("current_step", json!(step), number, 0.9);
+                set(Field::CurrentStep, json!(step), number, 0.9);
             }
         }
         let ms_per_step = MS_PER_ITER
@@ -180,7 +180,7 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
             .and_then(|c| (1..=3).find_map(|i| c.get(i)))
             .and_then(|m| m.as_str().parse::<f64>().ok());
         if let Some(ms) = ms_per_step.filter(|&ms| ms > 0.0 && !evaluation) {
-            set("iterations_per_s", json!(1000.0 / ms), number, 1.0);
+            set(Field::IterationsPerS, json!(1000.0 / ms), number, 1.0);
         }
         // A stack frame names functions (`checkTimeout`), not what happened.
         let frame = line.contains("frame #");
@@ -197,8 +197,8 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
     // A failure the run went on from (an OOM retried with a smaller batch, a NaN step skipped)
     // is not what ended it: training progress after it drops it.
     if let Some((class, number, evidence)) = failure.filter(|_| !progress_since) {
-        set("failure", json!(class), number, 1.0);
-        set("failure_evidence", json!(evidence), number, 1.0);
+        set(Field::Failure, json!(class), number, 1.0);
+        set(Field::FailureEvidence, json!(evidence), number, 1.0);
     }
 }
 
@@ -238,25 +238,25 @@ mod tests {
         let facts = read(
             "loading\n 10%|#         | 100/1000 [00:30<04:30,  3.33it/s]\r 45%|####5     | 450/1000 [02:10<02:39,  3.45it/s]\n",
         );
-        assert_eq!(facts.value("current_step").unwrap(), 450);
-        assert_eq!(facts.value("total_steps").unwrap(), 1000);
-        assert_eq!(facts.value("elapsed_s").unwrap(), 130);
-        assert_eq!(facts.value("eta_s").unwrap(), 159);
-        assert_eq!(facts.value("iterations_per_s").unwrap(), 3.45);
-        assert_eq!(facts.get("current_step").unwrap().source, "train.log:2");
+        assert_eq!(facts.value(Field::CurrentStep).unwrap(), 450);
+        assert_eq!(facts.value(Field::TotalSteps).unwrap(), 1000);
+        assert_eq!(facts.value(Field::ElapsedS).unwrap(), 130);
+        assert_eq!(facts.value(Field::EtaS).unwrap(), 159);
+        assert_eq!(facts.value(Field::IterationsPerS).unwrap(), 3.45);
+        assert_eq!(facts.get(Field::CurrentStep).unwrap().source, "train.log:2");
     }
 
     #[test]
     fn megatron_and_plain_steps() {
         let facts = read(" iteration      200/  500000 | consumed samples: 51200 | elapsed time per iteration (ms): 2000.0 | lm loss: 7.1\n");
-        assert_eq!(facts.value("current_step").unwrap(), 200);
-        assert_eq!(facts.value("total_steps").unwrap(), 500_000);
-        assert_eq!(facts.value("iterations_per_s").unwrap(), 0.5);
+        assert_eq!(facts.value(Field::CurrentStep).unwrap(), 200);
+        assert_eq!(facts.value(Field::TotalSteps).unwrap(), 500_000);
+        assert_eq!(facts.value(Field::IterationsPerS).unwrap(), 0.5);
         let plain = read("Step 30/120 loss=2.5\n[Rank 0] step=40, skipped=0, lr=[1e-4]\n");
-        assert_eq!(plain.value("current_step").unwrap(), 40);
-        assert_eq!(plain.value("total_steps").unwrap(), 120);
+        assert_eq!(plain.value(Field::CurrentStep).unwrap(), 40);
+        assert_eq!(plain.value(Field::TotalSteps).unwrap(), 120);
         let slow = read("  3/10 [01:00<02:20, 20.00s/it]");
-        assert_eq!(slow.value("iterations_per_s").unwrap(), 0.05);
+        assert_eq!(slow.value(Field::IterationsPerS).unwrap(), 0.05);
     }
 
     #[test]
@@ -267,19 +267,19 @@ mod tests {
             "step:6199/6200 train_loss:3.2344 train_time:1338853ms step_avg:250.00ms\n",
             "Evaluating iter 1/50\n",
         ));
-        assert_eq!(facts.value("current_step").unwrap(), 6199);
-        assert_eq!(facts.value("total_steps").unwrap(), 6200);
-        assert_eq!(facts.value("iterations_per_s").unwrap(), 4.0);
+        assert_eq!(facts.value(Field::CurrentStep).unwrap(), 6199);
+        assert_eq!(facts.value(Field::TotalSteps).unwrap(), 6200);
+        assert_eq!(facts.value(Field::IterationsPerS).unwrap(), 4.0);
         let titan = read("total steps 10\n\x1b[31mstep: 10  \x1b[32mloss:  4.98934\n");
-        assert_eq!(titan.value("current_step").unwrap(), 10);
-        assert_eq!(titan.value("total_steps").unwrap(), 10);
+        assert_eq!(titan.value(Field::CurrentStep).unwrap(), 10);
+        assert_eq!(titan.value(Field::TotalSteps).unwrap(), 10);
         let frame = read("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout()\n");
         assert!(
-            frame.get("failure").is_none(),
+            frame.get(Field::Failure).is_none(),
             "a stack frame is not the failure"
         );
         let ppl = read("Step at 6 with Perplexity: nan\n");
-        assert_eq!(ppl.value("failure").unwrap(), "nan_loss");
+        assert_eq!(ppl.value(Field::Failure).unwrap(), "nan_loss");
     }
 
     #[test]
@@ -313,19 +313,19 @@ mod tests {
             ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)", "cuda_oom"),
         ] {
             let facts = read(&format!("epoch 1\n{line}\n"));
-            assert_eq!(facts.value("failure").unwrap(), class, "{line}");
-            assert_eq!(facts.value("failure_evidence").unwrap(), line.trim());
-            assert_eq!(facts.get("failure").unwrap().source, "train.log:2");
+            assert_eq!(facts.value(Field::Failure).unwrap(), class, "{line}");
+            assert_eq!(facts.value(Field::FailureEvidence).unwrap(), line.trim());
+            assert_eq!(facts.get(Field::Failure).unwrap().source, "train.log:2");
         }
         // The last failure decides.
         let facts = read("loss is nan\nstill going\nKilled\n");
-        assert_eq!(facts.value("failure").unwrap(), "oom_killed");
+        assert_eq!(facts.value(Field::Failure).unwrap(), "oom_killed");
         // A help text that names the error is not the error.
         let help = read(
             "  --auto_find_batch_size  halve the batch on CUDA out of memory errors\n\
              100%|##########| 50/50 [00:10<00:00, 5.00it/s]\ntraining finished\n",
         );
-        assert!(help.get("failure").is_none(), "{help:?}");
+        assert!(help.get(Field::Failure).is_none(), "{help:?}");
         // An OOM the run recovered from (retried with a smaller batch) is not its failure.
         let recovered = read(
             "  10%|#  | 5/50 [00:01<00:09, 5.00it/s]\n\
@@ -333,17 +333,17 @@ mod tests {
              Reducing batch size to 4\n\
              100%|##########| 50/50 [00:10<00:00, 5.00it/s]\n",
         );
-        assert!(recovered.get("failure").is_none(), "{recovered:?}");
+        assert!(recovered.get(Field::Failure).is_none(), "{recovered:?}");
         // Progress before the error does not hide it.
         let died = read(
             "  10%|#  | 5/50 [00:01<00:09, 5.00it/s]\n\
              RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
         );
-        assert_eq!(died.value("failure").unwrap(), "cuda_oom");
+        assert_eq!(died.value(Field::Failure).unwrap(), "cuda_oom");
         // Words that only look alike are not failures.
         let clean = read(
             "eval nan_to_num applied\nkilled 3 stale workers cleanly\nmodule named foo loaded\n",
         );
-        assert!(clean.get("failure").is_none(), "{clean:?}");
+        assert!(clean.get(Field::Failure).is_none(), "{clean:?}");
     }
 }

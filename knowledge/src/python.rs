@@ -37,7 +37,7 @@ use rustpython_parser::ast::{self, Constant, Expr, Stmt};
 use rustpython_parser::Parse;
 use serde_json::{json, Value};
 
-use crate::facts::{JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::{setting, settle};
 
 /// Calls whose keyword arguments are training settings.
@@ -242,7 +242,7 @@ struct Reader<'a> {
     name: &'a str,
     text: &'a str,
     /// The settings read: (name, fact, source), in the order found.
-    found: Vec<(String, (&'static str, Value, f64), String)>,
+    found: Vec<(String, (Field, Value, f64), String)>,
     /// The module's scope, then the function being read (if any).
     scopes: Vec<Scope>,
     /// Functions whose parameters are the command line ([`COMMAND_LINE_CALLS`]).
@@ -782,18 +782,21 @@ def main():
         // In a training script, module-level assignments say nothing.
         let mut script = JobFacts::default();
         read_python("train.py", text, &mut script).unwrap();
-        assert!(script.get("learning_rate").is_none(), "{script:?}");
+        assert!(script.get(Field::LearningRate).is_none(), "{script:?}");
         let mut facts = JobFacts::default();
         read_python("config/train.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("learning_rate"), Some(json!(6e-4)));
         assert_eq!(
-            facts.get("learning_rate").unwrap().source,
+            facts.get(Field::LearningRate).unwrap().source,
             "config/train.py:4"
         );
         assert_eq!(v("max_steps"), Some(json!(600000)));
         assert_eq!(v("model"), Some(json!("gpt2")));
-        assert_eq!(facts.get("model").unwrap().source, "config/train.py:11");
+        assert_eq!(
+            facts.get(Field::Model).unwrap().source,
+            "config/train.py:11"
+        );
         assert_eq!(v("batch_size_per_device"), Some(json!(8)));
         assert_eq!(v("epochs"), Some(json!(3)));
         assert_eq!(v("precision"), Some(json!("bf16")));
@@ -807,12 +810,12 @@ def main():
         let block = "learning_rate = 9e-3\nmicro_batch_size = 4\nnum_epochs = 5\nx = f(1)\n";
         let mut facts = JobFacts::default();
         read_python("finetune/adapter.py", block, &mut facts).unwrap();
-        assert_eq!(facts.value("learning_rate").unwrap(), 9e-3);
-        assert_eq!(facts.value("epochs").unwrap(), 5);
+        assert_eq!(facts.value(Field::LearningRate).unwrap(), 9e-3);
+        assert_eq!(facts.value(Field::Epochs).unwrap(), 5);
         // Two settings are not a block: a script's module-level `lr` may be anything.
         let mut facts = JobFacts::default();
         read_python("train.py", "lr = 0.1\nepochs = 2\n", &mut facts).unwrap();
-        assert!(facts.value("learning_rate").is_none());
+        assert!(facts.value(Field::LearningRate).is_none());
     }
 
     #[test]
@@ -832,10 +835,10 @@ class NotData:
 "#;
         let mut facts = JobFacts::default();
         read_python("sft.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("model"), Some(json!("facebook/opt-350m")));
-        assert_eq!(facts.get("model").unwrap().source, "sft.py:5");
-        assert_eq!(facts.get("model").unwrap().strength, Strength::Default);
+        assert_eq!(facts.get(Field::Model).unwrap().source, "sft.py:5");
+        assert_eq!(facts.get(Field::Model).unwrap().strength, Strength::Default);
         assert_eq!(v("learning_rate"), Some(json!(1.41e-5)));
         assert_eq!(v("sequence_length"), Some(json!(512)));
         assert_eq!(v("dataset"), None, "default None says nothing");
@@ -868,17 +871,17 @@ def main(epochs=3):
 "#;
         let mut facts = JobFacts::default();
         read_python("sft.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("model"), Some(json!("org/model-7b")));
         assert_eq!(
-            facts.get("model").unwrap().source,
+            facts.get(Field::Model).unwrap().source,
             "sft.py:10",
             "the binding's line"
         );
         assert_eq!(v("dataset"), Some(json!("org/data")));
-        assert_eq!(facts.get("dataset").unwrap().source, "sft.py:11");
+        assert_eq!(facts.get(Field::Dataset).unwrap().source, "sft.py:11");
         assert_eq!(v("learning_rate"), Some(json!(2e-4)), "a module-level name");
-        assert_eq!(facts.get("learning_rate").unwrap().source, "sft.py:5");
+        assert_eq!(facts.get(Field::LearningRate).unwrap().source, "sft.py:5");
         assert_eq!(v("max_steps"), None, "bound twice");
         assert_eq!(v("epochs"), None, "a parameter");
         assert_eq!(v("sequence_length"), None, "bound on two paths");
@@ -897,10 +900,10 @@ class DataArguments:
         let mut facts = JobFacts::default();
         read_python("supervised.py", text, &mut facts).unwrap();
         assert_eq!(
-            facts.value("dataset"),
+            facts.value(Field::Dataset),
             Some(&json!("tatsu-lab/alpaca_farm"))
         );
-        assert_eq!(facts.value("learning_rate"), None);
+        assert_eq!(facts.value(Field::LearningRate), None);
     }
 
     #[test]
@@ -926,10 +929,10 @@ if __name__ == "__main__":
 "#;
         let mut facts = JobFacts::default();
         read_python("finetune.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("model"), None, "an empty default is a required argument");
         assert_eq!(v("dataset"), Some(json!("yahma/alpaca-cleaned")));
-        assert_eq!(facts.get("dataset").unwrap().source, "finetune.py:8");
+        assert_eq!(facts.get(Field::Dataset).unwrap().source, "finetune.py:8");
         assert_eq!(
             v("global_batch_size"),
             Some(json!(128)),
@@ -947,7 +950,7 @@ if __name__ == "__main__":
             &mut facts,
         )
         .unwrap();
-        assert!(facts.value("learning_rate").is_none());
+        assert!(facts.value(Field::LearningRate).is_none());
     }
 
     #[test]
@@ -955,14 +958,14 @@ if __name__ == "__main__":
         let text = "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATA = CN()\n_C.DATA.BATCH_SIZE = 128\n_C.DATA.DATA_PATH = ''\n_C.TRAIN = CN()\n_C.TRAIN.EPOCHS = 300\n_C.TRAIN.ACCUMULATION_STEPS = 0\n";
         let mut facts = JobFacts::default();
         read_python("config.py", text, &mut facts).unwrap();
-        assert_eq!(facts.value("batch_size_per_device"), Some(&json!(128)));
+        assert_eq!(facts.value(Field::BatchSizePerDevice), Some(&json!(128)));
         assert_eq!(
-            facts.get("batch_size_per_device").unwrap().source,
+            facts.get(Field::BatchSizePerDevice).unwrap().source,
             "config.py:4"
         );
-        assert_eq!(facts.value("epochs"), Some(&json!(300)));
-        assert_eq!(facts.value("dataset"), None, "an empty path");
-        assert_eq!(facts.value("gradient_accumulation"), None, "0 is off");
+        assert_eq!(facts.value(Field::Epochs), Some(&json!(300)));
+        assert_eq!(facts.value(Field::Dataset), None, "an empty path");
+        assert_eq!(facts.value(Field::GradientAccumulation), None, "0 is off");
     }
 
     #[test]
@@ -978,19 +981,19 @@ train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=300)
 "#;
         let mut facts = JobFacts::default();
         read_python("configs/mae/mae.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f).cloned();
+        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
         assert_eq!(v("batch_size_per_device"), Some(json!(512)));
         assert_eq!(v("dataset"), Some(json!("data/imagenet/")));
         let lr = v("learning_rate").and_then(|l| l.as_f64()).unwrap();
         assert!((lr - 0.0024).abs() < 1e-12, "{lr}");
         assert_eq!(
-            facts.get("learning_rate").unwrap().source,
+            facts.get(Field::LearningRate).unwrap().source,
             "configs/mae/mae.py:7"
         );
         assert_eq!(v("epochs"), Some(json!(300)));
         // Outside a config, dicts say nothing.
         let mut facts = JobFacts::default();
         read_python("train.py", text, &mut facts).unwrap();
-        assert!(facts.value("epochs").is_none());
+        assert!(facts.value(Field::Epochs).is_none());
     }
 }

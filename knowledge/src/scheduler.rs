@@ -7,7 +7,7 @@
 
 use serde_json::json;
 
-use crate::facts::{JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Strength};
 
 /// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`.
 pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
@@ -17,7 +17,7 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
         let source = format!("{name}:{}", index + 1);
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix("#SBATCH") {
-            let mut set = |field: &str, v: serde_json::Value, confidence: f64| {
+            let mut set = |field: Field, v: serde_json::Value, confidence: f64| {
                 facts.set(field, v, source.clone(), confidence, Strength::Header)
             };
             for (key, value) in options(rest) {
@@ -36,12 +36,12 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
         facts.set(field, v, source, confidence, Strength::Header)
     });
     // `--mem-per-cpu` without `--mem`: per node, times the CPUs of its tasks.
-    if let (Some((per_cpu, source)), None) = (&tasks.mem_per_cpu, facts.get("memory_mib")) {
-        let cpus = facts.value("cpus_per_task").and_then(|v| v.as_u64());
+    if let (Some((per_cpu, source)), None) = (&tasks.mem_per_cpu, facts.get(Field::MemoryMib)) {
+        let cpus = facts.value(Field::CpusPerTask).and_then(|v| v.as_u64());
         if let Some(cpus) = cpus {
             let per_node = per_cpu * cpus * tasks.tasks_per_node().unwrap_or(1);
             facts.set(
-                "memory_mib",
+                Field::MemoryMib,
                 json!(per_node),
                 source.clone(),
                 0.9,
@@ -51,15 +51,15 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     }
     // A total GPU count gives GPUs per node only with the node count (default 1).
     if let Some((gpus, source)) = total_gpus {
-        if facts.get("gpus_per_node").is_none() {
+        if facts.get(Field::GpusPerNode).is_none() {
             let nodes = facts
-                .value("nodes")
+                .value(Field::Nodes)
                 .and_then(|v| v.as_u64())
                 .unwrap_or(1)
                 .max(1);
             if gpus % nodes == 0 {
                 facts.set(
-                    "gpus_per_node",
+                    Field::GpusPerNode,
                     json!(gpus / nodes),
                     source,
                     0.9,
@@ -102,12 +102,12 @@ impl Tasks {
         }
     }
 
-    fn record(&self, set: &mut impl FnMut(&str, serde_json::Value, f64, String)) {
+    fn record(&self, set: &mut impl FnMut(Field, serde_json::Value, f64, String)) {
         match (self.per_node.clone(), self.gpus_each.clone()) {
             (Some((tasks, source)), Some((gpus, _))) => {
-                set("gpus_per_node", json!(tasks * gpus), 1.0, source)
+                set(Field::GpusPerNode, json!(tasks * gpus), 1.0, source)
             }
-            (Some((tasks, source)), None) => set("tasks_per_node", json!(tasks), 1.0, source),
+            (Some((tasks, source)), None) => set(Field::TasksPerNode, json!(tasks), 1.0, source),
             _ => {}
         }
     }
@@ -116,7 +116,7 @@ impl Tasks {
 /// The options of an `srun` command line (the words between `srun` and the command), which
 /// request what `#SBATCH` lines do; `set` records a field. A total GPU count (`--gpus 16`)
 /// gives GPUs per node with a node count among them.
-pub fn read_options(words: &[String], set: &mut impl FnMut(&str, serde_json::Value, f64)) {
+pub fn read_options(words: &[String], set: &mut impl FnMut(Field, serde_json::Value, f64)) {
     let mut total_gpus = None;
     let mut nodes = None;
     let mut tasks = Tasks::default();
@@ -131,7 +131,7 @@ pub fn read_options(words: &[String], set: &mut impl FnMut(&str, serde_json::Val
     }
     if let (Some(gpus), Some(nodes)) = (total_gpus, nodes.filter(|&n| n > 0)) {
         if gpus % nodes == 0 {
-            set("gpus_per_node", json!(gpus / nodes), 0.9);
+            set(Field::GpusPerNode, json!(gpus / nodes), 0.9);
         }
     }
     tasks.record(&mut |field, v, confidence, _| set(field, v, confidence));
@@ -177,12 +177,12 @@ fn option_pairs(words: &[String]) -> Vec<(String, Option<String>)> {
 fn slurm_option(
     key: &str,
     value: Option<&str>,
-    set: &mut impl FnMut(&str, serde_json::Value, f64),
+    set: &mut impl FnMut(Field, serde_json::Value, f64),
 ) -> Option<u64> {
     // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
     let value = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$'))?;
     match key {
-        "J" | "job-name" => set("job_name", json!(value), 1.0),
+        "J" | "job-name" => set(Field::JobName, json!(value), 1.0),
         "N" | "nodes" => {
             // `2` or a range `2-4`: the job gets at least the minimum.
             let min = value
@@ -190,7 +190,7 @@ fn slurm_option(
                 .next()
                 .and_then(|v| v.parse::<u64>().ok())?;
             set(
-                "nodes",
+                Field::Nodes,
                 json!(min),
                 if value.contains('-') { 0.8 } else { 1.0 },
             );
@@ -201,21 +201,21 @@ fn slurm_option(
                 (parts.next() == Some("gpu")).then_some(())?;
                 parts.next_back()?.parse::<u64>().ok()
             })?;
-            set("gpus_per_node", json!(gpus), 1.0);
+            set(Field::GpusPerNode, json!(gpus), 1.0);
         }
         "gpus-per-node" => {
             let gpus = value.rsplit(':').next()?.parse::<u64>().ok()?;
-            set("gpus_per_node", json!(gpus), 1.0);
+            set(Field::GpusPerNode, json!(gpus), 1.0);
         }
         "G" | "gpus" => return value.rsplit(':').next()?.parse::<u64>().ok(),
-        "c" | "cpus-per-task" => set("cpus_per_task", json!(value.parse::<u64>().ok()?), 1.0),
+        "c" | "cpus-per-task" => set(Field::CpusPerTask, json!(value.parse::<u64>().ok()?), 1.0),
         // `--mem=0` asks for all the memory of the node: not a number of MiB.
         "mem" => set(
-            "memory_mib",
+            Field::MemoryMib,
             json!(memory_mib(value).filter(|&m| m > 0)?),
             1.0,
         ),
-        "t" | "time" => set("requested_time_s", json!(slurm_time(value)?), 1.0),
+        "t" | "time" => set(Field::RequestedTimeS, json!(slurm_time(value)?), 1.0),
         _ => {}
     }
     None
@@ -224,11 +224,11 @@ fn slurm_option(
 /// One PBS option (`-N name`, `-l resource=value:...`).
 fn pbs_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<()> {
     let value = value?;
-    let mut set = |field: &str, v: serde_json::Value| {
+    let mut set = |field: Field, v: serde_json::Value| {
         facts.set(field, v, source.to_string(), 1.0, Strength::Header)
     };
     match key {
-        "N" => set("job_name", json!(value)),
+        "N" => set(Field::JobName, json!(value)),
         "l" => {
             // `walltime=hh:mm:ss` keeps its colons; chunk specs (`select=2:ngpus=4`) split.
             let items = value.split(',').flat_map(|part| {
@@ -244,12 +244,12 @@ fn pbs_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts
                     continue;
                 };
                 match k {
-                    "select" | "nodes" => set("nodes", json!(v.parse::<u64>().ok()?)),
+                    "select" | "nodes" => set(Field::Nodes, json!(v.parse::<u64>().ok()?)),
                     // PBS counts GPUs per chunk (node).
-                    "ngpus" | "gpus" => set("gpus_per_node", json!(v.parse::<u64>().ok()?)),
-                    "ncpus" | "ppn" => set("cpus_per_task", json!(v.parse::<u64>().ok()?)),
-                    "mem" => set("memory_mib", json!(memory_mib(v)?)),
-                    "walltime" => set("requested_time_s", json!(slurm_time(v)?)),
+                    "ngpus" | "gpus" => set(Field::GpusPerNode, json!(v.parse::<u64>().ok()?)),
+                    "ncpus" | "ppn" => set(Field::CpusPerTask, json!(v.parse::<u64>().ok()?)),
+                    "mem" => set(Field::MemoryMib, json!(memory_mib(v)?)),
+                    "walltime" => set(Field::RequestedTimeS, json!(slurm_time(v)?)),
                     _ => {}
                 }
             }
@@ -313,41 +313,48 @@ mod tests {
         let facts = read(
             "#!/bin/bash\n#SBATCH --job-name=llama-ft\n#SBATCH -N 2\n#SBATCH --gres=gpu:a100:4  # four per node\n#SBATCH --cpus-per-task=32\n#SBATCH --mem=256G\n#SBATCH --time=1-12:00:00\n",
         );
-        assert_eq!(facts.value("job_name").unwrap(), "llama-ft");
-        assert_eq!(facts.value("nodes").unwrap(), 2);
-        assert_eq!(facts.value("gpus_per_node").unwrap(), 4);
-        assert_eq!(facts.get("gpus_per_node").unwrap().source, "job.sbatch:4");
-        assert_eq!(facts.value("cpus_per_task").unwrap(), 32);
-        assert_eq!(facts.value("memory_mib").unwrap(), 256 * 1024);
-        assert_eq!(facts.value("requested_time_s").unwrap(), 36 * 3600);
+        assert_eq!(facts.value(Field::JobName).unwrap(), "llama-ft");
+        assert_eq!(facts.value(Field::Nodes).unwrap(), 2);
+        assert_eq!(facts.value(Field::GpusPerNode).unwrap(), 4);
+        assert_eq!(
+            facts.get(Field::GpusPerNode).unwrap().source,
+            "job.sbatch:4"
+        );
+        assert_eq!(facts.value(Field::CpusPerTask).unwrap(), 32);
+        assert_eq!(facts.value(Field::MemoryMib).unwrap(), 256 * 1024);
+        assert_eq!(facts.value(Field::RequestedTimeS).unwrap(), 36 * 3600);
     }
 
     #[test]
     fn memory_per_cpu_times_the_cpus_of_a_node() {
         let facts = read("#SBATCH --cpus-per-task=16\n#SBATCH --mem-per-cpu=20G\n");
-        assert_eq!(facts.value("memory_mib").unwrap(), 16 * 20 * 1024);
+        assert_eq!(facts.value(Field::MemoryMib).unwrap(), 16 * 20 * 1024);
         let tasks = read("#SBATCH --ntasks-per-node=2\n#SBATCH -c 4\n#SBATCH --mem-per-cpu=1000\n");
-        assert_eq!(tasks.value("memory_mib").unwrap(), 2 * 4 * 1000);
+        assert_eq!(tasks.value(Field::MemoryMib).unwrap(), 2 * 4 * 1000);
         let both = read("#SBATCH -c 4\n#SBATCH --mem-per-cpu=1G\n#SBATCH --mem=64G\n");
-        assert_eq!(both.value("memory_mib").unwrap(), 64 * 1024, "--mem wins");
+        assert_eq!(
+            both.value(Field::MemoryMib).unwrap(),
+            64 * 1024,
+            "--mem wins"
+        );
     }
 
     #[test]
     fn total_gpus_are_divided_by_the_nodes() {
         let facts = read("#SBATCH --nodes=2\n#SBATCH --gpus=16\n#SBATCH -t 90\n");
-        assert_eq!(facts.value("gpus_per_node").unwrap(), 8);
-        assert_eq!(facts.get("gpus_per_node").unwrap().confidence, 0.9);
-        assert_eq!(facts.value("requested_time_s").unwrap(), 5400);
+        assert_eq!(facts.value(Field::GpusPerNode).unwrap(), 8);
+        assert_eq!(facts.get(Field::GpusPerNode).unwrap().confidence, 0.9);
+        assert_eq!(facts.value(Field::RequestedTimeS).unwrap(), 5400);
     }
 
     #[test]
     fn pbs_header() {
         let facts = read("#PBS -N bert\n#PBS -l select=2:ncpus=16:ngpus=4:mem=128gb\n#PBS -l walltime=08:30:00\n");
-        assert_eq!(facts.value("job_name").unwrap(), "bert");
-        assert_eq!(facts.value("nodes").unwrap(), 2);
-        assert_eq!(facts.value("gpus_per_node").unwrap(), 4);
-        assert_eq!(facts.value("memory_mib").unwrap(), 128 * 1024);
-        assert_eq!(facts.value("requested_time_s").unwrap(), 8 * 3600 + 1800);
+        assert_eq!(facts.value(Field::JobName).unwrap(), "bert");
+        assert_eq!(facts.value(Field::Nodes).unwrap(), 2);
+        assert_eq!(facts.value(Field::GpusPerNode).unwrap(), 4);
+        assert_eq!(facts.value(Field::MemoryMib).unwrap(), 128 * 1024);
+        assert_eq!(facts.value(Field::RequestedTimeS).unwrap(), 8 * 3600 + 1800);
     }
 
     #[test]

@@ -267,7 +267,14 @@ fn run(
         .position(|w| matches!(program(&w[0]), "bash" | "sh") && w[1] == "-c")
     {
         let mut inner = Vec::new();
-        scan(&words[at + 2], &mut vars.clone(), source, 0, calls, &mut inner);
+        scan(
+            &words[at + 2],
+            &mut vars.clone(),
+            source,
+            0,
+            calls,
+            &mut inner,
+        );
         for c in inner {
             let words = words[..at].iter().cloned().chain(c.words).collect();
             out.push(Command { line: start, words });
@@ -431,8 +438,12 @@ pub fn script_call(words: &[String]) -> Option<(String, Vec<String>)> {
     let runs_a_launcher = args
         .first()
         .is_some_and(|a| a.starts_with("python") || a == "torchrun" || a == "deepspeed");
-    (!args.is_empty() && !runs_a_launcher)
-        .then(|| (words[at].trim_start_matches("./").to_string(), args.to_vec()))
+    (!args.is_empty() && !runs_a_launcher).then(|| {
+        (
+            words[at].trim_start_matches("./").to_string(),
+            args.to_vec(),
+        )
+    })
 }
 
 /// The start of an array assignment `[declare -a] NAME=(` or `NAME+=(`: (name, whether it
@@ -676,7 +687,15 @@ mod tests {
         // Operators inside quotes and `$( )` are not lists.
         assert_eq!(
             words("python t.py --name \"a;b\" --host $(hostname; echo) > out.log"),
-            vec![vec!["python", "t.py", "--name", "a;b", "--host", "$(hostname;", "echo)"]]
+            vec![vec![
+                "python",
+                "t.py",
+                "--name",
+                "a;b",
+                "--host",
+                "$(hostname;",
+                "echo)"
+            ]]
         );
     }
 
@@ -696,9 +715,7 @@ mod tests {
         );
         assert_eq!(
             words("srun -N 2 bash -c 'export M=x; torchrun t.py --model $M'"),
-            vec![
-                vec!["srun", "-N", "2", "torchrun", "t.py", "--model", "x"],
-            ]
+            vec![vec!["srun", "-N", "2", "torchrun", "t.py", "--model", "x"],]
         );
         // An unclosed quote gives nothing rather than wrong words.
         assert!(words("python t.py --name 'open").is_empty());

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use schedlm_knowledge::facts::Field;
 use serde_json::Value;
 
 fn corpus() -> PathBuf {
@@ -26,6 +27,12 @@ fn precision(value: &Value) -> Option<&'static str> {
         "fp16" | "float16" | "half" | "torch.float16" => Some("fp16"),
         _ => None,
     }
+}
+
+/// The field a truth file names (a name outside the vocabulary is a broken truth file).
+fn field_of(name: &str) -> Field {
+    name.parse()
+        .unwrap_or_else(|e| panic!("truth names {name}: {e}"))
 }
 
 /// What `extract` got right on the setups under `corpus()/set`: (right, determined fields,
@@ -54,7 +61,7 @@ fn score(set: &str) -> (usize, usize, Vec<String>) {
         let facts = extraction.facts;
         for (field, expected) in truth["fields"].as_object().unwrap() {
             total += 1;
-            match facts.value(field) {
+            match facts.value(field_of(field)) {
                 Some(found) if same(found, expected) => right += 1,
                 Some(found) => {
                     problems.push(format!("{name}: {field} = {found}, truth {expected}"))
@@ -64,7 +71,7 @@ fn score(set: &str) -> (usize, usize, Vec<String>) {
         }
         for field in truth["silent"].as_array().unwrap() {
             let field = field.as_str().unwrap();
-            if let Some(fact) = facts.get(field) {
+            if let Some(fact) = facts.get(field_of(field)) {
                 problems.push(format!(
                     "{name}: {field} invented: {} from {}",
                     fact.value, fact.source
@@ -105,11 +112,11 @@ fn score_logs() -> (usize, usize, Vec<String>) {
         schedlm_knowledge::logs::read_log(&name, &text, &mut facts);
         let found = |field: &str| -> Option<Value> {
             if field == "failure_line" {
-                let source = &facts.get("failure")?.source;
+                let source = &facts.get(Field::Failure)?.source;
                 let line = source.rsplit_once(':')?.1.parse::<u64>().ok()?;
                 return Some(Value::from(line));
             }
-            facts.value(field).cloned()
+            facts.value(field_of(field)).cloned()
         };
         for (field, expected) in truth["fields"].as_object().unwrap() {
             total += 1;

@@ -2,6 +2,7 @@
 //! directory, special files, an alias bomb, formats it does not know. Each is skipped and
 //! named; no byte outside the directory reaches the facts.
 
+use schedlm_knowledge::facts::Field;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
@@ -56,8 +57,8 @@ fn nothing_outside_the_directory_is_read_and_every_hostile_file_is_named() {
         !everything.contains("0.123") && !everything.contains("77"),
         "{everything}"
     );
-    assert_eq!(e.facts.get("model").unwrap().value, "gpt2");
-    assert_eq!(e.facts.get("gpus_per_node").unwrap().value, 8);
+    assert_eq!(e.facts.get(Field::Model).unwrap().value, "gpt2");
+    assert_eq!(e.facts.get(Field::GpusPerNode).unwrap().value, 8);
     for (file, why) in [
         ("config.json", "outside the job directory"),
         ("env.sh", "outside the job directory"),

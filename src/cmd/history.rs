@@ -7,10 +7,11 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use schedlm_knowledge::embed::comparable;
 use schedlm_history::history::{
     neighbours, predict, History, MatchBy, NewJob, Outcome, PastJob, Query,
 };
+use schedlm_knowledge::embed::comparable;
+use schedlm_knowledge::facts::Field;
 use schedlm_knowledge::{Extraction, JobFacts};
 
 use crate::args::parse_seconds;
@@ -296,7 +297,7 @@ fn read_job(path: &Path) -> Result<Extraction> {
 
 /// The `requested_time_s` fact, if the job has one (it must be a positive integer).
 fn requested_fact(facts: &JobFacts) -> Result<Option<i64>> {
-    facts.positive_count("requested_time_s").map_err(|fact| {
+    facts.positive_count(Field::RequestedTimeS).map_err(|fact| {
         anyhow::anyhow!(
             "the job's requested_time_s ({} at {}) is not a positive number of seconds",
             fact.value,
