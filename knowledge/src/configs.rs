@@ -2,7 +2,7 @@
 //! (Hydra, recipe files of the Hugging Face alignment handbook, axolotl, ...) and TOML.
 //!
 //! The file is parsed, and every leaf whose key is a known training-argument name
-//! ([`crate::launch::ARGUMENTS`]) gives its field, wherever it sits in the tree. Precision comes
+//! ([`crate::vocabulary::NAMES`]) gives its field, wherever it sits in the tree. Precision comes
 //! from `bf16: true` / `fp16: true` and DeepSpeed's `"bf16": {"enabled": true}`. DeepSpeed's
 //! `"auto"` (filled in by the Hugging Face integration at run time) says nothing. A Hugging Face
 //! model config (`model_type` and `architectures`) gives the architecture as `model_type`.
@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Strength};
-use crate::launch::{setting, NOT_TRAINING};
+use crate::launch::setting;
+use crate::vocabulary::NOT_TRAINING;
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;

@@ -2,178 +2,29 @@
 //! `accelerate launch`, `python script.py` / `python -m module`, behind `srun`, environment
 //! assignments or `exec`.
 //!
-//! The launcher's own flags give `gpus_per_node` and `nodes`; the flags after the training
-//! script are its arguments, mapped to the fields of docs/knowledge.md by their names
-//! ([`ARGUMENTS`]). A flag without a value (`--bf16`) is `true`.
+//! The launchers are the rows of [`crate::vocabulary::LAUNCHERS`]; their own flags
+//! ([`crate::vocabulary::LAUNCHER_FLAGS`]) give `gpus_per_node` and `nodes`; the flags after
+//! the training script are its arguments, mapped to fields by their names
+//! ([`crate::vocabulary::NAMES`]). A flag without a value (`--bf16`) is `true`. The words come
+//! from the shell interpreter ([`crate::shell`]).
 
 use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Strength};
-
-/// Training-argument names (without dashes, `-` read as `_`) -> (field, confidence). Names
-/// that do not say whether a batch is per device or global read as per device, with less
-/// confidence.
-pub const ARGUMENTS: &[(&str, Field, f64)] = &[
-    ("model_name_or_path", Field::Model, 1.0),
-    ("pretrained_model_name_or_path", Field::Model, 1.0),
-    ("model_name", Field::Model, 1.0),
-    ("model_id", Field::Model, 1.0),
-    ("base_model", Field::Model, 1.0),
-    ("pretrain", Field::Model, 1.0),
-    ("pretrained_path", Field::Model, 0.9),
-    ("model_path", Field::Model, 0.9),
-    ("base_model_name", Field::Model, 1.0),
-    // SwissArmyTransformer (CogVLM): `--from_pretrained cogvlm-base-490`.
-    ("from_pretrained", Field::Model, 0.9),
-    // A model built from an architecture file (GaLore's `--model_config configs/llama_7b.json`).
-    ("model_config", Field::Model, 0.7),
-    // The language model a vision-language model is built on (OpenFlamingo's `--lm_path`).
-    ("lm_path", Field::Model, 0.8),
-    ("model", Field::Model, 0.9),
-    (
-        "per_device_train_batch_size",
-        Field::BatchSizePerDevice,
-        1.0,
-    ),
-    ("per_gpu_train_batch_size", Field::BatchSizePerDevice, 1.0),
-    ("batch_size_per_gpu", Field::BatchSizePerDevice, 1.0),
-    // RWKV-LM's `--micro_bsz`, `--ctx_len`, `--lr_init`, `--data_file`.
-    ("micro_bsz", Field::BatchSizePerDevice, 1.0),
-    (
-        "train_micro_batch_size_per_gpu",
-        Field::BatchSizePerDevice,
-        1.0,
-    ),
-    ("micro_batch_size", Field::BatchSizePerDevice, 1.0),
-    ("micro_train_batch_size", Field::BatchSizePerDevice, 1.0),
-    ("local_batch_size", Field::BatchSizePerDevice, 1.0),
-    (
-        "device_train_microbatch_size",
-        Field::BatchSizePerDevice,
-        1.0,
-    ),
-    ("train_micro_batch_size", Field::BatchSizePerDevice, 1.0),
-    ("batch_size", Field::BatchSizePerDevice, 0.7),
-    // LAVIS's `run.batch_size_train`.
-    ("batch_size_train", Field::BatchSizePerDevice, 0.9),
-    ("global_batch_size", Field::GlobalBatchSize, 1.0),
-    ("global_train_batch_size", Field::GlobalBatchSize, 1.0),
-    ("total_batch_size", Field::GlobalBatchSize, 1.0),
-    // detectron2's `SOLVER.IMS_PER_BATCH`: images per step over all GPUs.
-    ("ims_per_batch", Field::GlobalBatchSize, 0.8),
-    // DeepSpeed's meaning: micro batch x accumulation x data-parallel ranks.
-    ("train_batch_size", Field::GlobalBatchSize, 0.8),
-    (
-        "gradient_accumulation_steps",
-        Field::GradientAccumulation,
-        1.0,
-    ),
-    ("accumulate_grad_batches", Field::GradientAccumulation, 1.0),
-    // nanotron, Composer, open_clip, fairseq.
-    (
-        "batch_accumulation_per_replica",
-        Field::GradientAccumulation,
-        1.0,
-    ),
-    ("grad_accum", Field::GradientAccumulation, 1.0),
-    ("accum_freq", Field::GradientAccumulation, 1.0),
-    ("update_freq", Field::GradientAccumulation, 1.0),
-    ("accum_grad_iters", Field::GradientAccumulation, 1.0),
-    ("grad_acc_steps", Field::GradientAccumulation, 1.0),
-    ("accumulation_steps", Field::GradientAccumulation, 1.0),
-    ("max_seq_length", Field::SequenceLength, 1.0),
-    ("max_seq_len", Field::SequenceLength, 1.0),
-    ("max_len", Field::SequenceLength, 0.9),
-    ("seq_length", Field::SequenceLength, 1.0),
-    ("sequence_length", Field::SequenceLength, 1.0),
-    ("max_sequence_length", Field::SequenceLength, 1.0),
-    ("seq_len", Field::SequenceLength, 1.0),
-    ("ctx_len", Field::SequenceLength, 1.0),
-    ("sequence_len", Field::SequenceLength, 1.0),
-    ("cutoff_len", Field::SequenceLength, 1.0),
-    ("block_size", Field::SequenceLength, 1.0),
-    ("model_max_length", Field::SequenceLength, 1.0),
-    ("max_length", Field::SequenceLength, 0.8),
-    // fairseq's `task.tokens_per_sample`.
-    ("tokens_per_sample", Field::SequenceLength, 1.0),
-    ("num_train_epochs", Field::Epochs, 1.0),
-    ("max_epochs", Field::Epochs, 1.0),
-    ("num_epochs", Field::Epochs, 1.0),
-    ("num_epoch", Field::Epochs, 1.0),
-    ("max_epoch", Field::Epochs, 1.0),
-    ("epochs", Field::Epochs, 1.0),
-    ("max_steps", Field::MaxSteps, 1.0),
-    ("max_iters", Field::MaxSteps, 1.0),
-    ("train_iters", Field::MaxSteps, 1.0),
-    ("total_steps", Field::MaxSteps, 1.0),
-    // nanotron's `tokens.train_steps`, fairseq's `--max-update`.
-    ("train_steps", Field::MaxSteps, 1.0),
-    ("max_update", Field::MaxSteps, 1.0),
-    // Hugging Face diffusers' scripts; detectron2's `SOLVER.MAX_ITER`.
-    ("max_train_steps", Field::MaxSteps, 1.0),
-    ("num_training_steps", Field::MaxSteps, 1.0),
-    ("max_iter", Field::MaxSteps, 1.0),
-    // Levanter's `trainer.num_train_steps`.
-    ("num_train_steps", Field::MaxSteps, 1.0),
-    ("steps", Field::MaxSteps, 0.8),
-    ("learning_rate", Field::LearningRate, 1.0),
-    ("lr", Field::LearningRate, 1.0),
-    // LAVIS: the peak of the warmup-cosine schedule.
-    ("init_lr", Field::LearningRate, 0.9),
-    ("lr_init", Field::LearningRate, 0.9),
-    ("dataset_name", Field::Dataset, 1.0),
-    ("dataset", Field::Dataset, 1.0),
-    ("data_path", Field::Dataset, 0.9),
-    ("train_file", Field::Dataset, 0.9),
-    ("train_data", Field::Dataset, 0.9),
-    ("train_urls", Field::Dataset, 0.9),
-    ("train_data_path", Field::Dataset, 0.9),
-    ("train_file_dir", Field::Dataset, 0.9),
-    ("train_datasets", Field::Dataset, 0.9),
-    ("train_dataset_name", Field::Dataset, 1.0),
-    ("data_file", Field::Dataset, 0.8),
-    // llm-foundry / Composer's `data_local`.
-    ("data_local", Field::Dataset, 0.8),
-    ("dataset_path", Field::Dataset, 1.0),
-    ("data_dir", Field::Dataset, 0.8),
-    // mmengine's `train_dataloader.dataset.data_root`.
-    ("data_root", Field::Dataset, 0.8),
-    ("data", Field::Dataset, 0.7),
-    ("hf_name", Field::Dataset, 0.9),
-    ("num_nodes", Field::Nodes, 1.0),
-    // Lightning's `--gpus 1` / `Trainer(devices=8)`: the GPUs of each node (a count only).
-    ("gpus", Field::GpusPerNode, 0.8),
-    ("ngpus", Field::GpusPerNode, 0.8),
-    ("devices", Field::GpusPerNode, 0.8),
-    // Model parallelism, so the global batch is not derived from the GPU count.
-    ("tensor_parallel_dim", Field::ModelParallel, 1.0),
-    ("tensor_parallel_size", Field::ModelParallel, 1.0),
-    ("tensor_model_parallel_size", Field::ModelParallel, 1.0),
-    ("pipeline_model_parallel_size", Field::ModelParallel, 1.0),
-    ("pipeline_parallel_size", Field::ModelParallel, 1.0),
-    ("tp_size", Field::ModelParallel, 1.0),
-    ("pp_size", Field::ModelParallel, 1.0),
-    ("precision", Field::Precision, 1.0),
-    ("mixed_precision", Field::Precision, 1.0),
-    ("dtype", Field::Precision, 0.9),
-    ("param_dtype", Field::Precision, 0.9),
-    ("model_dtype", Field::Precision, 0.9),
-    ("torch_dtype", Field::Precision, 0.8),
-    ("torch_dtype_str", Field::Precision, 0.8),
-];
+use crate::shell::program;
+use crate::vocabulary::{
+    Flags, Launcher, EVALUATION_WORDS, LAUNCHERS, LAUNCHER_FLAGS, NAMES, NOT_TRAINING,
+    PLAIN_BATCHES, PRECISION_FLAGS, SRUN_SWITCHES, SWITCHES,
+};
 
 /// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
-/// [`ARGUMENTS`].
+/// [`NAMES`].
 pub fn argument(name: &str) -> Option<(Field, f64)> {
-    ARGUMENTS
+    NAMES
         .iter()
-        .find(|(arg, _, _)| *arg == name)
-        .map(|&(_, field, confidence)| (field, confidence))
+        .find(|(arg, ..)| *arg == name)
+        .map(|&(_, field, confidence, _)| (field, confidence))
 }
-
-/// Precision switches (`--bf16`, `fp16: true`, automatic mixed precision `--amp`, `amp: true`;
-/// `tf32` is not a training precision).
-const PRECISION_FLAGS: &[&str] = &["bf16", "fp16", "amp"];
 
 /// The one rule by which flags, configs and Python sources turn a training setting (`name`,
 /// with `-` read as `_`, and its value) into a fact: `(field, value, confidence)`, or `None`.
@@ -182,7 +33,7 @@ const PRECISION_FLAGS: &[&str] = &["bf16", "fp16", "amp"];
 /// - A list of one value is that value (fairseq's `lr: [0.0002]`).
 /// - `bf16` / `fp16` / `amp` set `precision` to their own name when on (true, `"true"`,
 ///   `"yes"`, 1), and nothing when off.
-/// - Any other name of [`ARGUMENTS`] sets its field to the value, parsed as the field's kind
+/// - Any other name of [`NAMES`] sets its field to the value, parsed as the field's kind
 ///   ([`Field::parse`]).
 pub fn setting(name: &str, value: Value) -> Option<(Field, Value, f64)> {
     if crate::precedence::unset(&value) {
@@ -251,10 +102,10 @@ pub fn read_command(
     facts: &mut JobFacts,
 ) -> bool {
     let (words, srun) = strip_prefixes(words);
-    let Some((launcher, rest)) = words.split_first() else {
+    let Some((first, rest)) = words.split_first() else {
         return false;
     };
-    let base = launcher.rsplit('/').next().unwrap_or(launcher);
+    let base = program(first);
     // Read into a scratch first: a command that runs an evaluation script is not the
     // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`);
     // it only fills what no other command gave (a job that only evaluates still has GPUs).
@@ -277,47 +128,12 @@ pub fn read_command(
         facts.absorb(&found);
         return true;
     }
-    let script_args = match base {
-        "torchrun" | "deepspeed" => launcher_flags(base, rest, &mut set),
-        "accelerate" if rest.first().map(String::as_str) == Some("launch") => {
-            launcher_flags(base, &rest[1..], &mut set)
-        }
-        // torchtune's `tune run [torchrun flags] RECIPE --config ... key=value`, and
-        // ColossalAI's `colossalai run [torchrun flags] SCRIPT ...`.
-        "tune" | "colossalai" if rest.first().map(String::as_str) == Some("run") => {
-            launcher_flags("torchrun", &rest[1..], &mut set)
-        }
-        // Composer's launcher: `composer -n 8 train.py config.yaml key=value ...`.
-        "composer" => {
-            let words: Vec<String> = rest
-                .iter()
-                .map(|w| {
-                    if w == "-n" {
-                        "--nproc".to_string()
-                    } else {
-                        w.clone()
-                    }
-                })
-                .collect();
-            let at = launcher_flags("composer", &words, &mut set).len();
-            &rest[rest.len() - at..]
-        }
-        // oumi's `oumi distributed torchrun|accelerate ...` passes on to that launcher.
-        "oumi" if rest.first().map(String::as_str) == Some("distributed") => {
-            match rest.get(1).map(String::as_str) {
-                Some("torchrun") => launcher_flags("torchrun", &rest[2..], &mut set),
-                Some("accelerate") => launcher_flags("accelerate", &rest[2..], &mut set),
-                _ => return false,
-            }
-        }
-        b if b.starts_with("python") => match skip_interpreter_options(rest) {
+    let script_args = match launcher_of(words) {
+        Some((launcher, at)) => launcher_flags(launcher.flags, &words[at..], &mut set),
+        None if base.starts_with("python") => match skip_interpreter_options(rest) {
             [m, module, tail @ ..] if m == "-m" => {
-                if module.starts_with("torch.distributed") {
-                    launcher_flags("torchrun", tail, &mut set)
-                } else {
-                    set(Field::Script, json!(module), 1.0);
-                    tail
-                }
+                set(Field::Script, json!(module), 1.0);
+                tail
             }
             [script, tail @ ..] if script.ends_with(".py") => {
                 set(Field::Script, json!(script), 1.0);
@@ -325,7 +141,7 @@ pub fn read_command(
             }
             _ => return false,
         },
-        _ => return false,
+        None => return false,
     };
     read_arguments(script_args, &mut set);
     // The user's own `--cmd` is what runs, whatever its script is called.
@@ -336,6 +152,28 @@ pub fn read_command(
         facts.absorb(&found);
     }
     true
+}
+
+/// The row of [`LAUNCHERS`] that `words` start with, and how many words it takes (`python`
+/// matches any `python3...`, after the interpreter's own options).
+fn launcher_of(words: &[String]) -> Option<(&'static Launcher, usize)> {
+    let (first, rest) = words.split_first()?;
+    let first = program(first);
+    LAUNCHERS.iter().find_map(|launcher| {
+        let (head, tail) = launcher.words.split_first()?;
+        let rest = if *head == "python" {
+            if !first.starts_with("python") {
+                return None;
+            }
+            skip_interpreter_options(rest)
+        } else if first == *head {
+            rest
+        } else {
+            return None;
+        };
+        let matches = tail.len() <= rest.len() && tail.iter().zip(rest).all(|(t, w)| t == w);
+        matches.then(|| (launcher, words.len() - rest.len() + tail.len()))
+    })
 }
 
 /// Whether a script's name says it evaluates, validates, tests or serves a model rather than
@@ -352,32 +190,6 @@ fn is_evaluation_script(script: &str) -> bool {
         .any(|word| word.starts_with("eval") || EVALUATION_WORDS.contains(&word))
 }
 
-/// Words of a script's name that mark an evaluation, not a training run.
-const EVALUATION_WORDS: &[&str] = &[
-    // Speech and translation recipes' steps after training: decoding, scoring, averaging and
-    // exporting checkpoints (`wenet/bin/recognize.py`, `tools/compute-wer.py`).
-    "decode",
-    "recognize",
-    "wer",
-    "cer",
-    "bleu",
-    "score",
-    "average",
-    "export",
-    "val",
-    "valid",
-    "validate",
-    "validation",
-    "test",
-    "inference",
-    "infer",
-    "predict",
-    "generate",
-    "sample",
-    "sampling",
-    "serve",
-];
-
 /// The words after `python` without the interpreter's own options (`-u`, `-O`, `-W ignore`,
 /// `-X dev`), which come before the script or `-m`.
 fn skip_interpreter_options(words: &[String]) -> &[String] {
@@ -392,21 +204,13 @@ fn skip_interpreter_options(words: &[String]) -> &[String] {
     &words[i.min(words.len())..]
 }
 
-/// Whether `word` starts a launch command this module reads.
+/// Whether `word` starts a launch command this module reads: a program of [`LAUNCHERS`],
+/// `python...`, or a shell that runs one.
 fn is_launcher(word: &str) -> bool {
-    let base = word.rsplit('/').next().unwrap_or(word);
-    matches!(
-        base,
-        "torchrun"
-            | "deepspeed"
-            | "accelerate"
-            | "tune"
-            | "colossalai"
-            | "oumi"
-            | "composer"
-            | "bash"
-            | "sh"
-    ) || base.starts_with("python")
+    let base = program(word);
+    LAUNCHERS.iter().any(|l| l.words[0] == base)
+        || base.starts_with("python")
+        || matches!(base, "bash" | "sh")
 }
 
 /// Whether `word` is a wrapper script that runs the command after it (`run_env.sh python
@@ -414,11 +218,6 @@ fn is_launcher(word: &str) -> bool {
 fn is_wrapper(word: &str, next: Option<&String>) -> bool {
     word.ends_with(".sh") && next.is_some_and(|n| is_launcher(n))
 }
-
-/// Short options of `srun` and `mpirun` that take no value (`-l`: label output lines).
-const SRUN_SWITCHES: &[&str] = &[
-    "-l", "-u", "-v", "-Q", "-K", "-X", "-Z", "-O", "-k", "-s", "-H", "-E",
-];
 
 /// Drops `srun ...`/`mpirun ...` launcher prefixes with their options, wrapper scripts and the
 /// shell's words after them ([`crate::shell::is_prefix_word`]: `env`, `NAME=value`) before the
@@ -469,23 +268,9 @@ fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
     (&words[i.min(words.len())..], srun)
 }
 
-/// Launchers' flags that give a count: (launcher, flag with `_`, field). `accelerate`'s
-/// `num_processes` counts the processes of all machines, so it is recorded as the total and
-/// divided by the machines in `extract`.
-const LAUNCHER_COUNTS: &[(&str, &str, Field)] = &[
-    ("torchrun", "nproc_per_node", Field::GpusPerNode),
-    ("torchrun", "nnodes", Field::Nodes),
-    ("deepspeed", "num_gpus", Field::GpusPerNode),
-    ("deepspeed", "num_gpus_per_node", Field::GpusPerNode),
-    ("deepspeed", "num_nodes", Field::Nodes),
-    ("accelerate", "num_processes", Field::GpusTotal),
-    ("accelerate", "num_machines", Field::Nodes),
-    ("composer", "nproc", Field::GpusPerNode),
-];
-
 /// Reads the flags of `launcher` up to the training script; returns the script's arguments.
 fn launcher_flags<'w>(
-    launcher: &str,
+    launcher: Flags,
     words: &'w [String],
     set: &mut impl FnMut(Field, Value, f64),
 ) -> &'w [String] {
@@ -498,7 +283,10 @@ fn launcher_flags<'w>(
             }
             return words.get(i + 2..).unwrap_or(&[]);
         }
-        let Some(name) = w.strip_prefix("--") else {
+        // A short flag with its value (Composer's `-n 8`).
+        let short = w.len() == 2 && w.starts_with('-') && w != "-m";
+        let long = w.strip_prefix("--").or_else(|| short.then(|| &w[1..]));
+        let Some(name) = long else {
             // The training script (or `-m module`).
             if w == "-m" {
                 if let Some(module) = words.get(i + 1).filter(|m| !m.contains('$')) {
@@ -538,41 +326,21 @@ fn launcher_flags<'w>(
     &[]
 }
 
-/// Launcher flags that take no value (`accelerate launch --multi_gpu train.py`: `train.py`
-/// is the script, not the flag's value).
-const SWITCHES: &[&str] = &[
-    "standalone",
-    // `python -m torch.distributed.launch --use_env train.py`.
-    "use_env",
-    "no_python",
-    "no_local_rank",
-    "multi_gpu",
-    "use_deepspeed",
-    "use_fsdp",
-    "use_megatron_lm",
-    "use_cpu",
-    "cpu",
-    "debug",
-    "same_network",
-    "tee",
-    "enable_each_rank_log",
-    "autotuning",
-];
-
 /// Whether a word after a flag is its value: not another flag, but a negative number is.
 fn is_value(word: &str) -> bool {
     !word.starts_with('-') || word.parse::<f64>().is_ok()
 }
 
-/// One launcher flag: a count from [`LAUNCHER_COUNTS`], or `accelerate`'s precision.
-fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(Field, Value, f64)) {
-    if launcher == "accelerate" && name == "mixed_precision" {
-        set(Field::Precision, json!(value), 1.0);
-        return;
-    }
+/// One launcher flag: a field of [`LAUNCHER_FLAGS`], or DeepSpeed's hosts.
+fn launcher_flag(
+    launcher: Flags,
+    name: &str,
+    value: &str,
+    set: &mut impl FnMut(Field, Value, f64),
+) {
     // `deepspeed --include host1:0,1@host2:0,1`: the hosts and the GPUs used on each.
     // An empty device list (`localhost:` from an empty variable) names the host only.
-    if launcher == "deepspeed" && name == "include" {
+    if launcher == Flags::Deepspeed && name == "include" {
         let hosts: Vec<Option<u64>> = value
             .split('@')
             .filter(|h| !h.is_empty())
@@ -592,23 +360,30 @@ fn launcher_flag(launcher: &str, name: &str, value: &str, set: &mut impl FnMut(F
         return;
     }
     // `deepspeed --hostfile FILE`: `extract` reads the file's `host slots=N` lines.
-    if launcher == "deepspeed" && name == "hostfile" {
+    if launcher == Flags::Deepspeed && name == "hostfile" {
         set(Field::Hostfile, json!(value), 1.0);
         return;
     }
-    let field = LAUNCHER_COUNTS
+    let Some(field) = LAUNCHER_FLAGS
         .iter()
         .find(|(l, flag, _)| *l == launcher && *flag == name)
-        .map(|(_, _, field)| *field);
-    if let (Some(marker), true) = (field.and_then(Field::unknown), value.contains('$')) {
-        // `--num_machines $NUM_NODES`: the count is the job's, but unknown here.
+        .map(|(_, _, field)| *field)
+    else {
+        return;
+    };
+    if let (Some(marker), true) = (field.unknown(), value.contains('$')) {
+        // `--num_machines $NUM_NODES`: the value is the job's, but unknown here.
         set(marker, json!(format!("--{name} {value}")), 1.0);
         return;
     }
-    if let (Some(field), Some(v)) = (field, count(value)) {
-        // An elastic range (`--nnodes 1:4`) gives its minimum, with less confidence.
-        set(field, v, if value.contains(':') { 0.8 } else { 1.0 });
-    }
+    // An elastic range (`--nnodes 1:4`) gives its minimum, with less confidence.
+    let elastic = field.kind() == crate::facts::Kind::Count && value.contains(':');
+    let value = if elastic {
+        value.split(':').next().unwrap_or(value)
+    } else {
+        value
+    };
+    set(field, typed(value), if elastic { 0.8 } else { 1.0 });
 }
 
 /// Nodes and GPUs per node from the GPU count of each host (`--include host1:0,1@host2:0,1`, a
@@ -618,15 +393,6 @@ pub fn per_host(counts: &[Option<u64>]) -> Option<(u64, Option<u64>)> {
     let first = *counts.first()?;
     let gpus = first.filter(|_| counts.iter().all(|c| *c == first));
     Some((counts.len() as u64, gpus))
-}
-
-fn count(value: &str) -> Option<Value> {
-    // `--nnodes 1:4` (elastic): at least the minimum.
-    value
-        .split(':')
-        .next()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(|v| json!(v))
 }
 
 /// Training-script arguments: `--name value`, `--name=value`, `--name v1 v2 ...` (a list),
@@ -717,9 +483,6 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(Field, Value, f64)) {
     }
 }
 
-/// Batch names that do not say per device or global: their meaning depends on the others.
-const PLAIN_BATCHES: &[&str] = &["train_batch_size", "batch_size"];
-
 /// Settings whose meaning depends on the others of the same command line or Python source
 /// (`(name, fact, payload)`):
 ///
@@ -759,20 +522,6 @@ fn settle_batches<T>(settings: &mut [(String, (Field, Value, f64), T)]) {
         }
     }
 }
-
-/// Sections whose settings are not the training run's (`--eval.steps`, `eval: max_iters`).
-pub const NOT_TRAINING: &[&str] = &[
-    "eval",
-    "evaluation",
-    "validation",
-    "val",
-    "test",
-    // nanotron: the settings of the evaluation jobs it launches.
-    "lighteval",
-    // Generation after or during training (a diffusion model's `sampling.steps`).
-    "sampling",
-    "generation",
-];
 
 /// [`setting`] for a name that may be dotted (`--train.batch_size`, `data.max_len=2048`): the
 /// whole name with `.` read as `_` (`train_batch_size`), else its last part (`max_len`);

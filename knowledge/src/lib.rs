@@ -37,6 +37,7 @@ pub mod precedence;
 pub mod python;
 pub mod scheduler;
 pub mod shell;
+pub mod vocabulary;
 
 pub use extract::{extract, extract_cached, Cache, ExtractError, Extraction};
 pub use facts::{Fact, JobFacts, Strength};

@@ -276,3 +276,59 @@ fn ninth_held_out_set() {
 fn tenth_held_out_set() {
     hold_floor("heldout10", 73, 6);
 }
+
+/// The text of every file under a setup directory.
+fn setup_text(setup: &str) -> String {
+    let mut text = String::new();
+    let mut stack = vec![corpus().join(setup)];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{setup}: {e}")) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                text.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+                text.push('\n');
+            }
+        }
+    }
+    text
+}
+
+/// Every row of the reader's tables names a setup of the corpus that shows it (the name, with
+/// `_` or `-`, or the launcher's words, are in its files), or where the name is documented;
+/// few rows rest on documentation alone.
+#[test]
+fn vocabulary_rows_are_shown_by_their_setups() {
+    use schedlm_knowledge::vocabulary::{LAUNCHERS, NAMES};
+    let mut documented = 0;
+    for &(name, field, _, shown_by) in NAMES {
+        if shown_by.starts_with("documented: ") {
+            documented += 1;
+            continue;
+        }
+        let text = setup_text(shown_by).to_ascii_lowercase();
+        assert!(
+            text.contains(name) || text.contains(&name.replace('_', "-")),
+            "{name} ({field}): not in {shown_by}"
+        );
+    }
+    for launcher in LAUNCHERS {
+        if launcher.shown_by.starts_with("documented: ") {
+            documented += 1;
+            continue;
+        }
+        let text = setup_text(launcher.shown_by);
+        let words = launcher
+            .words
+            .iter()
+            .filter(|w| **w != "python" && **w != "-m");
+        for word in words {
+            assert!(text.contains(word), "{word}: not in {}", launcher.shown_by);
+        }
+    }
+    assert!(
+        documented <= 5,
+        "{documented} rows rest on documentation alone"
+    );
+}
