@@ -15,6 +15,8 @@
 //!
 //! - the cluster is a pool of GPUs (every job fits one 8-GPU node, so a pool of nodes x 8 GPUs
 //!   ignores only fragmentation across nodes);
+//! - the replay runs on the model crate's simulator ([`schedlm_model::sim`], strict start
+//!   rule), each job configured at its arrival through [`schedlm_model::sim::Policy::arrive`];
 //! - jobs start in policy order while the next one fits (no backfilling): FIFO by submission,
 //!   SJF by predicted run time (the advisor's prediction for the chosen configuration, for
 //!   every job), ties by submission;
@@ -24,20 +26,22 @@
 //!   predicted wait + run; the work (epochs x samples) is the same either way;
 //! - which jobs leave their configuration out is a seeded hash of the job id.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use schedlm_generator::family::dl::{ideal_runtime, model, DlJob, STAGE_S_PER_GB, STARTUP_S};
 use schedlm_generator::similar::kind_of;
 use schedlm_generator::{generate_one, Config, Family, Load};
-use schedlm_model::instance::Instance;
+use schedlm_model::instance::{Instance, Server};
+use schedlm_model::sim::{Policy as SimPolicy, SimError, SimJob, SimState, Simulation, StartRule};
 use serde::Serialize;
 
 use crate::advice::{advise, Knowledge, Request, Run};
 
-/// Why a replay could not be set up (the job is named).
+/// Why a replay could not be set up or run (the job is named).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ReplayError {
+    /// The simulator refused a job (a configuration that fits no server: more GPUs than the
+    /// pool).
+    #[error(transparent)]
+    Sim(#[from] SimError),
     /// A queued job is not a `dl` job with the family's `meta` and a true run time.
     #[error("job {job}: {message}")]
     Job {
@@ -288,81 +292,119 @@ fn wait_for(gpus: i64, now: i64, running: &[(f64, i64)], free: i64) -> f64 {
 }
 
 /// Replays `jobs` on `gpus` GPUs under `policy`, the missing configurations filled by
-/// `filling` from knowledge `k`.
+/// `filling` from knowledge `k`, on the model crate's simulator (one server of `gpus` GPUs,
+/// the strict start rule: jobs start in policy order while the next one fits); each job is
+/// configured at its arrival by [`Advisor`].
 pub fn replay(
     jobs: &[ReplayJob],
     k: &Knowledge,
     gpus: i64,
     policy: Policy,
     filling: Filling,
-) -> ReplayResult {
-    // Waiting: (key, submit, index, chosen); running: (true end, index) and predicted ends.
-    let mut waiting: Vec<(f64, usize, Chosen)> = Vec::new();
-    let mut ends: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
-    let mut running: Vec<(usize, f64, i64)> = Vec::new();
-    let mut free = gpus;
-    let mut next = 0;
-    let (mut jct_sum, mut bsld_sum, mut left_gpus, mut left) = (0.0, 0.0, 0.0, 0usize);
-    while next < jobs.len() || !ends.is_empty() {
-        // The next event: a completion first at equal times.
-        let arrival = jobs.get(next).map(|j| j.submit);
-        let completion = ends.peek().map(|Reverse((t, _))| *t);
-        let now = match (arrival, completion) {
-            (Some(a), Some(c)) => a.min(c),
-            (Some(a), None) => a,
-            (None, Some(c)) => c,
-            (None, None) => break,
-        };
-        while let Some(&Reverse((t, i))) = ends.peek() {
-            if t > now {
-                break;
-            }
-            ends.pop();
-            let at = running.iter().position(|r| r.0 == i).unwrap_or(0);
-            let (_, _, g) = running.swap_remove(at);
-            free += g;
-        }
-        while next < jobs.len() && jobs[next].submit <= now {
-            let view: Vec<(f64, i64)> = running.iter().map(|&(_, e, g)| (e, g)).collect();
-            let chosen = choose(k, &jobs[next], filling, now, &view, free);
-            if jobs[next].leaves_out {
-                left += 1;
-                left_gpus += chosen.gpus as f64;
-            }
-            let key = match policy {
-                Policy::Fifo => 0.0,
-                Policy::Sjf => chosen.predicted_s,
-            };
-            waiting.push((key, next, chosen));
-            next += 1;
-        }
-        waiting.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        while let Some(&(_, i, c)) = waiting.first() {
-            if c.gpus > free {
-                break;
-            }
-            waiting.remove(0);
-            free -= c.gpus;
-            ends.push(Reverse((now + c.true_s, i)));
-            running.push((i, now as f64 + c.predicted_s, c.gpus));
-            let jct = (now + c.true_s - jobs[i].submit) as f64;
-            jct_sum += jct;
-            bsld_sum += (jct / (c.true_s.max(10) as f64)).max(1.0);
-        }
+) -> Result<ReplayResult, ReplayError> {
+    let sim_jobs: Vec<SimJob> = jobs
+        .iter()
+        .map(|r| {
+            let run = r.runtime.max(1);
+            SimJob::new(r.id.clone(), r.submit, vec![r.job.gpus], run, run)
+        })
+        .collect();
+    let pool = Server {
+        id: "gpus".into(),
+        capacity: vec![gpus],
+    };
+    let sim = Simulation::new(vec!["gpu".into()], vec![pool], sim_jobs)?;
+    let mut advisor = Advisor {
+        jobs,
+        k,
+        policy,
+        filling,
+        chosen: vec![None; jobs.len()],
+    };
+    let result = sim.run(&mut advisor, StartRule::Strict)?;
+    let (mut jct_sum, mut bsld_sum) = (0.0, 0.0);
+    for record in &result.jobs {
+        let jct = (record.end - record.submit) as f64;
+        jct_sum += jct;
+        bsld_sum += (jct / ((record.end - record.start).max(10) as f64)).max(1.0);
     }
+    let left: Vec<i64> = jobs
+        .iter()
+        .zip(&advisor.chosen)
+        .filter(|(r, _)| r.leaves_out)
+        .filter_map(|(_, c)| c.map(|c| c.gpus))
+        .collect();
     let n = jobs.len().max(1) as f64;
-    ReplayResult {
+    Ok(ReplayResult {
         policy,
         filling,
         jobs: jobs.len(),
-        left_out: left,
+        left_out: left.len(),
         mean_jct: jct_sum / n,
         mean_bsld: bsld_sum / n,
-        mean_gpus_left_out: if left == 0 {
+        mean_gpus_left_out: if left.is_empty() {
             0.0
         } else {
-            left_gpus / left as f64
+            left.iter().sum::<i64>() as f64 / left.len() as f64
         },
+    })
+}
+
+/// The scheduler of [`replay`]: configures each job at its arrival ([`choose`], with the
+/// waits its own predictions give: a running job is expected to end at its start plus its
+/// predicted run time) and orders the queue by submission (FIFO) or predicted run time (SJF).
+struct Advisor<'j> {
+    jobs: &'j [ReplayJob],
+    k: &'j Knowledge,
+    policy: Policy,
+    filling: Filling,
+    /// The configuration each arrived job got.
+    chosen: Vec<Option<Chosen>>,
+}
+
+impl SimPolicy for Advisor<'_> {
+    fn order(&mut self, _state: &SimState<'_>, waiting: &[usize]) -> Vec<usize> {
+        (0..waiting.len()).collect()
+    }
+
+    fn static_key(&self, job: &SimJob) -> Option<f64> {
+        Some(match self.policy {
+            Policy::Fifo => 0.0,
+            Policy::Sjf => self
+                .jobs
+                .iter()
+                .position(|r| r.id == job.id)
+                .and_then(|i| self.chosen[i])
+                .map_or(f64::INFINITY, |c| c.predicted_s),
+        })
+    }
+
+    fn arrive(&mut self, state: &SimState<'_>, j: usize) -> Option<SimJob> {
+        let running: Vec<(f64, i64)> = state
+            .running()
+            .filter_map(|r| {
+                let c = self.chosen[r.job]?;
+                Some((r.start as f64 + c.predicted_s, c.gpus))
+            })
+            .collect();
+        let free = state.free(0)[0];
+        let c = choose(
+            self.k,
+            &self.jobs[j],
+            self.filling,
+            state.now(),
+            &running,
+            free,
+        );
+        self.chosen[j] = Some(c);
+        let run = c.true_s.max(1);
+        let given = &state.input_jobs()[j];
+        Some(SimJob {
+            demand: vec![c.gpus],
+            walltime: run,
+            runtime: run,
+            ..given.clone()
+        })
     }
 }
 
@@ -395,8 +437,8 @@ mod tests {
         let k = knowledge_of(&past);
         let jobs = jobs_of(&dl(2, 40), 0.0, 1).unwrap();
         for policy in [Policy::Fifo, Policy::Sjf] {
-            let a = replay(&jobs, &k, 16, policy, Filling::Default);
-            let b = replay(&jobs, &k, 16, policy, Filling::Advised);
+            let a = replay(&jobs, &k, 16, policy, Filling::Default).unwrap();
+            let b = replay(&jobs, &k, 16, policy, Filling::Advised).unwrap();
             assert_eq!((a.mean_jct, a.mean_bsld), (b.mean_jct, b.mean_bsld));
             assert_eq!(a.left_out, 0);
             assert!(a.mean_bsld >= 1.0);
@@ -408,7 +450,7 @@ mod tests {
         let jobs = jobs_of(&dl(5, 8), 0.0, 1).unwrap();
         let one = &jobs[..1];
         let k = knowledge_of(&jobs);
-        let r = replay(one, &k, 64, Policy::Fifo, Filling::Default);
+        let r = replay(one, &k, 64, Policy::Fifo, Filling::Default).unwrap();
         let local = one[0].job.batch_size / one[0].job.gpus;
         assert_eq!(
             r.mean_jct,

@@ -123,7 +123,7 @@ struct History<'a> {
 }
 
 impl<'a> History<'a> {
-    fn of(state: &SimState<'a>, waiting: &[usize]) -> History<'a> {
+    fn of(state: &'a SimState<'_>, waiting: &[usize]) -> History<'a> {
         let now = state.now();
         let input = state.input_jobs();
         let mut busy = vec![false; input.len()];

@@ -129,7 +129,7 @@ fn replay_dl(args: &ReplayArgs) -> Result<()> {
     let mut results = Vec::new();
     for policy in [Policy::Fifo, Policy::Sjf] {
         for filling in [Filling::Default, Filling::Advised] {
-            results.push(replay(&jobs, &knowledge, gpus, policy, filling));
+            results.push(replay(&jobs, &knowledge, gpus, policy, filling)?);
         }
     }
     if args.json {

@@ -133,3 +133,39 @@ fn policies_see_the_estimate() {
     let err = Simulation::new(vec!["cores".into()], pool(4), bad).unwrap_err();
     assert!(matches!(err, SimError::BadEstimate { .. }), "{err}");
 }
+
+/// A policy that configures each job at its arrival: job "b" gets 4 cores instead of 1 and
+/// runs 30 s instead of 10 (so it waits for "a"); a policy that changes a job's id is refused.
+#[test]
+fn a_policy_configures_jobs_at_arrival() {
+    struct Widen(bool);
+    impl Policy for Widen {
+        fn order(&mut self, _state: &SimState<'_>, waiting: &[usize]) -> Vec<usize> {
+            (0..waiting.len()).collect()
+        }
+        fn arrive(&mut self, state: &SimState<'_>, j: usize) -> Option<SimJob> {
+            let given = &state.input_jobs()[j];
+            (given.id == "b").then(|| SimJob {
+                id: if self.0 { "renamed".into() } else { given.id.clone() },
+                demand: vec![4],
+                walltime: 30,
+                runtime: 30,
+                ..given.clone()
+            })
+        }
+    }
+    let servers = vec![Server {
+        id: "s".into(),
+        capacity: vec![4],
+    }];
+    let jobs = vec![
+        SimJob::new("a", 0, vec![2], 100, 50),
+        SimJob::new("b", 10, vec![1], 100, 10),
+    ];
+    let sim = Simulation::new(vec!["cores".into()], servers, jobs).unwrap();
+    let result = sim.run(&mut Widen(false), StartRule::Strict).unwrap();
+    assert_eq!(result.jobs[1].start, 50, "4 cores wait for a");
+    assert_eq!(result.jobs[1].end, 80);
+    let refused = sim.run(&mut Widen(true), StartRule::Strict).unwrap_err();
+    assert!(refused.to_string().contains("another id"), "{refused}");
+}

@@ -68,6 +68,13 @@ impl SimJob {
 /// Why a replay cannot be set up or run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
+    #[error("job \"{job}\": a policy configured it with another id or submit time")]
+    /// A policy's configuration of an arriving job ([`super::Policy::arrive`]) changed its id
+    /// or submit time.
+    Reconfigured {
+        /// Id of the job.
+        job: String,
+    },
     #[error("`resources` is empty: a replay needs at least one resource")]
     /// The list of resources is empty.
     NoResources,

@@ -136,54 +136,7 @@ impl Simulation {
             }
         }
         for j in &jobs {
-            if j.demand.len() != r {
-                return Err(SimError::DemandShape {
-                    job: j.id.clone(),
-                    expected: r,
-                    found: j.demand.len(),
-                });
-            }
-            if !amount_ok(&j.demand) {
-                return Err(SimError::BadDemand {
-                    job: j.id.clone(),
-                    demand: j.demand.clone(),
-                });
-            }
-            if !(1..=MAX_MAGNITUDE).contains(&j.walltime) {
-                return Err(SimError::BadWalltime {
-                    job: j.id.clone(),
-                    walltime: j.walltime,
-                });
-            }
-            if !(0..=MAX_MAGNITUDE).contains(&j.runtime) {
-                return Err(SimError::BadRuntime {
-                    job: j.id.clone(),
-                    runtime: j.runtime,
-                });
-            }
-            if let Some(estimate) = j.estimate {
-                if !(1..=MAX_MAGNITUDE).contains(&estimate) {
-                    return Err(SimError::BadEstimate {
-                        job: j.id.clone(),
-                        estimate,
-                    });
-                }
-            }
-            if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&j.submit) {
-                return Err(SimError::BadSubmit {
-                    job: j.id.clone(),
-                    submit: j.submit,
-                });
-            }
-            let fits = servers
-                .iter()
-                .any(|s| j.demand.iter().zip(&s.capacity).all(|(d, c)| d <= c));
-            if !fits {
-                return Err(SimError::FitsNoServer {
-                    job: j.id.clone(),
-                    demand: j.demand.clone(),
-                });
-            }
+            check_job(j, r, &servers)?;
             if ids.insert(&j.id, ()).is_some() {
                 return Err(SimError::DuplicateId(j.id.clone()));
             }
@@ -288,10 +241,11 @@ impl Simulation {
                     break;
                 }
                 engine.next_arrival += 1;
+                if let Some(job) = policy.arrive(&state, j) {
+                    state.configure(j, job)?;
+                }
                 let key = if keyed {
-                    policy
-                        .static_key(&self.planning_jobs()[j])
-                        .unwrap_or(f64::INFINITY)
+                    policy.static_key(&state.jobs()[j]).unwrap_or(f64::INFINITY)
                 } else {
                     0.0
                 };
@@ -305,6 +259,62 @@ impl Simulation {
         }
         Ok(state.finish_result())
     }
+}
+
+/// Checks one job against the resources (`r` of them) and servers: one demand entry per
+/// resource, amounts, walltime, runtime, estimate and submit time in range, and a server it
+/// fits on.
+fn check_job(j: &SimJob, r: usize, servers: &[Server]) -> Result<(), SimError> {
+    let amount_ok = |v: &[i64]| v.iter().all(|&x| (0..=MAX_MAGNITUDE).contains(&x));
+    if j.demand.len() != r {
+        return Err(SimError::DemandShape {
+            job: j.id.clone(),
+            expected: r,
+            found: j.demand.len(),
+        });
+    }
+    if !amount_ok(&j.demand) {
+        return Err(SimError::BadDemand {
+            job: j.id.clone(),
+            demand: j.demand.clone(),
+        });
+    }
+    if !(1..=MAX_MAGNITUDE).contains(&j.walltime) {
+        return Err(SimError::BadWalltime {
+            job: j.id.clone(),
+            walltime: j.walltime,
+        });
+    }
+    if !(0..=MAX_MAGNITUDE).contains(&j.runtime) {
+        return Err(SimError::BadRuntime {
+            job: j.id.clone(),
+            runtime: j.runtime,
+        });
+    }
+    if let Some(estimate) = j.estimate {
+        if !(1..=MAX_MAGNITUDE).contains(&estimate) {
+            return Err(SimError::BadEstimate {
+                job: j.id.clone(),
+                estimate,
+            });
+        }
+    }
+    if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&j.submit) {
+        return Err(SimError::BadSubmit {
+            job: j.id.clone(),
+            submit: j.submit,
+        });
+    }
+    let fits = servers
+        .iter()
+        .any(|s| j.demand.iter().zip(&s.capacity).all(|(d, c)| d <= c));
+    if !fits {
+        return Err(SimError::FitsNoServer {
+            job: j.id.clone(),
+            demand: j.demand.clone(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -16,6 +16,14 @@ pub trait Policy {
     fn static_key(&self, _job: &SimJob) -> Option<f64> {
         None
     }
+
+    /// Called when job `job` (an index into [`SimState::jobs`]) arrives, before it joins the
+    /// queue: a policy that configures jobs at submission (GPUs filled in, so a new demand and
+    /// run time) returns the job as configured, with its id and submit time unchanged; the
+    /// default `None` keeps it as given. [`Policy::static_key`] then sees the configured job.
+    fn arrive(&mut self, _state: &SimState<'_>, _job: usize) -> Option<SimJob> {
+        None
+    }
 }
 
 /// First come, first served: arrival order.

@@ -159,7 +159,7 @@ pub(super) fn easy_or_strict(
     let now = state.now;
     let servers = state.sim.servers.len();
     for j in order {
-        let job = &state.sim.jobs[j];
+        let job = &state.input[j];
         let d = &job.demand;
         let ends_before = now + job.plan() <= t_res;
         let mut chosen = None;

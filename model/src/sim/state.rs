@@ -1,6 +1,7 @@
 //! The state of a replay between events ([`SimState`], what a policy sees), and the sorted
 //! queue of static-key policies.
 
+use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, BinaryHeap};
 
@@ -57,6 +58,11 @@ pub struct RunningView {
 /// The state of a replay between events, as a [`Policy`](super::Policy) sees it.
 pub struct SimState<'a> {
     pub(super) sim: &'a Simulation,
+    /// The jobs as given, with the configurations a policy chose at arrival
+    /// ([`super::Policy::arrive`]); borrowed from the simulation until one is chosen.
+    pub(super) input: Cow<'a, [SimJob]>,
+    /// The jobs as the scheduler sees them ([`SimJob::plan`] as the walltime).
+    pub(super) planning: Cow<'a, [SimJob]>,
     pub(super) r: usize,
     pub(super) now: Time,
     /// Free capacity, `r` entries per server.
@@ -92,6 +98,8 @@ impl<'a> SimState<'a> {
         let n = sim.jobs.len();
         SimState {
             sim,
+            input: Cow::Borrowed(&sim.jobs),
+            planning: Cow::Borrowed(sim.planning_jobs()),
             r,
             now: sim.arrival.first().map_or(0, |&j| sim.jobs[j].submit),
             free: sim
@@ -129,13 +137,32 @@ impl<'a> SimState<'a> {
     /// Every job of the replay (indices are input positions), as the scheduler sees it:
     /// `walltime` is the planning length [`SimJob::plan`] (the estimate when the job has one).
     /// [`SimState::input_jobs`] has the jobs as given.
-    pub fn jobs(&self) -> &'a [SimJob] {
-        self.sim.planning_jobs()
+    pub fn jobs(&self) -> &[SimJob] {
+        &self.planning
     }
 
     /// Every job of the replay as given to [`Simulation::new`] (requested walltimes).
-    pub fn input_jobs(&self) -> &'a [SimJob] {
-        &self.sim.jobs
+    pub fn input_jobs(&self) -> &[SimJob] {
+        &self.input
+    }
+
+    /// Replaces job `j` with the configuration a policy chose at its arrival (same id and
+    /// submit time; demand, walltime, run time and estimate may differ), checked as
+    /// [`super::Simulation::new`] checks jobs.
+    pub(super) fn configure(&mut self, j: usize, job: SimJob) -> Result<(), super::SimError> {
+        let given = &self.input[j];
+        if job.id != given.id || job.submit != given.submit {
+            return Err(super::SimError::Reconfigured {
+                job: given.id.clone(),
+            });
+        }
+        super::check_job(&job, self.r, &self.sim.servers)?;
+        self.planning.to_mut()[j] = SimJob {
+            walltime: job.plan(),
+            ..job.clone()
+        };
+        self.input.to_mut()[j] = job;
+        Ok(())
     }
 
     /// Names of the resources, in the order of every capacity and demand vector.
@@ -159,7 +186,7 @@ impl<'a> SimState<'a> {
             job: j,
             server: self.server[j],
             start: self.start[j],
-            walltime_end: self.start[j] + self.sim.jobs[j].walltime,
+            walltime_end: self.start[j] + self.input[j].walltime,
             planned_end: self.pend[j],
         })
     }
@@ -177,7 +204,7 @@ impl<'a> SimState<'a> {
     pub fn waiting(&self) -> Vec<usize> {
         if self.keyed {
             let mut w: Vec<usize> = self.keyed_queue.iter().map(|k| k.job).collect();
-            w.sort_by_key(|&j| (self.sim.jobs[j].submit, j));
+            w.sort_by_key(|&j| (self.input[j].submit, j));
             w
         } else {
             self.waiting.clone()
@@ -200,7 +227,7 @@ impl<'a> SimState<'a> {
     /// The current state as an instance whose queue is `queue` (indices into `jobs()`), in
     /// that order.
     pub fn snapshot_of(&self, queue: &[usize]) -> Instance {
-        let jobs = &self.sim.jobs;
+        let jobs = &self.input;
         let servers = &self.sim.servers;
         Instance {
             now: self.now,
@@ -232,21 +259,25 @@ impl<'a> SimState<'a> {
         }
     }
 
-    pub(super) fn demand(&self, j: usize) -> &'a [i64] {
-        &self.sim.jobs[j].demand
+    pub(super) fn demand(&self, j: usize) -> &[i64] {
+        &self.input[j].demand
     }
 
     pub(super) fn arrive(&mut self, j: usize, key: f64) {
-        for (q, &d) in self.demand(j).iter().enumerate() {
+        for (zero, &d) in self
+            .zero_waiting
+            .iter_mut()
+            .zip(self.input[j].demand.iter())
+        {
             if d == 0 {
-                self.zero_waiting[q] += 1;
+                *zero += 1;
             }
         }
         if self.keyed {
             self.keys[j] = key;
             self.keyed_queue.insert(Keyed {
                 key,
-                submit: self.sim.jobs[j].submit,
+                submit: self.input[j].submit,
                 job: j,
             });
         } else {
@@ -286,7 +317,7 @@ impl<'a> SimState<'a> {
         s: usize,
         heap: &mut BinaryHeap<Reverse<(Time, usize)>>,
     ) {
-        let job = &self.sim.jobs[j];
+        let job = &self.input[j];
         let r = self.r;
         for q in 0..r {
             self.free[s * r + q] -= job.demand[q];
@@ -309,7 +340,7 @@ impl<'a> SimState<'a> {
     }
 
     pub(super) fn finish(&mut self, j: usize) {
-        let job = &self.sim.jobs[j];
+        let job = &self.input[j];
         let s = self.server[j];
         let r = self.r;
         for q in 0..r {
@@ -339,7 +370,7 @@ impl<'a> SimState<'a> {
             }
             let s = self.server[j];
             self.by_wend[s].remove(&(self.pend[j], j));
-            self.pend[j] = self.start[j] + self.sim.jobs[j].walltime;
+            self.pend[j] = self.start[j] + self.input[j].walltime;
             self.by_wend[s].insert((self.pend[j], j));
         }
     }
@@ -353,7 +384,7 @@ impl<'a> SimState<'a> {
             for &j in started {
                 self.keyed_queue.remove(&Keyed {
                     key: self.keys[j],
-                    submit: self.sim.jobs[j].submit,
+                    submit: self.input[j].submit,
                     job: j,
                 });
             }
@@ -383,7 +414,7 @@ impl<'a> SimState<'a> {
                     if best.as_ref().is_some_and(|b| t >= b.0) {
                         break;
                     }
-                    for (a, x) in acc.iter_mut().zip(&self.sim.jobs[k].demand) {
+                    for (a, x) in acc.iter_mut().zip(&self.input[k].demand) {
                         *a += x;
                     }
                     if iter.peek().is_some_and(|&&(t2, _)| t2 == t) {
@@ -434,7 +465,7 @@ impl<'a> SimState<'a> {
     }
 
     pub(super) fn finish_result(self) -> SimResult {
-        let jobs = &self.sim.jobs;
+        let jobs = &self.input;
         let records: Vec<JobRecord> = jobs
             .iter()
             .enumerate()
