@@ -156,7 +156,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 12;
+pub const CACHE_VERSION: u32 = 13;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -15,8 +15,11 @@ pub enum Strength {
     Command,
     /// A command line in the job's script.
     Script,
-    /// A scheduler header (`#SBATCH`, `#PBS`).
+    /// A scheduler header (`#SBATCH`, `#PBS`): the job's allocation.
     Header,
+    /// The options of a job step (`srun --nodes=1 ...` in a job script): what that step uses,
+    /// and the job's request where no header gives one, but not above the allocation.
+    Step,
     /// A configuration file (JSON, YAML).
     Config,
     /// A default in the training code (`add_argument(..., default=...)`, a literal keyword of

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use crate::facts::{Field, JobFacts, Strength};
 use crate::shell::program;
 use crate::vocabulary::{
-    Flags, Launcher, EVALUATION_WORDS, LAUNCHERS, LAUNCHER_FLAGS, NAMES, NOT_TRAINING,
-    PLAIN_BATCHES, PRECISION_FLAGS, SRUN_SWITCHES, SWITCHES,
+    Flags, Launcher, CONTAINER_RUNNERS, EVALUATION_WORDS, LAUNCHERS, LAUNCHER_FLAGS, NAMES,
+    NOT_TRAINING, OTHER_MODELS, PLAIN_BATCHES, PRECISION_FLAGS, SRUN_SWITCHES, SWITCHES,
 };
 
 /// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
@@ -110,12 +110,15 @@ pub fn read_command(
     // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`);
     // it only fills what no other command gave (a job that only evaluates still has GPUs).
     let mut found = JobFacts::default();
+    // `srun --nodes=32 --gres=gpu:8 python train.py`: srun's options request what `#SBATCH`
+    // lines do, for the step they run (`Strength::Step`: not above the headers).
+    let step = strength.max(Strength::Step);
+    crate::scheduler::read_options(srun, &mut |field, value, confidence| {
+        found.set(field, value, source.to_string(), confidence, step)
+    });
     let mut set = |field: Field, value: Value, confidence: f64| {
         found.set(field, value, source.to_string(), confidence, strength)
     };
-    // `srun --nodes=32 --gres=gpu:8 python train.py`: srun's options request what `#SBATCH`
-    // lines do.
-    crate::scheduler::read_options(srun, &mut set);
     // `sbatch -N 2 --gres=gpu:4 job.sh` in a submit script: its options request the job, as
     // the job script's `#SBATCH` lines would (and override them).
     if base == "sbatch" {
@@ -235,6 +238,8 @@ fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
         let wrapper = is_wrapper(w, words.get(i + 1));
         if unresolved || wrapper || crate::shell::is_prefix_word(w) {
             i += 1;
+        } else if let Some(at) = container_command(&words[i..]) {
+            i += at;
         } else if w == "srun" || w == "mpirun" || w == "mpiexec" {
             i += 1;
             let start = i;
@@ -266,6 +271,23 @@ fn strip_prefixes(words: &[String]) -> (&[String], &[String]) {
         }
     }
     (&words[i.min(words.len())..], srun)
+}
+
+/// The words a container runner takes before the command it runs (`apptainer run --nv --bind
+/// DIR IMAGE python ...`: 5), from [`CONTAINER_RUNNERS`]; `None` when `words` do not start
+/// with one.
+fn container_command(words: &[String]) -> Option<usize> {
+    let (program, subcommand) = (words.first()?, words.get(1)?);
+    let runner = CONTAINER_RUNNERS
+        .iter()
+        .find(|r| r.0 == crate::shell::program(program) && r.1.contains(&subcommand.as_str()))?;
+    let mut i = 2;
+    while let Some(w) = words.get(i).filter(|w| w.starts_with('-')) {
+        let takes_value = !w.contains('=') && !runner.2.contains(&w.as_str());
+        i += 1 + usize::from(takes_value);
+    }
+    // The image, then the command.
+    (i + 1 < words.len()).then_some(i + 1)
 }
 
 /// Reads the flags of `launcher` up to the training script; returns the script's arguments.
@@ -470,11 +492,23 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(Field, Value, f64)) {
         };
         settings.push((name, value));
     }
+    let others: Vec<(Field, Value)> = settings
+        .iter()
+        .filter_map(|(name, value)| other_model_setting(name, value.clone()))
+        .collect();
     let mut facts: Vec<_> = settings
         .into_iter()
         .filter_map(|(name, value)| Some((name.clone(), dotted_setting(&name, value)?, ())))
         .collect();
     settle(&mut facts, &names);
+    // A job that trains a second model (an RL critic or reward model): a field the two models
+    // give different values has no single value, and its batch counts prompts or rollouts,
+    // not sequences per optimizer step (verl's `data.train_batch_size`).
+    if !others.is_empty() {
+        facts.retain(|(_, (field, value, _), ())| {
+            *field != Field::GlobalBatchSize && others.iter().all(|(f, v)| f != field || v == value)
+        });
+    }
     for (_, (field, value, confidence), ()) in facts {
         set(field, value, confidence);
     }
@@ -530,6 +564,16 @@ fn dotted_setting(name: &str, value: Value) -> Option<(Field, Value, f64)> {
     setting(&dotted_name(name)?, value)
 }
 
+/// The setting of a second model of the job (`critic.optim.lr=1e-5`: a section of
+/// [`OTHER_MODELS`]), read as [`dotted_setting`] reads the rest of its name.
+fn other_model_setting(name: &str, value: Value) -> Option<(Field, Value)> {
+    let (section, rest) = name.split_once('.')?;
+    if !OTHER_MODELS.contains(&section) {
+        return None;
+    }
+    dotted_setting(rest, value).map(|(field, value, _)| (field, value))
+}
+
 /// The field a setting name sets, dotted or not (as [`dotted_setting`] reads it).
 fn dotted_field(name: &str) -> Option<Field> {
     argument(&dotted_name(name)?).map(|(field, _)| field)
@@ -543,12 +587,21 @@ fn dotted_name(name: &str) -> Option<String> {
     let Some((section, _)) = name.split_once('.') else {
         return Some(name);
     };
-    if NOT_TRAINING.contains(&section) {
+    if NOT_TRAINING.contains(&section) || OTHER_MODELS.contains(&section) {
         return None;
     }
     let joined = name.replace('.', "_");
     if argument(&joined).is_some() || PRECISION_FLAGS.contains(&joined.as_str()) {
         return Some(joined);
+    }
+    // The last two parts, when they are a known name (`actor_rollout_ref.model.path` is a
+    // `model_path`, `data.train_files` names the training files).
+    let parts: Vec<&str> = name.rsplit('.').take(2).collect();
+    if let [last, before] = parts.as_slice() {
+        let two = format!("{before}_{last}");
+        if argument(&two).is_some() {
+            return Some(two);
+        }
     }
     Some(name.rsplit('.').next().unwrap_or(&name).to_string())
 }

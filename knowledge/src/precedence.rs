@@ -2,7 +2,8 @@
 //! once.
 //!
 //! 1. **Source strength** ([`Strength`], strongest first): the launch command given with
-//!    `--cmd`, a command line of the job's script, a scheduler header, a configuration file, a
+//!    `--cmd`, a command line of the job's script, a scheduler header, a job step's options
+//!    (`srun --nodes=1` runs one step of a two-node job), a configuration file, a
 //!    default in the training code, a log, a value derived from others, the LLM agent. A
 //!    stronger source's value wins; of two equal ones the later read wins (a later line
 //!    overrides an earlier one, as in a shell script) ([`wins`]). Every loser is kept in the

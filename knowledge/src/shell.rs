@@ -305,10 +305,11 @@ pub fn program(word: &str) -> &str {
 /// The simple commands of one line of shell: split at the list operators (`;`, `&&`, `||`,
 /// `|`, `&`, a newline) outside quotes and `$( )`; each split into words (quotes removed;
 /// arithmetic `$(( ))` one word); redirections (`> log`, `2>&1`) left out; the words before
-/// the program that are the shell's own ([`is_prefix_word`]) left out. A part whose quotes do
-/// not close gives nothing.
+/// the program that are the shell's own ([`is_prefix_word`]) left out; a command substitution
+/// (`$(hostname -I)`, `` `scontrol show hostnames` ``) one word, written `$(...)` without its
+/// spaces (a value not known here). A part whose quotes do not close gives nothing.
 pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let line = squeeze_arithmetic(line);
+    let line = squeeze_substitutions(&squeeze_arithmetic(line));
     split_lists(&line)
         .into_iter()
         .filter_map(shlex::split)
@@ -395,6 +396,54 @@ fn without_redirections(words: Vec<String>) -> Vec<String> {
             continue;
         }
         out.push(word);
+    }
+    out
+}
+
+/// Command substitutions `$( ... )` and `` `...` `` outside single quotes as one word
+/// `$(...)` without spaces, so that their words are not read as the command's.
+fn squeeze_substitutions(line: &str) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    let mut single = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let opens = !single
+            && ((c == '$' && chars.get(i + 1) == Some(&'(') && chars.get(i + 2) != Some(&'('))
+                || c == '`');
+        if c == '\'' {
+            single = !single;
+        }
+        if !opens {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        // The substitution's end: the matching `)`, or the next backquote.
+        let (start, end) = if c == '`' {
+            let end = chars[i + 1..].iter().position(|&d| d == '`');
+            (i + 1, end.map(|e| i + 1 + e))
+        } else {
+            let mut depth = 0;
+            let end = (i + 1..chars.len()).find(|&k| {
+                match chars[k] {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            });
+            (i + 2, end)
+        };
+        let Some(end) = end else {
+            out.extend(&chars[i..]);
+            break;
+        };
+        out.push_str("$(");
+        out.extend(chars[start..end].iter().filter(|d| !d.is_whitespace()));
+        out.push(')');
+        i = end + 1;
     }
     out
 }
@@ -693,8 +742,16 @@ mod tests {
                 "--name",
                 "a;b",
                 "--host",
-                "$(hostname;",
-                "echo)"
+                "$(hostname;echo)"
+            ]]
+        );
+        // Backquotes too: their words are not the command's.
+        assert_eq!(
+            words("torchrun --master_addr=`scontrol show hostnames $L | head -n 1` train.py"),
+            vec![vec![
+                "torchrun",
+                "--master_addr=$(scontrolshowhostnames$L|head-n1)",
+                "train.py"
             ]]
         );
     }

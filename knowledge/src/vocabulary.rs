@@ -27,6 +27,8 @@ pub const NAMES: &[(&str, Field, f64, &str)] = &[
     // The language model a vision-language model is built on (OpenFlamingo's `--lm_path`).
     ("lm_path", Field::Model, 0.8, "heldout5/open-flamingo-3b-mpt1b-srun"),
     ("model", Field::Model, 0.9, "setups/alignment-handbook-smollm-sft"),
+    // verl's SFT trainer: `model.partial_pretrain=org/name`.
+    ("partial_pretrain", Field::Model, 0.9, "heldout10/tinyzero-deepseek-coder-6-7b-sft"),
     (
         "per_device_train_batch_size",
         Field::BatchSizePerDevice,
@@ -94,6 +96,8 @@ pub const NAMES: &[(&str, Field, f64, &str)] = &[
     ("num_epoch", Field::Epochs, 1.0, "heldout3/colossalai-vit-beans-gemini"),
     ("max_epoch", Field::Epochs, 1.0, "heldout3/espnet-librispeech-100-conformer"),
     ("epochs", Field::Epochs, 1.0, "setups/litgpt-pretrain-tinyllama"),
+    // verl's `trainer.total_epochs`.
+    ("total_epochs", Field::Epochs, 1.0, "heldout/verl-ray-on-slurm"),
     ("max_steps", Field::MaxSteps, 1.0, "setups/alignment-handbook-smollm-sft"),
     ("max_iters", Field::MaxSteps, 1.0, "setups/litgpt-pretrain-tinyllama"),
     ("train_iters", Field::MaxSteps, 1.0, "heldout/gpt-neox-llemma-7b"),
@@ -114,6 +118,8 @@ pub const NAMES: &[(&str, Field, f64, &str)] = &[
     ("init_lr", Field::LearningRate, 0.9, "heldout4/lavis-blip2-opt-caption-coco"),
     ("lr_init", Field::LearningRate, 0.9, "heldout6/rwkv-v7-pile-l12-d768"),
     ("dataset_name", Field::Dataset, 1.0, "heldout/trl-sft-tiny-aya-tool-calling"),
+    // verl's `data.train_files=...` (its `val_files` are evaluation).
+    ("train_files", Field::Dataset, 0.9, "heldout/verl-ray-on-slurm"),
     ("dataset", Field::Dataset, 1.0, "setups/litgpt-pretrain-tinyllama"),
     ("data_path", Field::Dataset, 0.9, "setups/deepspeed-chat-opt-1.3b"),
     ("train_file", Field::Dataset, 0.9, "heldout4/chatglm-6b-ds-finetune"),
@@ -133,6 +139,8 @@ pub const NAMES: &[(&str, Field, f64, &str)] = &[
     ("data", Field::Dataset, 0.7, "setups/alignment-handbook-smollm-sft"),
     ("hf_name", Field::Dataset, 0.9, "heldout/llm-foundry-mpt-7b-dolly-sft"),
     ("num_nodes", Field::Nodes, 1.0, "setups/alignment-handbook-smollm-sft"),
+    // submitit launchers' `--nodes` (DeiT, DINO, ConvNeXt).
+    ("nodes", Field::Nodes, 0.8, "heldout9/deit-base-submitit-defaults"),
     // Lightning's `--gpus 1` / `Trainer(devices=8)`: the GPUs of each node (a count only).
     ("gpus", Field::GpusPerNode, 0.8, "setups/accelerate-slurm-multinode"),
     ("ngpus", Field::GpusPerNode, 0.8, "heldout6/convnext-tiny-submitit-defaults"),
@@ -157,6 +165,48 @@ pub const NAMES: &[(&str, Field, f64, &str)] = &[
 /// Precision switches (`--bf16`, `fp16: true`, automatic mixed precision `--amp`, `amp: true`;
 /// `tf32` is not a training precision).
 pub const PRECISION_FLAGS: &[&str] = &["bf16", "fp16", "amp"];
+
+/// Container runners that run a command in an image: (program, subcommands, options that
+/// take no value); their other options take one (`--bind DIR`). Shown by
+/// `heldout/verl-ray-on-slurm` (`apptainer run --nv --bind DIR IMAGE python3 -m ...`).
+pub const CONTAINER_RUNNERS: &[(&str, &[&str], &[&str])] = &[
+    ("apptainer", &["run", "exec"], CONTAINER_SWITCHES),
+    ("singularity", &["run", "exec"], CONTAINER_SWITCHES),
+];
+
+/// Options of `apptainer` / `singularity` `run` and `exec` that take no value.
+const CONTAINER_SWITCHES: &[&str] = &[
+    "--nv",
+    "--nvccli",
+    "--rocm",
+    "--cleanenv",
+    "-e",
+    "--contain",
+    "-c",
+    "--containall",
+    "-C",
+    "--writable",
+    "-w",
+    "--writable-tmpfs",
+    "--fakeroot",
+    "-f",
+    "--no-home",
+    "--no-init",
+    "--no-privs",
+    "--userns",
+    "-u",
+    "--compat",
+    "--ipc",
+    "-i",
+    "--pid",
+    "-p",
+    "--net",
+    "-n",
+];
+
+/// Sections of a second model of the job (an RL critic, a reward model, a reference or
+/// teacher model): their settings are not the trained model's (`critic.model.path`).
+pub const OTHER_MODELS: &[&str] = &["critic", "reward_model", "ref", "teacher", "rm"];
 
 /// Words of a script's name that mark an evaluation, not a training run.
 pub const EVALUATION_WORDS: &[&str] = &[

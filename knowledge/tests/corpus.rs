@@ -173,7 +173,7 @@ fn log_excerpts() {
 /// invented (`--train_batch_size=1` alone is now read per device, as the script documents it).
 #[test]
 fn held_out_setups() {
-    hold_floor("heldout", 100, 0);
+    hold_floor("heldout", 104, 0);
 }
 
 /// Scores the setups under `set` and fails below `floor` right fields or above `invented`
@@ -232,7 +232,7 @@ fn fifth_held_out_set() {
 /// development score now.
 #[test]
 fn sixth_held_out_set() {
-    hold_floor("heldout6", 117, 0);
+    hold_floor("heldout6", 119, 0);
 }
 
 /// The seventh set (`heldout7/`, 12 setups from 11 repositories none of the others came from),
@@ -252,7 +252,7 @@ fn seventh_held_out_set() {
 /// development score now.
 #[test]
 fn eighth_held_out_set() {
-    hold_floor("heldout8", 76, 0);
+    hold_floor("heldout8", 83, 0);
 }
 
 /// The ninth set (`heldout9/`, 12 setups from 10 repositories none of the others came from),
@@ -262,7 +262,7 @@ fn eighth_held_out_set() {
 /// development score now.
 #[test]
 fn ninth_held_out_set() {
-    hold_floor("heldout9", 110, 0);
+    hold_floor("heldout9", 112, 0);
 }
 
 /// The tenth set (`heldout10/`, 12 setups from 10 repositories none of the others came from),
@@ -274,7 +274,7 @@ fn ninth_held_out_set() {
 /// batch over all GPUs, a main rate beside a text encoder's): docs/knowledge.md.
 #[test]
 fn tenth_held_out_set() {
-    hold_floor("heldout10", 73, 6);
+    hold_floor("heldout10", 79, 3);
 }
 
 /// The text of every file under a setup directory.
@@ -331,4 +331,15 @@ fn vocabulary_rows_are_shown_by_their_setups() {
         documented <= 5,
         "{documented} rows rest on documentation alone"
     );
+}
+
+/// The eleventh set (`heldout11/`, 13 setups from 13 repositories none of the others came
+/// from), collected and labelled by a pass that did not read the extractor (2026-11-27), scored
+/// once after the redesign of issue #33 (typed fields, one shell interpreter, vocabularies as
+/// data, one precedence module) before the extractor saw it: 78 of 130 determined fields right
+/// (60 %), 7 wrong, 45 missed, 4 values invented. 79 since (a backquoted command's words are no
+/// longer read as the command's). A development score now; held as a floor.
+#[test]
+fn eleventh_held_out_set() {
+    hold_floor("heldout11", 79, 4);
 }

@@ -146,7 +146,11 @@ fn a_policy_configures_jobs_at_arrival() {
         fn arrive(&mut self, state: &SimState<'_>, j: usize) -> Option<SimJob> {
             let given = &state.input_jobs()[j];
             (given.id == "b").then(|| SimJob {
-                id: if self.0 { "renamed".into() } else { given.id.clone() },
+                id: if self.0 {
+                    "renamed".into()
+                } else {
+                    given.id.clone()
+                },
                 demand: vec![4],
                 walltime: 30,
                 runtime: 30,
