@@ -55,6 +55,8 @@ impl Kind {
                     .as_f64()
                     .map_or_else(|| json!(number()), |_| value.clone())
             }),
+            // A switch (`mixed_precision: true`) does not say which precision.
+            Kind::Precision if value.is_boolean() => None,
             Kind::Precision => Some(precision(value)),
             Kind::Text => match value {
                 Value::String(t) if t.trim().is_empty() => None,
@@ -317,6 +319,7 @@ mod tests {
             Some(json!("bf16"))
         );
         assert_eq!(Kind::Precision.parse(json!(32)), Some(json!("32")));
+        assert_eq!(Kind::Precision.parse(json!(true)), None);
         assert_eq!(Kind::Texts.parse(json!("a,b+a")), Some(json!(["a", "b"])));
         assert_eq!(Kind::Text.parse(json!(" ")), None);
     }

@@ -115,7 +115,6 @@ impl Simulation {
         if servers.is_empty() {
             return Err(SimError::NoServers);
         }
-        let amount_ok = |v: &[i64]| v.iter().all(|&x| (0..=MAX_MAGNITUDE).contains(&x));
         let mut ids: HashMap<&str, ()> = HashMap::with_capacity(servers.len() + jobs.len());
         for s in &servers {
             if s.capacity.len() != r {
@@ -261,11 +260,15 @@ impl Simulation {
     }
 }
 
+/// Whether every amount is in [0, 2^40].
+fn amount_ok(amounts: &[i64]) -> bool {
+    amounts.iter().all(|&x| (0..=MAX_MAGNITUDE).contains(&x))
+}
+
 /// Checks one job against the resources (`r` of them) and servers: one demand entry per
 /// resource, amounts, walltime, runtime, estimate and submit time in range, and a server it
 /// fits on.
 fn check_job(j: &SimJob, r: usize, servers: &[Server]) -> Result<(), SimError> {
-    let amount_ok = |v: &[i64]| v.iter().all(|&x| (0..=MAX_MAGNITUDE).contains(&x));
     if j.demand.len() != r {
         return Err(SimError::DemandShape {
             job: j.id.clone(),
