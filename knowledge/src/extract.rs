@@ -1,6 +1,6 @@
 //! One job directory (with an optional launch command and logs) to [`JobFacts`].
 //!
-//! Job scripts are the files under the directory (four levels deep, hidden folders and
+//! Job scripts are the files under the directory (six levels deep, hidden folders and
 //! `__pycache__`, `node_modules`, `wandb` skipped) whose name ends in `.sh`, `.bash`,
 //! `.slurm`, `.sbatch`, `.pbs`, `.job` or `.qsub`, or that start with `#!`: their scheduler
 //! headers and their command lines (continuations joined) are read. Configuration files are

@@ -153,7 +153,7 @@ fields! {
     EpochsUnknown = "epochs_unknown", Note;
     /// Time a log says the run has left.
     EtaS = "eta_s", Seconds;
-    /// Why the run died (`cuda_oom`, `nccl`, `time_limit`, ...), from the error itself.
+    /// Why the run died (`cuda_oom`, `nccl_timeout`, `time_limit`, ...), from the error itself.
     Failure = "failure", Text;
     /// The log line that shows the failure.
     FailureEvidence = "failure_evidence", Note;

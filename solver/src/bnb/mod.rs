@@ -162,6 +162,11 @@ impl BnbOutcome {
 }
 
 /// Runs branch and bound on `problem`.
+/// Most jobs for the parallel search: its work items are the root's grandchildren (up to
+/// n^2 of them, each expanded on the calling thread first), which on a long queue cost more
+/// than the search they split; longer queues are searched on one thread.
+const PARALLEL_MAX_JOBS: usize = 400;
+
 pub fn solve(
     problem: &Problem,
     objective: Objective,
@@ -173,7 +178,8 @@ pub fn solve(
         Some(o) => problem.evaluate(o, objective, variant),
         None => best_rule(problem, objective, variant),
     };
-    let found = if options.threads > 1 && options.node_limit.is_none() && problem.jobs() > 2 {
+    let parallel = (3..=PARALLEL_MAX_JOBS).contains(&problem.jobs());
+    let found = if options.threads > 1 && options.node_limit.is_none() && parallel {
         parallel::search(problem, objective, variant, options, started, &incumbent)
     } else {
         sequential(problem, objective, variant, options, started, &incumbent)
@@ -272,9 +278,9 @@ struct Search<'p> {
     servers: usize,
     /// est[level][job][server]: earliest start of an unplaced job on a server (exact for jobs
     /// whose dependencies are placed, a lower bound otherwise); `NO_FIT` if it never fits.
-    est: Vec<Time>,
+    est: Vec<Vec<Time>>,
     /// emin[level][job]: minimum of est over servers.
-    emin: Vec<Time>,
+    emin: Vec<Vec<Time>>,
     topo: Vec<usize>,
     class_prev: Vec<usize>,
     children: Vec<Vec<(Time, usize, usize)>>,
@@ -360,11 +366,11 @@ impl<'p> Search<'p> {
             d: Dispatcher::new(problem, variant),
             n,
             servers,
-            // Zeros, not NO_FIT: a level's rows are always written (copied from the level above,
-            // then updated) before they are read, and zeroed memory is only touched as deep as
-            // the search goes (a 5,000-job queue would otherwise fill 1 GB before its first node).
-            est: vec![0; (n + 1) * n * servers],
-            emin: vec![0; (n + 1) * n],
+            // Grown a level at a time as the search goes deeper ([`Search::update_estimates`]):
+            // (n + 1) x n x servers entries at once are 576 MB for a 3,000-job queue on 8
+            // servers, filled by the allocator before the first clock check.
+            est: Vec::new(),
+            emin: Vec::new(),
             topo: problem.topological_order(),
             class_prev: class_predecessors(problem, objective),
             children: (0..=n).map(|_| Vec::new()).collect(),
@@ -496,7 +502,6 @@ impl<'p> Search<'p> {
             return RootTry::Short;
         }
         let needed = self.best_total - self.eps() - self.root_base;
-        let (n, ns) = (self.n, self.n * self.servers);
         let deadline = self.deadline;
         let timed = self.timed_root();
         let Some(delay) = self.delay.as_mut() else {
@@ -511,8 +516,8 @@ impl<'p> Search<'p> {
         let extra = delay.increment(
             &mut root,
             &self.cost,
-            &self.emin[..n],
-            &self.est[..ns],
+            &self.emin[0],
+            &self.est[0],
             None,
             needed,
             steps,
@@ -542,14 +547,7 @@ impl<'p> Search<'p> {
         };
         let deadline = self.deadline;
         let mut stop = || deadline.passed_now();
-        let bound = windows.destructive(
-            self.problem,
-            &self.d,
-            &self.emin[..self.n],
-            low,
-            high,
-            &mut stop,
-        );
+        let bound = windows.destructive(self.problem, &self.d, &self.emin[0], low, high, &mut stop);
         (bound - now) as f64
     }
 
@@ -570,8 +568,7 @@ impl<'p> Search<'p> {
             return false;
         }
         let horizon = self.problem.now() + self.best_total as Time - 1;
-        let n = self.n;
-        let est = &self.emin[level * n..(level + 1) * n];
+        let est = &self.emin[level];
         let refuted = windows.refutes(self.problem, &self.d, est, horizon, false);
         self.window_sampling.record(refuted);
         refuted
@@ -581,9 +578,17 @@ impl<'p> Search<'p> {
     /// scratch at the root.
     fn update_estimates(&mut self, level: usize, placed: Option<(usize, Placement)>) {
         let (n, ns) = (self.n, self.n * self.servers);
+        // A level's rows are always written (copied from the level above, then updated) before
+        // they are read.
+        // One buffer per level, made when the search first goes that deep: no reallocation
+        // copies the levels above, and the clock is read between levels.
+        while self.est.len() <= level {
+            self.est.push(vec![0; ns]);
+            self.emin.push(vec![0; n]);
+        }
         if placed.is_some() {
-            self.est
-                .copy_within((level - 1) * ns..level * ns, level * ns);
+            let (above, this) = self.est.split_at_mut(level);
+            this[0].copy_from_slice(&above[level - 1]);
         }
         let p = self.problem;
         let strict_floor = match (self.variant, placed) {
@@ -600,14 +605,14 @@ impl<'p> Search<'p> {
                 let end = if self.d.is_placed(dep) {
                     self.d.start(dep) + p.walltime(dep)
                 } else {
-                    self.emin[level * n + dep].saturating_add(p.walltime(dep))
+                    self.emin[level][dep].saturating_add(p.walltime(dep))
                 };
                 lower = lower.max(end);
             }
-            let row = level * ns + j * self.servers;
+            let row = j * self.servers;
             let mut best = NO_FIT;
             for s in 0..self.servers {
-                let old = self.est[row + s];
+                let old = self.est[level][row + s];
                 let fresh = placed.is_none();
                 let stale = fresh || old < lower || placed.is_some_and(|(_, at)| at.server == s);
                 let e = if !stale {
@@ -618,10 +623,10 @@ impl<'p> Search<'p> {
                     let from = if fresh { lower } else { lower.max(old) };
                     self.d.earliest_on(j, s, from).unwrap_or(NO_FIT)
                 };
-                self.est[row + s] = e;
+                self.est[level][row + s] = e;
                 best = best.min(e);
             }
-            self.emin[level * n + j] = best;
+            self.emin[level][j] = best;
         }
     }
 
@@ -643,9 +648,7 @@ impl<'p> Search<'p> {
         };
         for j in 0..self.n {
             if !self.d.is_placed(j) {
-                h = self
-                    .cost
-                    .add(h, self.cost.job(j, self.emin[level * self.n + j]));
+                h = self.cost.add(h, self.cost.job(j, self.emin[level][j]));
             }
         }
         h
@@ -663,7 +666,7 @@ impl<'p> Search<'p> {
         for j in 0..n {
             if !self.d.is_placed(j) {
                 self.energies
-                    .push((self.emin[level * n + j] + p.walltime(j)) as f64);
+                    .push((self.emin[level][j] + p.walltime(j)) as f64);
             }
         }
         let m = self.energies.len();
@@ -736,7 +739,6 @@ impl<'p> Search<'p> {
     /// Makespan lower bound (relative to `now`) from a greedy clique of pairwise-conflicting
     /// unplaced jobs on the one server: their single-machine schedule in earliest-start order.
     fn clique_bound(&mut self, level: usize) -> f64 {
-        let n = self.n;
         self.clique.clear();
         let mut members: u128 = 0;
         for &j in &self.by_length {
@@ -746,7 +748,7 @@ impl<'p> Search<'p> {
             if self.conflict[j] & members == members {
                 members |= 1 << j;
                 self.clique
-                    .push((self.emin[level * n + j], self.problem.walltime(j)));
+                    .push((self.emin[level][j], self.problem.walltime(j)));
             }
         }
         self.clique.sort_unstable();
@@ -901,14 +903,13 @@ impl<'p> Search<'p> {
             let needed = self.best_total - self.eps() - base;
             (Some(self.nodes), needed, DELAY_NODE_STEPS)
         };
-        let (n, ns) = (self.n, self.n * self.servers);
         let deadline = self.deadline;
         let delay = self.delay.as_mut()?;
         let extra = delay.increment(
             &mut self.d,
             &self.cost,
-            &self.emin[level * n..(level + 1) * n],
-            &self.est[level * ns..(level + 1) * ns],
+            &self.emin[level],
+            &self.est[level],
             node,
             needed,
             budget,
@@ -966,10 +967,10 @@ impl<'p> Search<'p> {
 
     /// Where job `j` would go at `level`: (start, first server reaching it).
     fn placement_at(&self, level: usize, j: usize) -> (Time, usize) {
-        let start = self.emin[level * self.n + j];
-        let row = level * self.n * self.servers + j * self.servers;
+        let start = self.emin[level][j];
+        let row = j * self.servers;
         let server = (0..self.servers)
-            .find(|&s| self.est[row + s] == start)
+            .find(|&s| self.est[level][row + s] == start)
             .unwrap_or(0);
         (start, server)
     }

@@ -115,10 +115,15 @@ pub(super) fn search(
     let mut found = Found {
         best_order: incumbent.to_vec(),
         best_total: initial,
-        stopped: None,
+        stopped: root.stopped,
         open_bound: f64::INFINITY,
         nodes: root.nodes,
     };
+    if let (Some(_), Some(bound)) = (root.stopped, root_bound) {
+        // Stopped while expanding the root: nothing below it was searched.
+        found.open_bound = bound;
+        return found;
+    }
     if items.is_empty() || root_bound.is_none() {
         return found;
     }
@@ -186,6 +191,10 @@ fn items(root: &mut Search) -> (Vec<Item>, Option<f64>) {
     let mut kids = Vec::new();
     root.collect_children(0, &mut kids);
     for &(start, server, job) in &kids {
+        if root.deadline.passed_now() {
+            root.stopped = Some(super::Status::TimeLimit);
+            return (Vec::new(), Some(root_bound));
+        }
         let at = Placement { start, server };
         root.d.place_at(job, at);
         root.toggle(job, at);
