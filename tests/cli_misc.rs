@@ -1070,3 +1070,37 @@ fn history_replay_compares_plans() {
         bad.stderr
     );
 }
+
+/// `--version` says what was built (commit, features, libraries) and `version --json` says it
+/// as one object whose features agree with the build.
+#[test]
+fn version_says_what_was_built() {
+    let long = run(&["--version"]).ok().stdout_text();
+    let first = long.lines().next().unwrap_or_default();
+    assert!(first.starts_with("schedlm 0."), "{long}");
+    let commit = first
+        .split('(')
+        .nth(1)
+        .and_then(|c| c.split_whitespace().next())
+        .unwrap_or_default();
+    let hex = commit.trim_end_matches("-dirty");
+    assert!(
+        hex == "unknown" || (hex.len() == 12 && hex.chars().all(|c| c.is_ascii_hexdigit())),
+        "{long}"
+    );
+    assert!(
+        long.contains("features: ") && long.contains("candle "),
+        "{long}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(run(&["version", "--json"]).ok().stdout_text().trim()).unwrap();
+    assert_eq!(json["commit"], commit, "{json}");
+    assert_eq!(json["milp"], cfg!(feature = "milp"), "{json}");
+    assert_eq!(json["cuda"], false, "{json}");
+    assert_eq!(json["highs"].is_string(), cfg!(feature = "milp"), "{json}");
+    assert!(long.contains(if cfg!(feature = "milp") {
+        "milp"
+    } else {
+        "none"
+    }));
+}

@@ -289,6 +289,40 @@ fn auto(
     if best.status != SolveStatus::Optimal && milp {
         best = milp_phase(problem, options, best, left());
     }
+    spend_the_rest(problem, options, best, deadline)
+}
+
+/// Time left below which `auto` does not start another phase.
+const LAST_PHASE_MIN: Duration = Duration::from_millis(20);
+
+/// The rest of `auto`'s limit when nothing is proven (the MILP ended early, or its part was
+/// kept for HiGHS' setup): local search from the best order with a quarter of it, then
+/// branch and bound from the best order until the limit. Not with a node limit, which the
+/// plan already spent.
+fn spend_the_rest(
+    problem: &Problem,
+    options: &SolveOptions,
+    mut best: Candidate,
+    deadline: Instant,
+) -> Candidate {
+    let left = || deadline.saturating_duration_since(Instant::now());
+    if best.status == SolveStatus::Optimal || options.node_limit.is_some() {
+        return best;
+    }
+    if left() > LAST_PHASE_MIN {
+        let (order, value) = run_ls(problem, options, best.order.clone(), left() / 4);
+        best = best.merge(Candidate::new(
+            order,
+            value,
+            f64::NEG_INFINITY,
+            SolveStatus::Heuristic,
+            0,
+        ));
+    }
+    if left() > LAST_PHASE_MIN {
+        let start = best.order.clone();
+        best = best.merge(run_bnb(problem, options, start, left(), None));
+    }
     best
 }
 

@@ -20,6 +20,7 @@ pub mod rl;
 mod schedule;
 mod solve;
 mod validate;
+mod version;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -34,6 +35,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "schedlm",
     version,
+    long_version = version::LONG_VERSION,
     propagate_version = true,
     max_term_width = 100
 )]
@@ -93,6 +95,9 @@ pub enum Command {
     /// score the throughput predictions on held-out runs (docs/knowledge.md).
     #[command(subcommand)]
     Advise(advise::AdviseCommand),
+    /// Print what was built: version, commit, build date, features (milp, cuda) and the
+    /// versions of HiGHS and candle (`--json` for one JSON object).
+    Version(version::VersionArgs),
 }
 
 /// Runs the subcommand.
@@ -115,6 +120,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Extract(a) => extract::run(&a),
         Command::History(a) => history::run(&a),
         Command::Advise(a) => advise::run(&a),
+        Command::Version(a) => version::run(&a),
     }
 }
 

@@ -161,12 +161,12 @@ impl BnbOutcome {
     }
 }
 
-/// Runs branch and bound on `problem`.
 /// Most jobs for the parallel search: its work items are the root's grandchildren (up to
 /// n^2 of them, each expanded on the calling thread first), which on a long queue cost more
 /// than the search they split; longer queues are searched on one thread.
 const PARALLEL_MAX_JOBS: usize = 400;
 
+/// Runs branch and bound on `problem`.
 pub fn solve(
     problem: &Problem,
     objective: Objective,

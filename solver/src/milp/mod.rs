@@ -206,6 +206,20 @@ pub enum MilpError {
     Busy,
 }
 
+/// The version of the HiGHS library linked in (`1.11.0`).
+pub fn highs_version() -> String {
+    // SAFETY: HiGHS returns a pointer to a static, NUL-terminated version string.
+    unsafe {
+        let text = highs_sys::Highs_version();
+        if text.is_null() {
+            return "unknown".into();
+        }
+        std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
 /// Builds and solves the time-indexed MILP of the module docs.
 pub fn solve(
     problem: &Problem,
