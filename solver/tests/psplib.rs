@@ -21,18 +21,30 @@ const J30: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/psplib
 /// limit (not a time limit) keeps the test's outcome independent of the machine.
 const PROOF_NODES: u64 = 1_000_000;
 
-/// (file name, problem, published optimum) for the 60 instances, by file name.
+/// Two instances of every parameter set that `j30/` lacks (sets 7-48, the hard ones
+/// included), with their published optima.
+const J30_SETS_7_48: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/data/psplib/j30-sets-7-48"
+);
+
+/// (file name, problem, published optimum) for the 60 instances of `j30/`, by file name.
 fn instances() -> Vec<(String, Problem, i64)> {
-    let dir = Path::new(J30);
+    instances_in(J30, 60)
+}
+
+/// (file name, problem, published optimum) for the `count` instances of `folder`.
+fn instances_in(folder: &str, count: usize) -> Vec<(String, Problem, i64)> {
+    let dir = Path::new(folder);
     let csv = fs::read_to_string(dir.join("optimum.csv")).expect("optimum.csv");
     let table = read_optimum_csv(&csv).unwrap();
     let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {J30}: {e}"))
+        .unwrap_or_else(|e| panic!("cannot read {folder}: {e}"))
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".sm"))
         .collect();
     names.sort_by_key(|n| sort_key(n));
-    assert_eq!(names.len(), 60);
+    assert_eq!(names.len(), count, "{folder}");
     names
         .into_iter()
         .map(|name| {
@@ -136,7 +148,8 @@ fn bnb_proves_every_published_optimum() {
 
 #[test]
 fn bnb_never_crosses_the_published_optimum() {
-    let all = instances();
+    let mut all = instances();
+    all.extend(instances_in(J30_SETS_7_48, 84));
     all.par_iter().for_each(|(name, p, optimum)| {
         let opt = *optimum as f64;
         let options = BnbOptions {
@@ -164,6 +177,36 @@ fn bnb_never_crosses_the_published_optimum() {
         }
     });
 }
+
+/// Every parameter set of j30 (two instances each of sets 7-48) under a node limit: how many
+/// branch and bound proves at the published optimum, held as a floor (measured 2026-11-28:
+/// see docs/benchmarks.md, issue #34), and no proof of another value.
+#[test]
+fn every_parameter_set_under_a_node_limit() {
+    let all = instances_in(J30_SETS_7_48, 84);
+    let proven: usize = all
+        .par_iter()
+        .map(|(name, p, optimum)| {
+            let options = BnbOptions {
+                node_limit: Some(SETS_NODES),
+                ..BnbOptions::default()
+            };
+            let out = bnb::solve(p, Objective::Makespan, Variant::Serial, &options);
+            if out.status == Status::Optimal {
+                assert_eq!(out.value, *optimum as f64, "{name}: proven value");
+            }
+            usize::from(out.status == Status::Optimal)
+        })
+        .sum();
+    eprintln!("j30 sets 7-48: {proven} of 84 proven within {SETS_NODES} nodes each");
+    assert!(proven >= SETS_FLOOR, "{proven} of 84 proven: a regression");
+}
+
+/// Node limit per instance of [`every_parameter_set_under_a_node_limit`].
+const SETS_NODES: u64 = 200_000;
+
+/// Instances of sets 7-48 proven within [`SETS_NODES`] (measured; a floor).
+const SETS_FLOOR: usize = 71;
 
 /// The measurement behind `PROOF_NODES`: every instance with a time limit (default 60 s, or
 /// `PSPLIB_SECONDS`), one at a time, printed as a Markdown table. Run it in release mode:
