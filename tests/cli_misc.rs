@@ -1104,3 +1104,41 @@ fn version_says_what_was_built() {
         "none"
     }));
 }
+
+/// Completions and manual pages come from the same definitions as `--help`: every
+/// subcommand and its options are in them.
+#[test]
+fn completions_and_man_pages_cover_every_subcommand() {
+    let bash = run(&["completions", "bash"]).ok().stdout_text();
+    assert!(bash.contains("_schedlm()"), "{bash}");
+    for word in [
+        "solve",
+        "dataset",
+        "--time-limit",
+        "--objective",
+        "completions",
+    ] {
+        assert!(bash.contains(word), "bash completions lack {word}");
+    }
+    let zsh = run(&["completions", "zsh"]).ok().stdout_text();
+    assert!(zsh.contains("#compdef schedlm"), "{zsh}");
+    let page = run(&["man"]).ok().stdout_text();
+    assert!(page.contains(".TH schedlm 1"), "{page}");
+    let dir = tempdir();
+    run(&["man", "-o", &path_str(dir.path())]).ok();
+    let solve = std::fs::read_to_string(dir.path().join("schedlm-solve.1")).unwrap();
+    assert!(
+        solve.contains("time\\-limit") || solve.contains("time-limit"),
+        "{solve}"
+    );
+    let pages = std::fs::read_dir(dir.path()).unwrap().count();
+    let help = run(&["--help"]).ok().stdout_text();
+    let commands = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.trim_start().starts_with("help"))
+        .count();
+    assert!(pages > commands, "{pages} pages for {commands} commands");
+}

@@ -125,7 +125,7 @@ pub struct SolveBenchArgs {
 
     /// Directory that receives `<family>-<N>.jsonl` (the instances of each size) and
     /// `results.json` (settings and every per-instance measurement), for `benches/cpsat.py`.
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "output", long, short = 'o')]
     pub out: Option<PathBuf>,
 
     /// Also solve every size with OR-Tools CP-SAT (one worker, same limit and clock) through

@@ -171,7 +171,7 @@ pub struct BuildCmd {
     pub quiet: bool,
 
     /// Output directory.
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "output", long, short = 'o')]
     pub out: PathBuf,
 }
 
@@ -182,7 +182,7 @@ pub struct MergeCmd {
     pub parts: Vec<PathBuf>,
 
     /// Output directory (must not hold a dataset yet).
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "output", long, short = 'o')]
     pub out: PathBuf,
 }
 

@@ -70,7 +70,7 @@ pub struct EvalArgs {
     #[arg(
         short = 'o',
         long = "out",
-        visible_alias = "report",
+        visible_aliases = ["report", "output"],
         value_name = "DIR"
     )]
     pub report: PathBuf,

@@ -50,7 +50,7 @@ pub struct ExtractArgs {
     pub cache: Option<PathBuf>,
 
     /// Output file [default: standard output].
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 
     /// Ask an LLM about the fields the parsers left empty: `openai:URL#MODEL`, an

@@ -35,7 +35,7 @@ pub struct FinetuneArgs {
     /// curves: curve.csv, one row per evaluation point (step, epoch, tokens_seen,
     /// answer_tokens_seen, elapsed_s, train_loss, val_loss, val_gap_mean, val_valid_share,
     /// val_optimal_share), and curve.svg, its plot.
-    #[arg(short = 'o', long)]
+    #[arg(visible_alias = "output", short = 'o', long)]
     pub out: PathBuf,
     /// Length of the run in epochs (passes over the training records) [default: 10].
     /// Ignored when --steps is given. On --resume, replaces the run's planned length.

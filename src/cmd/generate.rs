@@ -35,7 +35,7 @@ pub struct GenerateArgs {
     pub shape: ShapeArgs,
 
     /// Output file (JSON Lines); standard output when absent or `-`.
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 
     /// Cut snapshots from an online replay of this SWF trace (plain or gzipped) instead of

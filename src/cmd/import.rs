@@ -26,7 +26,7 @@ pub struct ImportPsplibArgs {
 
     /// Output file (JSON Lines, one instance per input file, in input order); standard output
     /// when absent or `-`.
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 }
 

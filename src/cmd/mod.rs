@@ -18,6 +18,7 @@ pub mod predict;
 pub mod replay;
 pub mod rl;
 mod schedule;
+mod shell_docs;
 mod solve;
 mod validate;
 mod version;
@@ -98,6 +99,10 @@ pub enum Command {
     /// Print what was built: version, commit, build date, features (milp, cuda) and the
     /// versions of HiGHS and candle (`--json` for one JSON object).
     Version(version::VersionArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(shell_docs::CompletionsArgs),
+    /// Print the manual page, or write one page per subcommand into a directory.
+    Man(shell_docs::ManArgs),
 }
 
 /// Runs the subcommand.
@@ -121,6 +126,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::History(a) => history::run(&a),
         Command::Advise(a) => advise::run(&a),
         Command::Version(a) => version::run(&a),
+        Command::Completions(a) => shell_docs::completions(&a),
+        Command::Man(a) => shell_docs::man(&a),
     }
 }
 
@@ -142,6 +149,33 @@ mod tests {
 
     fn parse(args: &str) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(args.split_whitespace())
+    }
+
+    /// Every `-o` is spelled both `--out` and `--output` (one the name, the other a visible
+    /// alias), so the spelling of the command a user ran a minute ago never fails.
+    #[test]
+    fn every_dash_o_takes_both_spellings() {
+        use clap::CommandFactory;
+        fn walk(command: &clap::Command, path: &str, seen: &mut usize) {
+            for arg in command.get_arguments() {
+                if arg.get_short() != Some('o') {
+                    continue;
+                }
+                *seen += 1;
+                let mut names: Vec<&str> = arg.get_long().into_iter().collect();
+                names.extend(arg.get_visible_aliases().unwrap_or_default());
+                assert!(
+                    names.contains(&"out") && names.contains(&"output"),
+                    "{path}: -o is {names:?}"
+                );
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), seen);
+            }
+        }
+        let mut seen = 0;
+        walk(&Cli::command(), "schedlm", &mut seen);
+        assert!(seen >= 12, "{seen} commands with -o");
     }
 
     /// An option that only means something with another one is refused without it, also when

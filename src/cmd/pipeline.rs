@@ -46,7 +46,12 @@ pub struct PipelineArgs {
     /// Directory that receives everything the pipeline makes: the snapshots of the table
     /// (`<family>.jsonl`), the dataset (`data/`), the trained model (`model/`) and the report
     /// (`report/report.html`, `report.md`, `summary.json`, `instances.csv`).
-    #[arg(long, short = 'o', default_value = "schedlm-out")]
+    #[arg(
+        visible_alias = "output",
+        long,
+        short = 'o',
+        default_value = "schedlm-out"
+    )]
     pub out: PathBuf,
 
     /// Stop after the comparison table (nothing is written).

@@ -23,7 +23,7 @@ pub struct PredictArgs {
     pub file: PathBuf,
     /// Output file (JSON Lines: id, output, best_of, tokens, time_ms (the greedy answer),
     /// best_of_time_ms, samples, decoding, unconstrained) [default: standard output].
-    #[arg(short, long)]
+    #[arg(visible_alias = "out", short, long)]
     pub output: Option<PathBuf>,
     /// Let the model write anything (no constraint to valid orders), to measure it alone.
     #[arg(long)]

@@ -37,7 +37,12 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output directory (created if missing).
-    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    #[arg(
+        visible_alias = "output",
+        short = 'o',
+        long = "out",
+        value_name = "DIR"
+    )]
     pub out: PathBuf,
 }
 

@@ -38,7 +38,7 @@ pub struct ScheduleArgs {
     /// Output file: one JSON object per valid instance with `line`, `policy`, `variant`,
     /// `order` (queued ids in dispatch order), `starts`, `ends` and `servers` (id -> value) and
     /// `objectives` (`bsld`, `wait`, `flow`, `makespan`). Standard output when absent or `-`.
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 }
 

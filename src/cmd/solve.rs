@@ -63,7 +63,7 @@ pub struct SolveArgs {
     /// `variant`, `order` (queued ids), `value`, `lower_bound`, `gap` ((value - bound) / bound),
     /// `proven_optimal`, `status` (optimal, time_limit, node_limit, bounded, heuristic), `nodes`,
     /// `time_ms` and `baselines` (each priority rule's value). Standard output when absent or `-`.
-    #[arg(long, short = 'o')]
+    #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 }
 
