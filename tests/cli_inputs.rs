@@ -230,3 +230,68 @@ fn a_build_whose_every_line_is_skipped_is_an_error() {
         r.stderr
     );
 }
+
+/// A bad trace line is quoted in the error as a bounded, escaped excerpt with its length, in
+/// every command that reads traces: a 2 MB line does not flood the terminal, and terminal
+/// control bytes in it are not written raw.
+#[test]
+fn bad_trace_lines_are_quoted_bounded_and_escaped() {
+    let dir = tempdir();
+    let trace = common::tiny_trace(dir.path());
+    let good = fs::read_to_string(&trace).unwrap();
+    let long = dir.path().join("long.swf");
+    fs::write(&long, format!("{good}{}\n", "x".repeat(2 << 20))).unwrap();
+    let control = dir.path().join("control.swf");
+    let fields = "41 820 -1 \u{1b}[2J\u{7} 1 -1 -1 1 60 -1 1 1 -1 -1 -1 -1 -1 -1";
+    fs::write(&control, format!("{good}{fields}\n")).unwrap();
+    let out = dir.path().join("out");
+    for file in [&long, &control] {
+        let t = path_str(file);
+        for args in [
+            vec!["replay", "--trace", &t, "-o", &path_str(&out)],
+            vec!["estimate", "--trace", &t],
+            vec!["generate", "--from-trace", &t],
+        ] {
+            let failed = run(&args).failed();
+            let err = &failed.stderr;
+            assert!(err.len() < 2_000, "{args:?}: {} bytes of errors", err.len());
+            assert!(
+                !err.contains('\u{1b}') && !err.contains('\u{7}'),
+                "{args:?}: {err}"
+            );
+            assert!(err.contains(":42:"), "{args:?}: the line is named: {err}");
+            if file == &long {
+                assert!(err.contains("(2097152 bytes)"), "{args:?}: {err}");
+            } else {
+                assert!(err.contains("\\u{1b}[2J"), "{args:?}: {err}");
+            }
+        }
+    }
+}
+
+/// A JSON line whose bad value is a 1 MB string: the parser's message is cut, its end (the
+/// column) kept, in every command that reads instances.
+#[test]
+fn bad_json_values_are_quoted_bounded() {
+    let dir = tempdir();
+    let file = dir.path().join("big.jsonl");
+    fs::write(&file, format!("{{\"now\": \"{}\"}}\n", "x".repeat(1 << 20))).unwrap();
+    let f = path_str(&file);
+    for args in [
+        vec!["validate", &f],
+        vec!["schedule", &f],
+        vec!["solve", &f],
+    ] {
+        let failed = run(&args).failed();
+        assert!(
+            failed.stderr.len() < 2_000,
+            "{args:?}: {} bytes",
+            failed.stderr.len()
+        );
+        assert!(
+            failed.stderr.contains("column"),
+            "{args:?}: {}",
+            failed.stderr
+        );
+    }
+}

@@ -143,7 +143,7 @@ pub(crate) fn parse_line(path: &Path, number: u64, text: &str) -> Result<Line, B
         let s: Skip = serde_json::from_str(text).map_err(|e| BuildError::Record {
             path: path.to_path_buf(),
             line: number,
-            reason: e.to_string(),
+            reason: schedlm_model::lines::bounded(&e.to_string()),
         })?;
         return Ok(Line::Skipped(s.skipped));
     }
@@ -157,7 +157,7 @@ pub(crate) fn read_head(path: &Path, number: u64, text: &str) -> Result<Head, Bu
     serde_json::from_str(text).map_err(|e| BuildError::Record {
         path: path.to_path_buf(),
         line: number,
-        reason: e.to_string(),
+        reason: schedlm_model::lines::bounded(&e.to_string()),
     })
 }
 

@@ -653,7 +653,8 @@ impl Iterator for RecordReader {
             }
             let number = line.number as u64;
             let record = line.text.and_then(|text| {
-                let mut r: Record = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                let mut r: Record = serde_json::from_str(&text)
+                    .map_err(|e| schedlm_model::lines::bounded(&e.to_string()))?;
                 r.fill_forms()?;
                 Ok(r)
             });

@@ -182,7 +182,16 @@ fn read_kept(path: &Path) -> Result<HashMap<Key, Reply>, EvalError> {
                 );
                 continue;
             }
-            Err(e) => return Err(EvalError::line(path, i + 1, format!("not an answer: {e}"))),
+            Err(e) => {
+                return Err(EvalError::line(
+                    path,
+                    i + 1,
+                    format!(
+                        "not an answer: {}",
+                        schedlm_model::lines::bounded(&e.to_string())
+                    ),
+                ))
+            }
         };
         let AnswerLine {
             policy,

@@ -41,7 +41,12 @@ pub struct Prediction {
 
 /// The id and prediction of one line, or what is wrong with it.
 fn parse_line(text: &str, line: usize) -> Result<(String, Prediction), String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "not JSON: {}",
+            schedlm_model::lines::bounded(&e.to_string())
+        )
+    })?;
     let Value::Object(map) = value else {
         return Err("not a JSON object {\"id\": ..., \"output\": ...}".into());
     };

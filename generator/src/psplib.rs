@@ -86,6 +86,7 @@
 //! assert!(err.starts_with("line 11: expected 2 successors"), "{err}");
 //! ```
 
+use schedlm_model::lines::excerpt;
 use std::collections::HashMap;
 
 use schedlm_model::{validate, Instance, InstanceError, QueuedJob, Server};
@@ -159,7 +160,7 @@ fn syntax(line: usize, expected: impl Into<String>, found: &str) -> PsplibError 
     PsplibError::Syntax {
         line,
         expected: expected.into(),
-        found: format!("\"{}\"", found.trim()),
+        found: excerpt(found.trim()),
     }
 }
 
@@ -238,7 +239,7 @@ fn integers(line: usize, text: &str, what: &str) -> Result<Vec<i64>, PsplibError
             _ => Err(PsplibError::Syntax {
                 line,
                 expected: format!("{what} (non-negative integers)"),
-                found: format!("\"{t}\" in \"{text}\""),
+                found: format!("{} in {}", excerpt(t), excerpt(text)),
             }),
         })
         .collect()

@@ -7,6 +7,43 @@
 
 use std::io::{self, BufRead};
 
+/// Most characters of input an error message quotes ([`excerpt`]).
+pub const EXCERPT_CHARS: usize = 80;
+
+/// Input text as an error message quotes it: in double quotes, escaped (control characters,
+/// quotes and backslashes as Rust writes them: `\u{1b}`, `\"`), at most [`EXCERPT_CHARS`]
+/// characters, and when cut, with `…` and the whole length: `"abc…" (209715200 bytes)`. A bad
+/// line of any size, or binary bytes, never floods the terminal.
+pub fn excerpt(text: &str) -> String {
+    let mut out = String::from("\"");
+    let mut chars = text.chars();
+    for c in chars.by_ref().take(EXCERPT_CHARS) {
+        out.extend(c.escape_debug());
+    }
+    out.push('"');
+    if chars.next().is_some() {
+        out.insert(out.len() - 1, '…');
+        out.push_str(&format!(" ({} bytes)", text.len()));
+    }
+    out
+}
+
+/// Longest error message about one line that a reader passes on ([`bounded`]).
+pub const MESSAGE_CHARS: usize = 240;
+
+/// A parser's message about a bad line (serde's `invalid type: string "…"` quotes the whole
+/// string) cut to [`MESSAGE_CHARS`]: its start and its end (`at line 1 column 3005`), with
+/// `…` and the whole length between.
+pub fn bounded(message: &str) -> String {
+    let count = message.chars().count();
+    if count <= MESSAGE_CHARS {
+        return message.to_string();
+    }
+    let head: String = message.chars().take(MESSAGE_CHARS - 60).collect();
+    let tail: String = message.chars().skip(count - 40).collect();
+    format!("{head}… ({} bytes) …{tail}", message.len())
+}
+
 /// One line of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextLine {
@@ -91,6 +128,31 @@ fn decode(bytes: &[u8]) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_bounded_keeping_their_end() {
+        let long = format!(
+            "invalid type: string \"{}\", expected i64 at line 1 column 3005",
+            "x".repeat(3000)
+        );
+        let cut = bounded(&long);
+        assert!(cut.chars().count() < MESSAGE_CHARS + 30, "{cut}");
+        assert!(
+            cut.ends_with("at line 1 column 3005") && cut.contains("bytes)"),
+            "{cut}"
+        );
+        assert_eq!(bounded("short"), "short");
+    }
+
+    #[test]
+    fn excerpts_are_bounded_and_escaped() {
+        assert_eq!(excerpt("abc"), "\"abc\"");
+        assert_eq!(excerpt("a\"b\u{1b}[2J"), "\"a\\\"b\\u{1b}[2J\"");
+        let long = "x".repeat(200 << 20);
+        let cut = excerpt(&long);
+        assert!(cut.len() < 120, "{}", cut.len());
+        assert!(cut.ends_with("…\" (209715200 bytes)"), "{cut}");
+    }
 
     fn lines(input: &[u8]) -> Vec<TextLine> {
         text_lines(input).collect::<io::Result<_>>().unwrap()

@@ -198,7 +198,8 @@ pub fn validate(instance: &Instance) -> Result<(), InstanceError> {
 /// command that reads instances. The error is `not an instance: ...` for JSON that does not
 /// fit the schema, else every problem found, `; `-separated.
 pub fn parse_valid(text: &str) -> Result<Instance, String> {
-    let instance = Instance::from_json(text).map_err(|e| format!("not an instance: {e}"))?;
+    let instance = Instance::from_json(text)
+        .map_err(|e| format!("not an instance: {}", crate::lines::bounded(&e.to_string())))?;
     let found = problems(&instance);
     if !found.is_empty() {
         let reasons: Vec<String> = found.iter().map(|e| e.to_string()).collect();

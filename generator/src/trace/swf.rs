@@ -91,6 +91,7 @@
 //! assert!(err.to_string().starts_with("bad.swf:1: expected 18"), "{err}");
 //! ```
 
+use schedlm_model::lines::excerpt;
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
@@ -431,9 +432,7 @@ pub enum SwfError {
         source: io::Error,
     },
     /// A job line without exactly 18 fields.
-    #[error(
-        "{name}:{line}: expected {FIELDS} whitespace-separated fields, found {found}: \"{text}\""
-    )]
+    #[error("{name}:{line}: expected {FIELDS} whitespace-separated fields, found {found}: {text}")]
     FieldCount {
         /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
@@ -441,11 +440,12 @@ pub enum SwfError {
         line: usize,
         /// Number of whitespace-separated fields on the line.
         found: usize,
-        /// The line's text (bytes that are not UTF-8 replaced).
+        /// The line's text as an error quotes it (bounded, escaped:
+        /// [`schedlm_model::lines::excerpt`]; bytes that are not UTF-8 replaced).
         text: String,
     },
     /// A field that is not a number (or not an integer where one is required).
-    #[error("{name}:{line}: field {field} ({field_name}) must be {expected}, found \"{value}\"")]
+    #[error("{name}:{line}: field {field} ({field_name}) must be {expected}, found {value}")]
     Number {
         /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
@@ -458,11 +458,12 @@ pub enum SwfError {
         /// What the field must hold, in words: a number, an integer, or an integer below 10^18
         /// in magnitude.
         expected: &'static str,
-        /// The field's text as found (bytes that are not UTF-8 replaced).
+        /// The field's text as an error quotes it (bounded, escaped:
+        /// [`schedlm_model::lines::excerpt`]; bytes that are not UTF-8 replaced).
         value: String,
     },
     /// A header line of a known key whose value does not start with an integer.
-    #[error("{name}:{line}: header {key} must start with an integer, found \"{value}\"")]
+    #[error("{name}:{line}: header {key} must start with an integer, found {value}")]
     Header {
         /// The file's name as given to the reader (the path as displayed, for [`read_swf`]).
         name: String,
@@ -470,7 +471,7 @@ pub enum SwfError {
         line: usize,
         /// The header key, spelled `MaxProcs`, `MaxNodes` or `UnixStartTime`.
         key: &'static str,
-        /// The value after the `:`, trimmed.
+        /// The value after the `:`, trimmed, as an error quotes it (bounded, escaped).
         value: String,
     },
     /// [`ClusterShape::Pool`] on a trace whose machine size is unknown.
@@ -673,7 +674,7 @@ fn comment(body: &[u8], header: &mut SwfHeader, name: &str, line: usize) -> Resu
                 name: name.to_string(),
                 line,
                 key,
-                value: value.to_string(),
+                value: excerpt(value),
             })?);
         }
     }
@@ -708,7 +709,7 @@ fn record(text: &[u8], name: &str, line: usize) -> Result<Record, SwfError> {
             name: name.to_string(),
             line,
             found: count,
-            text: String::from_utf8_lossy(text).into_owned(),
+            text: excerpt(&String::from_utf8_lossy(text)),
         });
     }
     let bad = |index: usize, expected: &'static str| SwfError::Number {
@@ -717,7 +718,7 @@ fn record(text: &[u8], name: &str, line: usize) -> Result<Record, SwfError> {
         field: index + 1,
         field_name: FIELD_NAMES[index],
         expected,
-        value: String::from_utf8_lossy(fields[index]).into_owned(),
+        value: excerpt(&String::from_utf8_lossy(fields[index])),
     };
     let mut ints = [0i64; FIELDS];
     for (index, field) in fields.iter().enumerate() {
