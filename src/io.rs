@@ -51,7 +51,7 @@ pub struct Line {
 }
 
 /// Reads every non-blank line of `path` (`-` reads standard input). A line that is not UTF-8
-/// is kept, as a bad line; an input without any line is said on stderr.
+/// is kept, as a bad line. An input without any line is an error ([`empty_input`]).
 pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
     let reader: Box<dyn BufRead> = if path == Path::new("-") {
         Box::new(BufReader::new(io::stdin()))
@@ -70,9 +70,20 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
         }
     }
     if lines.is_empty() {
-        eprintln!("{}: no instance: the input is empty", path.display());
+        return Err(empty_input(path, "instance"));
     }
     Ok(lines)
+}
+
+/// The one rule for empty input (docs/design.md): an input that holds nothing to work on (no
+/// instance, record, answer or trace job; a directory without a file of the format) is an
+/// error that names it, before anything is written, so a pipeline whose earlier step produced
+/// nothing stops there instead of reporting a clean run over nothing.
+pub fn empty_input(path: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: no {what}: the input is empty (nothing to work on)",
+        path.display()
+    )
 }
 
 /// Parses and validates one line as an instance; the error lists every problem found.

@@ -111,7 +111,7 @@ fn a_line_that_is_not_utf8_is_one_bad_line_everywhere() {
 }
 
 #[test]
-fn a_byte_order_mark_is_accepted_and_an_empty_input_is_said() {
+fn a_byte_order_mark_is_accepted_and_an_empty_input_is_refused() {
     let dir = tempdir();
     let good = generate_file(dir.path(), "g.jsonl", &["--family", "hpc", "-n", "2"]);
     let bom = dir.path().join("bom.jsonl");
@@ -132,8 +132,6 @@ fn a_byte_order_mark_is_accepted_and_an_empty_input_is_said() {
 
     let empty = dir.path().join("empty.jsonl");
     fs::write(&empty, "").unwrap();
-    let r = run(&["validate", &path_str(&empty)]).ok();
-    assert!(r.stderr.contains("the input is empty"), "{}", r.stderr);
     let data = dir.path().join("data");
     let r = build(&data, &["--from", &path_str(&empty)]).failed();
     assert!(
@@ -142,6 +140,45 @@ fn a_byte_order_mark_is_accepted_and_an_empty_input_is_said() {
         r.stderr
     );
     assert!(!data.join("train.jsonl").exists());
+}
+
+/// The one rule for empty input (docs/design.md): every command refuses an input with nothing
+/// to work on, names it and exits 1, writing nothing.
+#[test]
+fn every_command_refuses_an_empty_input() {
+    let dir = tempdir();
+    let d = |name: &str| path_str(&dir.path().join(name));
+    let empty = d("empty.jsonl");
+    fs::write(&empty, "").unwrap();
+    fs::write(dir.path().join("empty.swf"), "; MaxProcs: 8\n").unwrap();
+    fs::create_dir(dir.path().join("nothing")).unwrap();
+    let swf = d("empty.swf");
+    let out = d("out");
+    let nothing = d("nothing");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["validate", &empty], "no instance"),
+        (vec!["schedule", &empty], "no instance"),
+        (vec!["solve", &empty], "no instance"),
+        (vec!["import", "psplib", &nothing], "no PSPLIB file"),
+        (
+            vec!["dataset", "build", "--from", &empty, "-o", &out],
+            "is empty",
+        ),
+        (vec!["dataset", "stats", &nothing], "no record"),
+        (
+            vec!["eval", "--data", &empty, "--policies", "sjf", "-o", &out],
+            "no record",
+        ),
+        (vec!["replay", "--trace", &swf, "-o", &out], "no job"),
+        (vec!["generate", "--from-trace", &swf], "no job"),
+    ];
+    for (args, says) in cases {
+        let r = run(&args).failed();
+        assert_eq!(r.code, Some(1), "{args:?}");
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?} wrote output");
+    }
+    assert!(!dir.path().join("out").exists(), "nothing was written");
 }
 
 #[test]

@@ -465,6 +465,9 @@ fn run_stats(a: &StatsCmd) -> Result<()> {
             .map_or(0, |e| e.len())
     };
     let s = stats(&a.dir, tokenizer.as_ref().map(|_| &count as _))?;
+    if s.records.values().sum::<u64>() == 0 {
+        return Err(crate::io::empty_input(&a.dir, "record"));
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&s)?)?;
     } else {

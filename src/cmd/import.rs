@@ -32,6 +32,10 @@ pub struct ImportPsplibArgs {
 
 pub fn psplib(args: &ImportPsplibArgs) -> Result<()> {
     let files = expand(&args.inputs, "sm")?;
+    if files.is_empty() {
+        let first = args.inputs.first().cloned().unwrap_or_default();
+        return Err(crate::io::empty_input(&first, "PSPLIB file (.sm)"));
+    }
     let mut instances = Vec::with_capacity(files.len());
     for file in &files {
         let text = std::fs::read_to_string(file)
