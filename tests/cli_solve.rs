@@ -226,3 +226,25 @@ fn one_instance_on_several_threads_gives_the_one_thread_answer() {
         assert_eq!(answer(threads).0, one, "-j {threads}");
     }
 }
+
+/// `-q` leaves standard error empty; `--progress` draws the bar even when standard error is not
+/// a terminal (here a pipe); by default a pipe gets the summary and no bar.
+#[test]
+fn quiet_and_progress_decide_what_goes_to_stderr() {
+    let dir = tempdir();
+    let file = generate_file(dir.path(), "g.jsonl", &["--family", "hpc", "-n", "3"]);
+    let f = path_str(&file);
+    let quiet = run(&["solve", "--solver", "ls", "-q", &f]).ok();
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+    let plain = run(&["solve", "--solver", "ls", &f]).ok();
+    assert!(
+        plain.stderr.contains("solved 3 instance(s)"),
+        "{}",
+        plain.stderr
+    );
+    assert!(!plain.stderr.contains("3/3 instances"), "{}", plain.stderr);
+    let forced = run(&["solve", "--solver", "ls", "--progress", &f]).ok();
+    assert!(forced.stderr.contains("3/3 instances"), "{}", forced.stderr);
+    let both = run(&["solve", "-q", "--progress", &f]);
+    assert_eq!(both.code, Some(2), "--quiet and --progress conflict");
+}

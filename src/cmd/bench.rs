@@ -141,6 +141,9 @@ pub struct SolveBenchArgs {
     /// The CP-SAT script run by --cpsat.
     #[arg(long, default_value = "benches/cpsat.py", requires = "cpsat")]
     pub cpsat_script: PathBuf,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 /// The clock of the tables.
@@ -385,7 +388,7 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
             } else {
                 None
             };
-            eprintln!(
+            args.progress.say(format_args!(
                 "n={size} #{k:>2}: B&B {} {:.4} in {:.2} ms ({:.2} ms wall), {} nodes{}",
                 bnb.status,
                 bnb.value,
@@ -406,7 +409,7 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
                     ),
                     None => String::new(),
                 }
-            );
+            ));
             size_results.push(InstanceResult {
                 file: file_name(args.family, size),
                 size,

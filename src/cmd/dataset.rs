@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+
 use schedlm_dataset::build::{self, BuildTuning};
 use schedlm_dataset::manifest::{BuildArgs, Shard, Source};
 use schedlm_dataset::{
@@ -166,9 +166,8 @@ pub struct BuildCmd {
     #[arg(long, short = 'j')]
     pub threads: Option<usize>,
 
-    /// Hide the progress bar.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 
     /// Output directory.
     #[arg(visible_alias = "output", long, short = 'o')]
@@ -346,16 +345,10 @@ fn run_build(a: &BuildCmd) -> Result<()> {
         };
         bail!("no instance to build from: {what}; nothing was written");
     }
-    let bar = if a.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(total).with_style(
-            ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} snapshots, {per_sec}, elapsed {elapsed}, ETA {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        )
-    };
+    let bar = a.progress.bar(
+        total,
+        "{bar:40} {pos}/{len} snapshots, {per_sec}, elapsed {elapsed}, ETA {eta}",
+    );
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.unwrap_or(0))
         .build()

@@ -51,6 +51,9 @@ pub struct EstimateArgs {
     /// Print the scores as JSON Lines instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 pub fn run(args: &EstimateArgs) -> Result<()> {
@@ -63,7 +66,7 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
             bail!("give --trace FILE, or --train FILE --test FILE, not both")
         }
         (Some(path), None, None) => {
-            let (trace, ends) = load(path, &options, args.timeline)?;
+            let (trace, ends) = load(path, &options, args)?;
             let split = Split::Fraction(args.split);
             let from = split.index(trace.jobs.len())?;
             let scores = evaluate_with(&trace, &ends, split)?;
@@ -79,8 +82,8 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
             (title, scores)
         }
         (None, Some(train), Some(test)) => {
-            let (train_trace, train_ends) = load(train, &options, args.timeline)?;
-            let (test_trace, test_ends) = load(test, &options, args.timeline)?;
+            let (train_trace, train_ends) = load(train, &options, args)?;
+            let (test_trace, test_ends) = load(test, &options, args)?;
             let scores = evaluate_transfer(&train_trace, &train_ends, &test_trace, &test_ends)?;
             let title = format!(
                 "{} scored after {} as history, timeline {}",
@@ -111,16 +114,16 @@ fn timeline_name(t: Timeline) -> &'static str {
 }
 
 /// Reads a trace, reports its cleaning on stderr, and returns it with its completion times.
-fn load(path: &Path, options: &SwfOptions, timeline: Timeline) -> Result<(Trace, Vec<i64>)> {
+fn load(path: &Path, options: &SwfOptions, args: &EstimateArgs) -> Result<(Trace, Vec<i64>)> {
     let start = Instant::now();
     let (trace, waits) = read_swf_with_waits(path, options).context("cannot read the trace")?;
-    eprintln!(
+    args.progress.say(format_args!(
         "read {} in {:.2?}:\n{}\n",
         path.display(),
         start.elapsed(),
         trace.report
-    );
-    let ends = match timeline {
+    ));
+    let ends = match args.timeline {
         Timeline::Trace => completions(&trace, Some(&waits)),
         Timeline::NoWait => completions(&trace, None),
     };

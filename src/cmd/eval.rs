@@ -144,9 +144,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub keep_going: bool,
 
-    /// Hide the progress bars.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub progress_args: crate::io::ProgressArgs,
 
     /// Online: how the trace is replayed (--start-rule, --window, --windows, --cluster,
     /// --estimate, --skip-bad-lines; the same options as `schedlm replay`).
@@ -358,7 +357,7 @@ impl EvalArgs {
             client: self.client(),
             models: self.models(true),
             answers: log,
-            progress: !self.quiet,
+            progress: self.progress_args.shown(),
             verdict: VerdictRule {
                 margin: self.margin,
                 seed: self.seed,

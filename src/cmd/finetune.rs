@@ -131,9 +131,8 @@ pub struct FinetuneArgs {
     /// loads on any device.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Hide the progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 fn spec(args: &FinetuneArgs, vocab_size: usize) -> Result<ModelSpec> {
@@ -182,7 +181,7 @@ fn options(args: &FinetuneArgs) -> TrainOptions {
         weight_decay: args.weight_decay,
         clip: args.clip,
         seed: args.seed,
-        progress: !args.quiet,
+        progress: args.progress.shown(),
         ..defaults
     }
 }
@@ -204,7 +203,7 @@ fn resumed_options(args: &FinetuneArgs, o: &mut TrainOptions) {
     if args.curriculum && !o.curriculum {
         eprintln!("finetune: --curriculum ignored: the resumed run trains without it");
     }
-    o.progress = !args.quiet;
+    o.progress = args.progress.shown();
 }
 
 fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {

@@ -178,6 +178,41 @@ mod tests {
         assert!(seen >= 12, "{seen} commands with -o");
     }
 
+    /// Every command that can take more than a few seconds has `-q/--quiet` and `--progress`
+    /// from the one place that decides ([`crate::io::ProgressArgs`]).
+    #[test]
+    fn long_commands_take_quiet_and_progress() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        for path in [
+            "solve",
+            "eval",
+            "finetune",
+            "predict",
+            "rl",
+            "estimate",
+            "dataset build",
+            "bench solve",
+        ] {
+            let mut command = &cli;
+            for name in path.split(' ') {
+                command = command
+                    .find_subcommand(name)
+                    .unwrap_or_else(|| panic!("no command {path}"));
+            }
+            let args: Vec<_> = command.get_arguments().collect();
+            let quiet = args.iter().find(|a| a.get_long() == Some("quiet"));
+            assert!(
+                quiet.is_some_and(|a| a.get_short() == Some('q')),
+                "{path}: no -q/--quiet"
+            );
+            assert!(
+                args.iter().any(|a| a.get_long() == Some("progress")),
+                "{path}: no --progress"
+            );
+        }
+    }
+
     /// An option that only means something with another one is refused without it, also when
     /// a conflicting option is given (clap skips `requires` then: clap-rs/clap#4520).
     #[test]

@@ -56,6 +56,9 @@ pub struct PredictArgs {
     /// Where to decode: `cpu`, or `cuda` / `cuda:N` in a build with the `cuda` feature.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 pub fn run(args: &PredictArgs) -> Result<()> {
@@ -107,12 +110,12 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     }
     out.flush().map_err(written)?;
     let secs = started.elapsed().as_secs_f64();
-    eprintln!(
+    args.progress.say(format_args!(
         "predict: {} records, {valid} greedy answers valid, {too_long} prompts too long for the \
          context (empty output), {:.2} decisions/s",
         records.len(),
         records.len() as f64 / secs.max(1e-9)
-    );
+    ));
     Ok(())
 }
 

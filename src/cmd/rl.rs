@@ -69,6 +69,9 @@ pub struct RlArgs {
     /// Where to run: `cpu`, or `cuda` / `cuda:N` in a build with the `cuda` feature.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 /// The questions of a records file, one per instance: only the first step of a step record's
@@ -87,7 +90,8 @@ fn read_questions(path: &Path) -> Result<Vec<Question>> {
 pub fn run(args: &RlArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
     let mut run = if args.resume && can_resume(&args.out) {
-        eprintln!("rl: resuming {}", args.out.display());
+        args.progress
+            .say(format_args!("rl: resuming {}", args.out.display()));
         Reinforce::resume(&args.out, &device)?
     } else {
         let Some(init) = &args.init else {
@@ -116,21 +120,23 @@ pub fn run(args: &RlArgs) -> Result<()> {
         Some(p) => read_questions(p)?,
         None => Vec::new(),
     };
-    eprintln!(
+    args.progress.say(format_args!(
         "rl: {} training instances, {} held out; {} steps of {} x {} answers",
         train.len(),
         val.len().min(run.state.options.eval_records),
         run.state.options.steps,
         run.state.options.prompts,
         run.state.options.group
-    );
+    ));
+    let progress = args.progress;
     run.run(&train, &val, &args.out, &mut |p| {
-        eprintln!(
+        progress.say(format_args!(
             "rl step {:>5}  {:>7.1} s  sampled reward {:+.4} (sd {:.4})  kl {:.4}  held-out reward {:+.4}  vs best rule {}/{}/{}",
             p.step, p.elapsed_s, p.sampled_reward, p.sampled_reward_std, p.kl, p.val_reward,
             p.val_wins, p.val_ties, p.val_losses
-        );
+        ));
     })?;
-    eprintln!("rl: run saved in {}", args.out.display());
+    args.progress
+        .say(format_args!("rl: run saved in {}", args.out.display()));
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::{ParallelProgressIterator, ProgressBar, ProgressStyle};
+use indicatif::ParallelProgressIterator;
 use rayon::prelude::*;
 use schedlm_model::{Objective, Problem, Variant};
 use schedlm_solver::portfolio::{self, Solution, SolveOptions, Solver};
@@ -65,6 +65,9 @@ pub struct SolveArgs {
     /// `time_ms` and `baselines` (each priority rule's value). Standard output when absent or `-`.
     #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 /// One line of `solve` output.
@@ -138,9 +141,9 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     if lines.len() == 1 {
         options.threads = pool.current_num_threads();
     }
-    let bar = ProgressBar::new(lines.len() as u64).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} instances, {per_sec}, ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    let bar = args.progress.bar(
+        lines.len() as u64,
+        "{bar:40} {pos}/{len} instances, {per_sec}, ETA {eta}",
     );
     let results: Vec<Result<SolveRecord, String>> = pool.install(|| {
         lines
@@ -163,12 +166,12 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &records)?;
     let proven = records.iter().filter(|r| r.proven_optimal).count();
-    eprintln!(
+    args.progress.say(format_args!(
         "solved {} instance(s): {} proven optimal, {} with a gap",
         records.len(),
         proven,
         records.len() - proven
-    );
+    ));
     if failed > 0 {
         bail!(
             "{failed} of {} instance(s) in {} could not be solved",
