@@ -19,4 +19,4 @@ python3 -m pip install --quiet --disable-pip-version-check --no-deps --force-rei
   target/wheels/schedlm-*.whl >&2
 export SCHEDLM_BIN="${SCHEDLM_BIN:-$PWD/target/debug/schedlm}"
 cd python/tests
-python3 -m pytest -q -p no:cacheprovider .
+python3 -m pytest -q -rs -p no:cacheprovider .

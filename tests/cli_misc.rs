@@ -783,7 +783,9 @@ fn history_matches_by_text_embedding() {
         .join("model.safetensors")
         .exists()
     {
-        eprintln!("skipped the matching part: {model} is absent (run scripts/fetch-minilm.sh)");
+        schedlm_model::skips::skip(&format!(
+            "the matching part: {model} is absent (run scripts/fetch-minilm.sh)"
+        ));
         return;
     }
     let embedded = |name: &str| {

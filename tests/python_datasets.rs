@@ -18,8 +18,8 @@ fn python_has(module: &str) -> bool {
 #[test]
 fn trl_fine_tunes_on_both_formats() {
     if !python_has("trl") {
-        eprintln!(
-            "skipped: python3 with `trl` is not installed (scripts/setup-tests.sh installs it)"
+        schedlm_model::skips::skip(
+            "python3 with `trl` is not installed (scripts/setup-tests.sh installs it)",
         );
         return;
     }
@@ -36,8 +36,8 @@ fn trl_fine_tunes_on_both_formats() {
 #[test]
 fn hugging_face_datasets_loads_a_built_set() {
     if !python_has("datasets") {
-        eprintln!(
-            "skipped: python3 with the `datasets` package is not installed (pip install datasets)"
+        schedlm_model::skips::skip(
+            "python3 with the `datasets` package is not installed (pip install datasets)",
         );
         return;
     }

@@ -35,6 +35,7 @@ pub mod order;
 pub mod problem;
 pub mod quantile;
 pub mod sim;
+pub mod skips;
 pub mod validate;
 
 pub use dispatch::{dispatch, Dispatcher, Placement, Schedule, Variant};

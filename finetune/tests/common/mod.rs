@@ -64,10 +64,10 @@ pub fn gguf_path() -> Option<std::path::PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        eprintln!(
-            "skipped: {} not found; run scripts/fetch-smollm2.sh",
+        schedlm_model::skips::skip(&format!(
+            "{} not found; run scripts/fetch-smollm2.sh",
             path.display()
-        );
+        ));
         None
     }
 }
