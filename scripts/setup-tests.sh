@@ -3,7 +3,8 @@
 # the report rendering check (tests/browser/check_report.sh), Python's Hugging Face `datasets`
 # and TRL for the dataset format checks (tests/python_datasets.rs), the SmolLM2-135M-Instruct
 # GGUF for the pretrained-model tests (scripts/fetch-smollm2.sh), and the all-MiniLM-L6-v2
-# sentence-embedding model for matching jobs by text (scripts/fetch-minilm.sh). Each step that fails is
+# sentence-embedding model for matching jobs by text (scripts/fetch-minilm.sh), and Slurm
+# (slurm-wlm, munge) for the tests against a running cluster. Each step that fails is
 # reported and the test that needs it is skipped; nothing else depends on them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,9 @@ cd "$(dirname "$0")/.."
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
+# A one-node Slurm cluster for tests/slurm.rs (slurm/cluster.sh).
+command -v slurmctld >/dev/null 2>&1 || need+=(slurm-wlm)
+command -v munged >/dev/null 2>&1 || need+=(munge)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

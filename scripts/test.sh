@@ -35,6 +35,13 @@ if command -v nvcc >/dev/null 2>&1; then
 else
   skipped "build with --features cuda" "nvcc is not installed"
 fi
+# A one-node Slurm cluster for tests/slurm.rs, stopped on exit; without one those tests skip.
+if conf="$(slurm/cluster.sh start target/slurm)"; then
+  export SLURM_CONF="$conf"
+  trap 'slurm/cluster.sh stop target/slurm' EXIT
+else
+  echo "test.sh: no Slurm cluster: tests/slurm.rs will be skipped" >&2
+fi
 cargo test --workspace
 ./scripts/test-python.sh
 if command -v chromium >/dev/null 2>&1; then

@@ -368,7 +368,7 @@ fn run_build(a: &BuildCmd) -> Result<()> {
     }
     let secs = started.elapsed().as_secs_f64();
     let counts: Vec<String> = m.records.iter().map(|(s, n)| format!("{s} {n}")).collect();
-    eprintln!(
+    a.progress.say(format_args!(
         "wrote {} records to {} ({}) in {secs:.1} s: {} proven optimal ({:.0}/s), {} duplicates left out, {} skipped{}",
         m.total(),
         a.out.display(),
@@ -382,10 +382,10 @@ fn run_build(a: &BuildCmd) -> Result<()> {
         } else {
             String::new()
         }
-    );
+    ));
     if let Some(min) = args.min_headroom {
         let kept = m.instances();
-        eprintln!(
+        a.progress.say(format_args!(
             "--min-headroom {:.2}%: kept {kept} of {} candidate instances ({} below it); {}",
             100.0 * min,
             m.candidates(),
@@ -398,10 +398,10 @@ fn run_build(a: &BuildCmd) -> Result<()> {
             } else {
                 "none kept: lower the headroom or change the family's settings".to_string()
             }
-        );
+        ));
     }
     if let Some(d) = &m.difficulty {
-        eprintln!(
+        a.progress.say(format_args!(
             "difficulty: {:.1}% of the labels are the prompt's ranking, {:.1}% of label \
              positions leave it, mean headroom over the best rule per instance {:.2}% \
              (`schedlm dataset stats {}` for quantiles and queue lengths)",
@@ -409,7 +409,7 @@ fn run_build(a: &BuildCmd) -> Result<()> {
             100.0 * d.all.deviating_positions,
             100.0 * d.all.headroom.mean,
             a.out.display()
-        );
+        ));
         if d.mostly_ranking() {
             eprintln!("{}", schedlm_dataset::stats::ranking_warning(d));
         }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A one-node Slurm cluster on this machine, for tests: munge, slurmctld and slurmd of the
+# packaged Slurm (Debian's slurm-wlm 22.05), with settings that need no cgroups, all state under
+# one directory. `start` prints the SLURM_CONF to export; `stop` ends the daemons.
+#
+#   slurm/cluster.sh start [DIR]   # DIR default target/slurm; exit 3 when Slurm cannot start
+#   slurm/cluster.sh stop [DIR]
+#
+# The cluster: one node (this host, every CPU, 90 % of its memory), one partition `debug`
+# (default), requeue allowed, the cli_filter plugin of slurm/cli_filter.lua when
+# SCHEDLM_CLI_FILTER=1 (docs/slurm.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+action="${1:-start}"
+dir="$(realpath -m "${2:-target/slurm}")"
+conf="$dir/slurm.conf"
+
+stop() {
+  for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munged.pid"; do
+    if [ -s "$pidfile" ]; then
+      kill "$(cat "$pidfile")" 2>/dev/null || true
+    fi
+  done
+  sleep 1
+  rm -f "$dir"/*.pid
+}
+
+if [ "$action" = stop ]; then
+  stop
+  exit 0
+fi
+
+for tool in munged slurmctld slurmd sbatch sinfo; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "slurm/cluster.sh: $tool is not installed (apt-get install slurm-wlm munge)" >&2
+    exit 3
+  fi
+done
+stop
+mkdir -p "$dir/state" "$dir/spool" "$dir/munge" "$dir/log"
+chmod 700 "$dir/munge"
+if [ ! -s "$dir/munge/munge.key" ]; then
+  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+fi
+chmod 400 "$dir/munge/munge.key"
+user="$(id -un)"
+host="$(hostname -s)"
+cpus="$(nproc)"
+memory=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) * 9 / 10 / 1024 ))
+cat > "$conf" <<CONF
+ClusterName=schedlm-test
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=$user
+SlurmdUser=$user
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+JobRequeue=1
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SlurmctldPort=$((6817 + 100))
+SlurmdPort=$((6818 + 100))
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=1
+MinJobAge=300
+KillWait=5
+CONF
+if [ "${SCHEDLM_CLI_FILTER:-0}" = 1 ]; then
+  echo "CliFilterPlugins=cli_filter/lua" >> "$conf"
+  cp slurm/cli_filter.lua "$dir/cli_filter.lua"
+fi
+cat >> "$conf" <<CONF
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+CONF
+
+if ! munged --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+  --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed" \
+  --force 2>"$dir/log/munged.err"; then
+  echo "slurm/cluster.sh: munged did not start: $(cat "$dir/log/munged.err")" >&2
+  exit 3
+fi
+export SLURM_CONF="$conf"
+slurmctld -f "$conf" || { echo "slurm/cluster.sh: slurmctld did not start (see $dir/log)" >&2; stop; exit 3; }
+slurmd -f "$conf" || { echo "slurm/cluster.sh: slurmd did not start (see $dir/log)" >&2; stop; exit 3; }
+for _ in $(seq 1 30); do
+  if sinfo -h -o %T 2>/dev/null | grep -q idle; then
+    echo "$conf"
+    exit 0
+  fi
+  sleep 1
+done
+echo "slurm/cluster.sh: the node did not come up: $(sinfo -h 2>&1 | head -3)" >&2
+tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
+stop
+exit 3

@@ -1,0 +1,206 @@
+//! schedlm on a real Slurm (issue #36, docs/slurm.md): the job array of `slurm/build.sbatch`
+//! and the merge job of `slurm/merge.sbatch` after it (`--dependency=afterok`) give the same
+//! files as one unsharded build, also when a shard is requeued in the middle of its build.
+//!
+//! Needs a running cluster: `scripts/test.sh` starts one with `slurm/cluster.sh` and exports
+//! `SLURM_CONF`; without one (or without the Slurm commands) the tests are skipped, and say so.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{path_str, tempdir};
+
+/// Whether a cluster answers; skips the calling test (counted) when not.
+fn cluster() -> bool {
+    let up = std::env::var_os("SLURM_CONF").is_some()
+        && Command::new("sinfo")
+            .args(["-h", "-o", "%T"])
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
+    if !up {
+        schedlm_model::skips::skip(
+            "no Slurm cluster (scripts/test.sh starts one with slurm/cluster.sh; SLURM_CONF)",
+        );
+    }
+    up
+}
+
+/// The build of the tests: small, and labelled under a node limit, so every run gives the
+/// same bytes.
+const BUILD_ARGS: &str = "--family hpc --count 400 --queue 10..12 --solver bnb \
+    --node-limit 50000 --seed 3 --chunk 2";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `sbatch --parsable` of `script` with the test's resources and environment; the job id.
+fn sbatch(dir: &Path, script: &str, extra: &[&str]) -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_schedlm"));
+    let out = Command::new("sbatch")
+        .current_dir(dir)
+        .args(["--parsable", "--cpus-per-task=1", "--mem=1G", "--time=00:15:00"])
+        .args(extra)
+        .arg(format!(
+            "--export=ALL,OUT={},SCHEDLM={},BUILD_ARGS={BUILD_ARGS}",
+            path_str(&dir.join("out")),
+            path_str(bin)
+        ))
+        .arg(repo().join("slurm").join(script))
+        .output()
+        .expect("sbatch runs");
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success(),
+        "sbatch {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.split(';').next().unwrap_or_default().to_string()
+}
+
+/// `scontrol show job -o ID`: one line per job (per array task), as `key=value` words.
+fn jobs(id: &str) -> Vec<String> {
+    let out = Command::new("scontrol")
+        .args(["show", "job", "-o", id])
+        .output()
+        .expect("scontrol runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The value of `key` in a `scontrol show job -o` line.
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// Waits until every job of `id` ended; panics with the states on a failure or after 5 min.
+fn wait(id: &str, dir: &Path) {
+    let started = Instant::now();
+    loop {
+        let lines = jobs(id);
+        let states: Vec<&str> = lines
+            .iter()
+            .filter_map(|l| field(l, "JobState"))
+            .collect();
+        let failed = states
+            .iter()
+            .any(|s| matches!(*s, "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "OUT_OF_MEMORY"));
+        assert!(!failed, "job {id}: {states:?}\n{}", logs(dir));
+        if !states.is_empty() && states.iter().all(|s| *s == "COMPLETED") {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "job {id} still {states:?} after 5 min\n{}",
+            logs(dir)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The jobs' output files, for a failure's message.
+fn logs(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "out") {
+            text += &format!("--- {}\n{}", path.display(), std::fs::read_to_string(&path).unwrap_or_default());
+        }
+    }
+    text
+}
+
+/// The unsharded build's files, to compare with.
+fn reference(dir: &Path) -> PathBuf {
+    let out = dir.join("reference");
+    let mut args = vec!["dataset", "build", "-q", "-j", "1", "-o"];
+    let o = path_str(&out);
+    args.push(&o);
+    args.extend(BUILD_ARGS.split_whitespace());
+    common::run(&args).ok();
+    out
+}
+
+fn assert_same_files(reference: &Path, merged: &Path) {
+    for split in ["train", "val", "test"] {
+        let name = format!("{split}.jsonl");
+        let a = std::fs::read(reference.join(&name)).unwrap();
+        let b = std::fs::read(merged.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!a.is_empty() || split != "train", "the reference build is empty");
+        assert!(a == b, "{name} differs from the unsharded build");
+    }
+}
+
+#[test]
+fn a_sharded_array_build_merged_after_it_equals_one_build() {
+    if !cluster() {
+        return;
+    }
+    let dir = tempdir();
+    let reference = reference(dir.path());
+    let array = sbatch(dir.path(), "build.sbatch", &["--array=1-4"]);
+    let merge = sbatch(
+        dir.path(),
+        "merge.sbatch",
+        &[&format!("--dependency=afterok:{array}")],
+    );
+    wait(&array, dir.path());
+    wait(&merge, dir.path());
+    assert_same_files(&reference, &dir.path().join("out/merged"));
+}
+
+#[test]
+fn a_shard_requeued_in_the_middle_of_its_build_still_gives_the_same_files() {
+    if !cluster() {
+        return;
+    }
+    let dir = tempdir();
+    let reference = reference(dir.path());
+    let array = sbatch(dir.path(), "build.sbatch", &["--array=1-4"]);
+    let merge = sbatch(
+        dir.path(),
+        "merge.sbatch",
+        &[&format!("--dependency=afterok:{array}")],
+    );
+    // Shard 2, once it has written some chunks: killed and put back in the queue.
+    let task = format!("{array}_2");
+    let parts = dir.path().join("out/part-2/parts");
+    let started = Instant::now();
+    loop {
+        let chunks = std::fs::read_dir(&parts).map_or(0, |d| d.count());
+        let running = jobs(&task)
+            .first()
+            .is_some_and(|l| field(l, "JobState") == Some("RUNNING"));
+        if running && chunks >= 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "shard 2 never ran with chunks written\n{}",
+            logs(dir.path())
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let requeued = Command::new("scontrol")
+        .args(["requeue", &task])
+        .output()
+        .expect("scontrol runs");
+    assert!(
+        requeued.status.success(),
+        "requeue: {}",
+        String::from_utf8_lossy(&requeued.stderr)
+    );
+    wait(&array, dir.path());
+    wait(&merge, dir.path());
+    let restarts = jobs(&task)
+        .first()
+        .and_then(|l| field(l, "Restarts").map(str::to_string));
+    assert_eq!(restarts.as_deref(), Some("1"), "shard 2 ran twice");
+    assert_same_files(&reference, &dir.path().join("out/merged"));
+}
