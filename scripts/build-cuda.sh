@@ -12,12 +12,25 @@
 # - The binary lands in target/cuda/release/schedlm. It needs the wheels' libraries at run time
 #   (LD_LIBRARY_PATH=<venv>/lib/python3*/site-packages/nvidia/cu13/lib) and a driver for CUDA
 #   13. See docs/finetune.md, "GPUs".
+#
+# scripts/build-cuda.sh --check [COMPUTE_CAP]: `cargo check --features cuda` of the workspace
+# instead (the kernels compiled by nvcc, nothing linked: no stub needed); what CI runs
+# (scripts/test.sh), into target/cuda-check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+CHECK=0
+if [ "${1:-}" = --check ]; then
+    CHECK=1
+    shift
+fi
 CAP="${1:-90}"
 CUDA_RELEASE="${SCHEDLM_CUDA_RELEASE:-13.0}"
 VENV="${SCHEDLM_CUDA_VENV:-$PWD/target/cuda-venv}"
-TARGET="${CARGO_TARGET_DIR:-$PWD/target/cuda}"
+if [ "$CHECK" = 1 ]; then
+    TARGET="${CARGO_TARGET_DIR:-$PWD/target/cuda-check}"
+else
+    TARGET="${CARGO_TARGET_DIR:-$PWD/target/cuda}"
+fi
 if [ ! -x "$VENV/bin/pip" ]; then
     python3 -m venv "$VENV"
 fi
@@ -37,6 +50,11 @@ done
 export PATH="$CUDA/bin:$PATH" CUDA_ROOT="$CUDA" CUDA_PATH="$CUDA" CUDA_HOME="$CUDA"
 export CUDA_COMPUTE_CAP="$CAP" CARGO_TARGET_DIR="$TARGET"
 export RUSTFLAGS="${RUSTFLAGS:-} -L $LINK"
+if [ "$CHECK" = 1 ]; then
+    cargo check --features cuda -p schedlm -p schedlm-finetune --all-targets
+    echo "checked the cuda feature (CUDA $CUDA_RELEASE, compute capability $CAP)"
+    exit 0
+fi
 # The driver stub: build the dependencies first (cudarc names the driver's symbols), then
 # define each of them in an empty library with the driver's soname.
 if [ ! -f "$LINK/libcuda.so" ]; then

@@ -42,7 +42,12 @@ fn sbatch(dir: &Path, script: &str, extra: &[&str]) -> String {
     let bin = Path::new(env!("CARGO_BIN_EXE_schedlm"));
     let out = Command::new("sbatch")
         .current_dir(dir)
-        .args(["--parsable", "--cpus-per-task=1", "--mem=1G", "--time=00:15:00"])
+        .args([
+            "--parsable",
+            "--cpus-per-task=1",
+            "--mem=1G",
+            "--time=00:15:00",
+        ])
         .args(extra)
         .arg(format!(
             "--export=ALL,OUT={},SCHEDLM={},BUILD_ARGS={BUILD_ARGS}",
@@ -84,13 +89,13 @@ fn wait(id: &str, dir: &Path) {
     let started = Instant::now();
     loop {
         let lines = jobs(id);
-        let states: Vec<&str> = lines
-            .iter()
-            .filter_map(|l| field(l, "JobState"))
-            .collect();
-        let failed = states
-            .iter()
-            .any(|s| matches!(*s, "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "OUT_OF_MEMORY"));
+        let states: Vec<&str> = lines.iter().filter_map(|l| field(l, "JobState")).collect();
+        let failed = states.iter().any(|s| {
+            matches!(
+                *s,
+                "FAILED" | "CANCELLED" | "TIMEOUT" | "NODE_FAIL" | "OUT_OF_MEMORY"
+            )
+        });
         assert!(!failed, "job {id}: {states:?}\n{}", logs(dir));
         if !states.is_empty() && states.iter().all(|s| *s == "COMPLETED") {
             return;
@@ -110,7 +115,11 @@ fn logs(dir: &Path) -> String {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "out") {
-            text += &format!("--- {}\n{}", path.display(), std::fs::read_to_string(&path).unwrap_or_default());
+            text += &format!(
+                "--- {}\n{}",
+                path.display(),
+                std::fs::read_to_string(&path).unwrap_or_default()
+            );
         }
     }
     text
@@ -132,7 +141,10 @@ fn assert_same_files(reference: &Path, merged: &Path) {
         let name = format!("{split}.jsonl");
         let a = std::fs::read(reference.join(&name)).unwrap();
         let b = std::fs::read(merged.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(!a.is_empty() || split != "train", "the reference build is empty");
+        assert!(
+            !a.is_empty() || split != "train",
+            "the reference build is empty"
+        );
         assert!(a == b, "{name} differs from the unsharded build");
     }
 }
