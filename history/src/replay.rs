@@ -294,7 +294,7 @@ fn wait_for(gpus: i64, now: i64, running: &[(f64, i64)], free: i64) -> f64 {
 /// Replays `jobs` on `gpus` GPUs under `policy`, the missing configurations filled by
 /// `filling` from knowledge `k`, on the model crate's simulator (one server of `gpus` GPUs,
 /// the strict start rule: jobs start in policy order while the next one fits); each job is
-/// configured at its arrival by [`Advisor`].
+/// configured at its arrival (the `Advisor` policy, through `Policy::arrive`).
 pub fn replay(
     jobs: &[ReplayJob],
     k: &Knowledge,

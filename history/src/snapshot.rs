@@ -10,7 +10,7 @@
 //! - walltime: the history's prediction ([`crate::history::predict`]: the nearest completed
 //!   job's run time, capped at the request) when a history is given, else the requested time;
 //!   a job with neither is an error that names it;
-//! - `meta`: the facts that matter to a scheduler ([`SCHEDULING_FIELDS`]: model, dataset,
+//! - `meta`: the facts that matter to a scheduler ([`Field::SCHEDULING`](schedlm_knowledge::facts::Field::SCHEDULING): model, dataset,
 //!   GPUs, nodes, batch sizes, sequence length, epochs, max steps, learning rate, precision),
 //!   the requested walltime, and how the walltime was set (`walltime_from`).
 //!

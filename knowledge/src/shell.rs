@@ -28,7 +28,7 @@ pub struct Command {
 /// `bash -c` (`srun --nodes=2 bash -c "..."`); a script of the job run with arguments is read
 /// with `$1`, `$2`, ... bound. A file the script sources (`source env.sh`, `. ./env.sh`; its
 /// text from `source`, `None` when it is not to be read) sets variables too, up to
-/// [`MAX_SOURCE_DEPTH`] files deep; its commands are not the job's.
+/// four files deep; its commands are not the job's.
 pub fn commands(text: &str, source: &mut dyn FnMut(&str) -> Option<String>) -> Vec<Command> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
