@@ -6,14 +6,17 @@
 #   slurm/cluster.sh start [DIR]   # DIR default target/slurm; exit 3 when Slurm cannot start
 #   slurm/cluster.sh stop [DIR]
 #
-# The cluster: one node (this host, every CPU, 90 % of its memory), one partition `debug`
-# (default), requeue allowed, the cli_filter plugin of slurm/cli_filter.lua when
-# SCHEDLM_CLI_FILTER=1 (docs/slurm.md).
+# The cluster: one node (this host, every CPU, 90 % of its memory, 8 GPUs that are only
+# counted: no devices), one partition `debug` (default), requeue allowed, and schedlm's
+# job_submit plugin (slurm/job_submit.lua), which reads DIR/schedlm-submit.conf when a job is
+# submitted (docs/slurm.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action="${1:-start}"
 dir="$(realpath -m "${2:-target/slurm}")"
 conf="$dir/slurm.conf"
+# Off Slurm's own ports (6817, 6818), so that a real installation is not disturbed.
+port="${SCHEDLM_SLURM_PORT:-6917}"
 
 stop() {
   for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munged.pid"; do
@@ -37,6 +40,8 @@ for tool in munged slurmctld slurmd sbatch sinfo; do
   fi
 done
 stop
+# A fresh cluster each time: no job or node state from an earlier one.
+rm -rf "$dir/state" "$dir/spool"
 mkdir -p "$dir/state" "$dir/spool" "$dir/munge" "$dir/log"
 chmod 700 "$dir/munge"
 if [ ! -s "$dir/munge/munge.key" ]; then
@@ -70,21 +75,25 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmctldPort=$((6817 + 100))
-SlurmdPort=$((6818 + 100))
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1
 MinJobAge=300
 KillWait=5
 CONF
-if [ "${SCHEDLM_CLI_FILTER:-0}" = 1 ]; then
-  echo "CliFilterPlugins=cli_filter/lua" >> "$conf"
-  cp slurm/cli_filter.lua "$dir/cli_filter.lua"
-fi
+cp slurm/job_submit.lua "$dir/job_submit.lua"
 cat >> "$conf" <<CONF
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory State=UNKNOWN
+JobSubmitPlugins=lua
+GresTypes=gpu
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory Gres=gpu:8 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
+# Eight stand-in devices (links to /dev/null): slurmd counts a node's GPUs by the character
+# devices gres.conf names.
+mkdir -p "$dir/dev"
+for i in 0 1 2 3 4 5 6 7; do ln -sfn /dev/null "$dir/dev/gpu$i"; done
+echo "NodeName=$host Name=gpu File=$dir/dev/gpu[0-7]" > "$dir/gres.conf"
 
 if ! munged --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
   --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed" \
@@ -103,6 +112,6 @@ for _ in $(seq 1 30); do
   sleep 1
 done
 echo "slurm/cluster.sh: the node did not come up: $(sinfo -h 2>&1 | head -3)" >&2
-tail -5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
+tail -n 5 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
 stop
 exit 3

@@ -216,3 +216,144 @@ fn a_shard_requeued_in_the_middle_of_its_build_still_gives_the_same_files() {
     assert_eq!(restarts.as_deref(), Some("1"), "shard 2 ran twice");
     assert_same_files(&reference, &dir.path().join("out/merged"));
 }
+
+/// `schedlm` with `args`, which must succeed.
+fn schedlm(args: &[&str]) {
+    common::run(args).ok();
+}
+
+/// `sbatch` of `script` from `dir` (its working directory), held so that it never runs; its
+/// standard error (what the job_submit plugin told the user) and job id.
+fn submit_held(dir: &Path, script: &str, extra: &[&str]) -> (String, String) {
+    let out = Command::new("sbatch")
+        .current_dir(dir)
+        .args(["--parsable", "--hold"])
+        .args(extra)
+        .arg(script)
+        .output()
+        .expect("sbatch runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "sbatch: {err}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (err, id)
+}
+
+/// The job's line of `scontrol show job -o`, and the job cancelled.
+fn show_and_cancel(id: &str) -> String {
+    let line = jobs(id).first().cloned().unwrap_or_default();
+    let _ = Command::new("scancel").arg(id).output();
+    line
+}
+
+/// Job facts at submission: a script without `--time` and without GPUs gets its time limit
+/// from the history (1.5 x the nearest past run) and its GPUs and batch size from past runs of
+/// its model, all said in its comment; a job the filler cannot read goes in unchanged with a
+/// warning; `--comment=schedlm=off` opts out.
+#[test]
+fn the_job_submit_plugin_fills_time_gpus_and_batch_from_the_history() {
+    if !cluster() {
+        return;
+    }
+    let dir = tempdir();
+    let d = dir.path();
+    let write = |path: &str, text: &str| {
+        let path = d.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    // Two past jobs: BERT (1.5 h) and YOLOv3 (5.6 h).
+    write(
+        "past/bert/train.sh",
+        "#!/bin/bash\n#SBATCH --time=04:00:00\ntorchrun --nproc_per_node 4 train.py \
+         --model_name_or_path bert --num_train_epochs 2\n",
+    );
+    write(
+        "past/yolo/train.sh",
+        "#!/bin/bash\n#SBATCH --time=10:00:00\ntorchrun --nproc_per_node 4 train.py \
+         --model_name_or_path yolov3 --num_train_epochs 2\n",
+    );
+    let db = path_str(&d.join("history.sqlite"));
+    for (name, actual) in [("bert", "5400"), ("yolo", "20000")] {
+        let facts = path_str(&d.join(format!("{name}.json")));
+        schedlm(&[
+            "extract",
+            &path_str(&d.join("past").join(name)),
+            "-o",
+            &facts,
+        ]);
+        schedlm(&[
+            "history",
+            "add",
+            "--db",
+            &db,
+            "--job",
+            &facts,
+            "--name",
+            name,
+            "--actual",
+            actual,
+            "--outcome",
+            "completed",
+        ]);
+    }
+    // The new job: BERT again, no --time, no GPUs.
+    write(
+        "new/train.sh",
+        "#!/bin/bash\n#SBATCH --nodes=1\npython train.py --model_name_or_path bert \
+         --num_train_epochs 2\n",
+    );
+    let conf_dir = PathBuf::from(std::env::var("SLURM_CONF").unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let runs = repo().join("tests/data/knowledge/runs/pollux-throughput.csv");
+    let settings = |db: &str| {
+        format!(
+            "schedlm = {}\ndb = {db}\nruns = {}\nmargin = 1.5\ntimeout = 20\n",
+            env!("CARGO_BIN_EXE_schedlm"),
+            path_str(&runs)
+        )
+    };
+    let conf = conf_dir.join("schedlm-submit.conf");
+    std::fs::write(&conf, settings(&db)).unwrap();
+    let (told, id) = submit_held(&d.join("new"), "train.sh", &[]);
+    let job = show_and_cancel(&id);
+    // 1.5 x 5,400 s = 135 min; the fastest BERT configuration of the runs: 8 GPUs, 12 each.
+    assert_eq!(field(&job, "TimeLimit"), Some("02:15:00"), "{job}\n{told}");
+    assert_eq!(field(&job, "TresPerNode"), Some("gres:gpu:8"), "{job}");
+    let comment = job.split("Comment=").nth(1).unwrap_or_default();
+    assert!(
+        comment.starts_with("schedlm filled: time 2:15:00") && comment.contains("batch 12 per GPU"),
+        "{job}"
+    );
+    assert!(
+        told.contains("schedlm filled: time 2:15:00"),
+        "the user is told: {told}"
+    );
+
+    // What the job states is kept.
+    let (_, id) = submit_held(
+        &d.join("new"),
+        "train.sh",
+        &["--time=00:30:00", "--gres=gpu:2"],
+    );
+    let job = show_and_cancel(&id);
+    assert_eq!(field(&job, "TimeLimit"), Some("00:30:00"), "{job}");
+    assert_eq!(field(&job, "TresPerNode"), Some("gres:gpu:2"), "{job}");
+
+    // Opting out.
+    let (_, id) = submit_held(&d.join("new"), "train.sh", &["--comment=schedlm=off"]);
+    let job = show_and_cancel(&id);
+    assert_eq!(field(&job, "TimeLimit"), Some("UNLIMITED"), "{job}");
+
+    // A filler that fails (here: a history that does not exist): unchanged, with a warning.
+    std::fs::write(&conf, settings(&path_str(&d.join("missing.sqlite")))).unwrap();
+    let (told, id) = submit_held(&d.join("new"), "train.sh", &[]);
+    let job = show_and_cancel(&id);
+    std::fs::write(&conf, settings(&db)).unwrap();
+    assert!(
+        told.contains("schedlm: could not read the job") && told.contains("submitted unchanged"),
+        "{told}"
+    );
+    assert_eq!(field(&job, "TimeLimit"), Some("UNLIMITED"), "{job}");
+}

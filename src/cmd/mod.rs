@@ -20,6 +20,7 @@ pub mod rl;
 mod schedule;
 mod shell_docs;
 mod solve;
+mod submit;
 mod validate;
 mod version;
 
@@ -96,6 +97,11 @@ pub enum Command {
     /// score the throughput predictions on held-out runs (docs/knowledge.md).
     #[command(subcommand)]
     Advise(advise::AdviseCommand),
+    /// Fill what a submitted job leaves out (time limit, GPUs, batch size) from the job
+    /// history and past runs, for the Slurm job_submit plugin slurm/job_submit.lua
+    /// (docs/slurm.md).
+    #[command(subcommand)]
+    Submit(submit::SubmitCommand),
     /// Print what was built: version, commit, build date, features (milp, cuda) and the
     /// versions of HiGHS and candle (`--json` for one JSON object).
     Version(version::VersionArgs),
@@ -126,6 +132,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::History(a) => history::run(&a),
         Command::Advise(a) => advise::run(&a),
         Command::Version(a) => version::run(&a),
+        Command::Submit(a) => submit::run(&a),
         Command::Completions(a) => shell_docs::completions(&a),
         Command::Man(a) => shell_docs::man(&a),
     }

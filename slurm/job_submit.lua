@@ -1,0 +1,96 @@
+-- schedlm's job_submit plugin (issue #36, docs/slurm.md): fills what a submitted batch job
+-- leaves out from what the cluster knows about jobs like it.
+--
+-- - no --time: the time limit is the job history's prediction (`schedlm history predict` on
+--   the job's directory) times a margin, capped;
+-- - no GPUs: the GPU count (and a batch size per GPU, for the job to read) from past runs of
+--   the job's model (`schedlm advise fill`), when the runs file holds that model.
+--
+-- Every filled value goes into the job's comment (`scontrol show job`) and a line the
+-- submitting user sees. A job the filter cannot read is submitted unchanged, with a warning.
+-- `schedlm submit fill` runs under `timeout`: submission waits at most that long. A user opts
+-- out with `--comment=schedlm=off`.
+--
+-- Installation: this file as job_submit.lua next to slurm.conf, `JobSubmitPlugins=lua` in
+-- slurm.conf, and schedlm-submit.conf beside them (key=value lines: schedlm, db, runs, margin,
+-- max_time, timeout, gpus_per_node); `scontrol reconfigure`.
+
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+
+local function settings()
+  local s = { schedlm = "schedlm", margin = "1.5", max_time = "7d", timeout = "5", gpus_per_node = "8" }
+  local file = io.open(here .. "schedlm-submit.conf", "r")
+  if file then
+    for line in file:lines() do
+      local key, value = line:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+      if key then s[key] = value end
+    end
+    file:close()
+  end
+  return s
+end
+
+local function quote(text)
+  return "'" .. tostring(text):gsub("'", "'\\''") .. "'"
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  if job_desc.script == nil or job_desc.work_dir == nil then
+    return slurm.SUCCESS -- not a batch job
+  end
+  if job_desc.comment ~= nil and job_desc.comment:find("schedlm=off", 1, true) then
+    return slurm.SUCCESS
+  end
+  local has_time = job_desc.time_limit ~= nil and job_desc.time_limit ~= slurm.NO_VAL
+  local gres = (job_desc.tres_per_node or "") .. (job_desc.tres_per_job or "")
+  local has_gpus = gres:find("gpu", 1, true) ~= nil
+  if has_time and has_gpus then
+    return slurm.SUCCESS
+  end
+  local s = settings()
+  if s.db == nil then
+    slurm.log_user("schedlm: no db in %sschedlm-submit.conf: job submitted unchanged", here)
+    return slurm.SUCCESS
+  end
+  local command = string.format(
+    "timeout %s %s submit fill --dir %s --db %s --margin %s --max-time %s --gpus-per-node %s",
+    s.timeout, quote(s.schedlm), quote(job_desc.work_dir), quote(s.db), s.margin, s.max_time,
+    s.gpus_per_node)
+  if s.runs then command = command .. " --runs " .. quote(s.runs) end
+  if has_time then command = command .. " --has-time" end
+  if has_gpus then command = command .. " --has-gpus" end
+  local pipe = io.popen(command .. " 2>&1")
+  local out = pipe and pipe:read("*a") or ""
+  local ok = pipe and pipe:close()
+  if not ok or not out:find("^{") then
+    slurm.log_user("schedlm: could not read the job (%s): submitted unchanged",
+      (out:gsub("%s+$", "")):sub(1, 300))
+    return slurm.SUCCESS
+  end
+  local minutes = tonumber(out:match('"time_limit_min":(%d+)'))
+  local gpus = tonumber(out:match('"gpus":(%d+)'))
+  local comment = out:match('"comment":"(.-)"') or ""
+  if minutes and not has_time then
+    job_desc.time_limit = minutes
+  end
+  if gpus and not has_gpus then
+    job_desc.tres_per_node = "gres:gpu:" .. gpus
+  end
+  if comment ~= "" then
+    if job_desc.comment ~= nil and job_desc.comment ~= "" then
+      comment = job_desc.comment .. "; " .. comment
+    end
+    job_desc.comment = comment
+    slurm.log_user("%s", comment)
+  end
+  for note in out:gmatch('"notes":%[(.-)%]') do
+    if note ~= "" then slurm.log_user("schedlm: not filled: %s", note) end
+  end
+  return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  return slurm.SUCCESS
+end
+
+return slurm.SUCCESS
