@@ -29,10 +29,10 @@ fn with_bad_byte(dir: &Path) -> PathBuf {
     bad
 }
 
-/// Runs `dataset build -q ARGS -o OUT`.
+/// Runs `dataset build ARGS -o OUT` (its summary on stderr: no `-q`).
 fn build(out: &Path, args: &[&str]) -> common::Run {
     let out = path_str(out);
-    let mut all = vec!["dataset", "build", "-q"];
+    let mut all = vec!["dataset", "build"];
     all.extend_from_slice(args);
     all.extend(["-o", &out]);
     run(&all)
