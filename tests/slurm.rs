@@ -149,19 +149,26 @@ fn assert_same_files(reference: &Path, merged: &Path) {
     }
 }
 
+/// The unsharded build, then an array of 4 shards and the merge job after it: (the reference
+/// build's directory, the array's job id, the merge's job id).
+fn submit_array_and_merge(dir: &Path) -> (PathBuf, String, String) {
+    let reference = reference(dir);
+    let array = sbatch(dir, "build.sbatch", &["--array=1-4"]);
+    let merge = sbatch(
+        dir,
+        "merge.sbatch",
+        &[&format!("--dependency=afterok:{array}")],
+    );
+    (reference, array, merge)
+}
+
 #[test]
 fn a_sharded_array_build_merged_after_it_equals_one_build() {
     if !cluster() {
         return;
     }
     let dir = tempdir();
-    let reference = reference(dir.path());
-    let array = sbatch(dir.path(), "build.sbatch", &["--array=1-4"]);
-    let merge = sbatch(
-        dir.path(),
-        "merge.sbatch",
-        &[&format!("--dependency=afterok:{array}")],
-    );
+    let (reference, array, merge) = submit_array_and_merge(dir.path());
     wait(&array, dir.path());
     wait(&merge, dir.path());
     assert_same_files(&reference, &dir.path().join("out/merged"));
@@ -173,13 +180,7 @@ fn a_shard_requeued_in_the_middle_of_its_build_still_gives_the_same_files() {
         return;
     }
     let dir = tempdir();
-    let reference = reference(dir.path());
-    let array = sbatch(dir.path(), "build.sbatch", &["--array=1-4"]);
-    let merge = sbatch(
-        dir.path(),
-        "merge.sbatch",
-        &[&format!("--dependency=afterok:{array}")],
-    );
+    let (reference, array, merge) = submit_array_and_merge(dir.path());
     // Shard 2, once it has written some chunks: killed and put back in the queue.
     let task = format!("{array}_2");
     let parts = dir.path().join("out/part-2/parts");

@@ -715,12 +715,13 @@ pub fn predict(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use schedlm_knowledge::facts::Strength;
     use serde_json::json;
 
-    fn facts(fields: &[(&str, Value)]) -> JobFacts {
+    /// Facts from (field name, value) pairs, each read once from a script line.
+    pub(crate) fn facts(fields: &[(&str, Value)]) -> JobFacts {
         let mut f = JobFacts::default();
         for (name, value) in fields {
             f.set(

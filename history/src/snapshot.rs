@@ -166,21 +166,8 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
 mod tests {
     use super::*;
     use crate::history::{NewJob, Outcome};
-    use schedlm_knowledge::facts::Strength;
 
-    fn facts(fields: &[(&str, Value)]) -> JobFacts {
-        let mut f = JobFacts::default();
-        for (name, value) in fields {
-            f.set(
-                name.parse().unwrap(),
-                value.clone(),
-                "t:1".into(),
-                1.0,
-                Strength::Header,
-            );
-        }
-        f
-    }
+    use crate::history::tests::facts;
 
     #[test]
     fn demands_walltimes_and_meta_come_from_the_facts() {
