@@ -40,6 +40,9 @@ elif [ "${free_gb:-0}" -lt 10 ]; then
 elif ! ./scripts/build-cuda.sh --check; then
   echo "test.sh: the cuda feature does not build (above)" >&2
   exit 1
+elif [ "${free_gb:-0}" -lt 25 ]; then
+  # A small disk (a fresh CI machine): the check's files make room for the test builds.
+  rm -rf target/cuda-check target/cuda-venv
 fi
 # A one-node Slurm cluster for tests/slurm.rs, stopped on exit; without one those tests skip.
 if conf="$(slurm/cluster.sh start target/slurm)"; then
