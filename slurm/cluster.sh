@@ -104,10 +104,24 @@ fi
 export SLURM_CONF="$conf"
 slurmctld -f "$conf" || { echo "slurm/cluster.sh: slurmctld did not start (see $dir/log)" >&2; stop; exit 3; }
 slurmd -f "$conf" || { echo "slurm/cluster.sh: slurmd did not start (see $dir/log)" >&2; stop; exit 3; }
+# Up when the node is idle and a first job runs to completion (a machine where slurmd cannot
+# start jobs, as a user without the rights, counts as one where Slurm cannot start).
 for _ in $(seq 1 30); do
   if sinfo -h -o %T 2>/dev/null | grep -q idle; then
-    echo "$conf"
-    exit 0
+    probe="$(sbatch --parsable --chdir="$dir" --output=/dev/null --time=1 --wrap true 2>/dev/null || true)"
+    for _ in $(seq 1 30); do
+      state="$(scontrol show job -o "$probe" 2>/dev/null | grep -o 'JobState=[A-Z_]*' || true)"
+      if [ "$state" = JobState=COMPLETED ]; then
+        echo "$conf"
+        exit 0
+      fi
+      case "$state" in
+        JobState=FAILED | JobState=CANCELLED | JobState=NODE_FAIL | "") break ;;
+      esac
+      sleep 1
+    done
+    echo "slurm/cluster.sh: a first job did not run (${state:-not submitted})" >&2
+    break
   fi
   sleep 1
 done
