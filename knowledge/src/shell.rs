@@ -42,21 +42,43 @@ const MAX_QUOTED_LINES: usize = 64;
 /// Whether `text` ends inside a quoted string: a `"` or `'` opened and not closed (shell rules:
 /// a backslash escapes outside single quotes, nothing is special inside them).
 pub(crate) fn open_quote(text: &str) -> bool {
-    let mut quote = None;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some('\''), '\'') => quote = None,
-            (Some('\''), _) => {}
-            (_, '\\') => {
-                chars.next();
-            }
-            (Some('"'), '"') => quote = None,
-            (None, '"' | '\'') => quote = Some(c),
-            _ => {}
-        }
+    let mut quoting = Quoting::default();
+    for c in text.chars() {
+        quoting.outside(c);
     }
-    quote.is_some()
+    quoting.quote.is_some()
+}
+
+/// Where a left-to-right scan of shell text stands (shell rules: a backslash escapes the next
+/// character outside single quotes, nothing is special inside them): the one quoting state of
+/// [`open_quote`] and [`split_lists`].
+#[derive(Debug, Default)]
+struct Quoting {
+    /// The quote open (`'` or `"`), if any.
+    quote: Option<char>,
+    /// Whether the previous character was an escaping backslash.
+    escaped: bool,
+}
+
+impl Quoting {
+    /// Takes in the next character; whether it stands outside quotes, unescaped, and is not a
+    /// quote or backslash itself (a character the shell reads as syntax).
+    fn outside(&mut self, c: char) -> bool {
+        if self.escaped {
+            self.escaped = false;
+            return false;
+        }
+        match (self.quote, c) {
+            (Some('\''), '\'') => self.quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => self.escaped = true,
+            (Some('"'), '"') => self.quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => self.quote = Some(c),
+            (None, _) => return true,
+        }
+        false
+    }
 }
 
 /// Files sourced within sourced files, at most.
@@ -339,41 +361,40 @@ pub fn is_prefix_word(word: &str) -> bool {
 
 /// `line` split at the list operators outside quotes, backquotes and `$( )`.
 fn split_lists(line: &str) -> Vec<&str> {
-    let bytes = line.as_bytes();
     let mut parts = Vec::new();
-    let (mut from, mut i) = (0, 0);
-    let (mut quote, mut depth, mut backquote) = (None::<u8>, 0usize, false);
-    while i < bytes.len() {
-        let c = bytes[i];
-        let next = bytes.get(i + 1).copied();
-        match (quote, c) {
-            (Some(b'\''), b'\'') => quote = None,
-            (Some(b'\''), _) => {}
-            (_, b'\\') => i += 1,
-            (Some(b'"'), b'"') => quote = None,
-            (Some(_), _) => {}
-            (None, b'"' | b'\'') => quote = Some(c),
-            (None, b'`') => backquote = !backquote,
-            (None, b'$') if next == Some(b'(') => {
-                depth += 1;
-                i += 1;
-            }
-            (None, b')') if depth > 0 => depth -= 1,
-            (None, b';' | b'|' | b'&' | b'\n') if depth == 0 && !backquote => {
-                let previous = i.checked_sub(1).map(|p| bytes[p]);
-                // `2>&1`, `>&2`, `&>log`, `|&` are redirections, not lists.
-                let redirection = c == b'&'
-                    && (matches!(previous, Some(b'>' | b'<' | b'|')) || next == Some(b'>'));
-                if !redirection {
-                    parts.push(&line[from..i]);
-                    let double = next == Some(c) && c != b'\n';
-                    i += usize::from(double);
-                    from = i + 1;
+    let mut quoting = Quoting::default();
+    let (mut from, mut depth, mut backquote) = (0, 0usize, false);
+    let mut previous = None;
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let mut last = c;
+        if quoting.outside(c) {
+            match c {
+                '`' => backquote = !backquote,
+                '$' if next == Some('(') => {
+                    depth += 1;
+                    chars.next();
+                    last = '(';
                 }
+                ')' if depth > 0 => depth -= 1,
+                ';' | '|' | '&' | '\n' if depth == 0 && !backquote => {
+                    // `2>&1`, `>&2`, `&>log`, `|&` are redirections, not lists.
+                    let redirection = c == '&'
+                        && (matches!(previous, Some('>' | '<' | '|')) || next == Some('>'));
+                    if !redirection {
+                        parts.push(&line[from..i]);
+                        from = i + 1;
+                        if next == Some(c) && c != '\n' {
+                            chars.next();
+                            from += 1;
+                        }
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
-        i += 1;
+        previous = Some(last);
     }
     parts.push(&line[from.min(line.len())..]);
     parts.retain(|p| !p.trim().is_empty());
