@@ -26,6 +26,8 @@
 //!   predicted wait + run; the work (epochs x samples) is the same either way;
 //! - which jobs leave their configuration out is a seeded hash of the job id.
 
+use std::collections::HashMap;
+
 use schedlm_generator::family::dl::{ideal_runtime, model, DlJob, STAGE_S_PER_GB, STARTUP_S};
 use schedlm_generator::similar::kind_of;
 use schedlm_generator::{generate_one, Config, Family, Load};
@@ -320,6 +322,11 @@ pub fn replay(
         policy,
         filling,
         chosen: vec![None; jobs.len()],
+        index: jobs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.as_str(), i))
+            .collect(),
     };
     let result = sim.run(&mut advisor, StartRule::Strict)?;
     let (mut jct_sum, mut bsld_sum) = (0.0, 0.0);
@@ -360,6 +367,8 @@ struct Advisor<'j> {
     filling: Filling,
     /// The configuration each arrived job got.
     chosen: Vec<Option<Chosen>>,
+    /// Each job's index by id (what `static_key` is given is the job, not its index).
+    index: HashMap<&'j str, usize>,
 }
 
 impl SimPolicy for Advisor<'_> {
@@ -371,10 +380,9 @@ impl SimPolicy for Advisor<'_> {
         Some(match self.policy {
             Policy::Fifo => 0.0,
             Policy::Sjf => self
-                .jobs
-                .iter()
-                .position(|r| r.id == job.id)
-                .and_then(|i| self.chosen[i])
+                .index
+                .get(job.id.as_str())
+                .and_then(|&i| self.chosen[i])
                 .map_or(f64::INFINITY, |c| c.predicted_s),
         })
     }

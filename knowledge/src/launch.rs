@@ -183,11 +183,7 @@ fn launcher_of(words: &[String]) -> Option<(&'static Launcher, usize)> {
 /// trains it: a word of its name (split at `_`, `-`, `.`) is one of [`EVALUATION_WORDS`] or
 /// starts with `eval` (`eval.py`, `run_eval.py`, `lm_eval`, `validate.py`, `scripts/inference.py`).
 fn is_evaluation_script(script: &str) -> bool {
-    let name = script
-        .rsplit('/')
-        .next()
-        .unwrap_or(script)
-        .to_ascii_lowercase();
+    let name = program(script).to_ascii_lowercase();
     let stem = name.strip_suffix(".py").unwrap_or(&name);
     stem.split(['_', '-', '.'])
         .any(|word| word.starts_with("eval") || EVALUATION_WORDS.contains(&word))
