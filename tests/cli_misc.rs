@@ -1073,6 +1073,231 @@ fn history_replay_compares_plans() {
     );
 }
 
+/// `history replay --db`: the workload is the recorded history the Slurm filter reads; jobs
+/// added with their accounting (`--submit`, `--start`, `--gpus`) are replayed, others are named
+/// as left out; a limit the filter fills comes only from jobs that had ended by then; the
+/// filter's settings file is read.
+#[test]
+fn history_replay_reads_the_recorded_history() {
+    let setups = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/knowledge/setups");
+    let dir = tempdir();
+    let db = path_str(&dir.path().join("h.sqlite"));
+    let facts = dir.path().join("facts.json");
+    let out = run(&["extract", &format!("{setups}/deepspeed-chat-opt-1.3b")]).ok();
+    std::fs::write(&facts, out.stdout).unwrap();
+    let facts = path_str(&facts);
+    let add = |extra: &[&str]| {
+        let mut args = vec![
+            "history",
+            "add",
+            "--db",
+            &db,
+            "--job",
+            &facts,
+            "--outcome",
+            "completed",
+        ];
+        args.extend_from_slice(extra);
+        run(&args).ok();
+    };
+    // a: 1 h, ended at 01:00; b submitted at 00:30 (a still running): nothing to fill from;
+    // c submitted at 02:00 as sacct prints it: filled from what had ended; d has no accounting.
+    add(&[
+        "--name",
+        "a",
+        "--actual",
+        "3600",
+        "--requested",
+        "7200",
+        "--submit",
+        "0",
+        "--start",
+        "0",
+        "--gpus",
+        "4",
+    ]);
+    add(&[
+        "--name", "b", "--actual", "3000", "--submit", "1800", "--start", "1800", "--gpus", "4",
+    ]);
+    add(&[
+        "--name",
+        "c",
+        "--actual",
+        "5000",
+        "--submit",
+        "1970-01-01T02:00:00",
+        "--start",
+        "7200",
+        "--gpus",
+        "8",
+    ]);
+    add(&["--name", "d", "--actual", "10"]);
+    let listed = common::parse_jsonl(&run(&["history", "list", "--db", &db]).ok().stdout_text());
+    assert_eq!(
+        (listed[2]["submit"].as_i64(), listed[3]["submit"].as_i64()),
+        (Some(7200), None)
+    );
+
+    let conf = dir.path().join("schedlm-submit.conf");
+    std::fs::write(
+        &conf,
+        format!("db = {db}\nmargin = 1.5\nmax_time = 1d\ngpus_per_node = 8\n"),
+    )
+    .unwrap();
+    let out = run(&[
+        "history",
+        "replay",
+        "--conf",
+        &path_str(&conf),
+        "--servers",
+        "1",
+        "--rules",
+        "fcfs",
+        "--start",
+        "easy",
+        "--json",
+    ])
+    .ok();
+    assert!(
+        out.stderr.contains("1 jobs of")
+            && out.stderr.contains("no submit time")
+            && out.stderr.contains("id 4, d"),
+        "{}",
+        out.stderr
+    );
+    let rows = common::parse_jsonl(&out.stdout_text());
+    let by = |limit: &str, key: &str| {
+        rows.iter()
+            .find(|r| r["plan"] == limit || r["limit"] == limit && r.get(key).is_some())
+            .map(|r| r[key].clone())
+            .unwrap()
+    };
+    // Under the filter, b (no past) gets the longest limit and c a filled one: killed.
+    assert_eq!(by("filter", "killed"), 1);
+    assert_eq!(by("request", "killed"), 0);
+    assert_eq!(by("oracle", "killed"), 0);
+    let fills: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r.get("filled").is_some()).collect();
+    assert_eq!(fills.len(), 4);
+    assert_eq!(
+        (
+            fills[1]["limit"].as_str(),
+            fills[1]["filled"].as_i64(),
+            fills[1]["unpredicted"].as_i64()
+        ),
+        (Some("filter"), Some(1), Some(1))
+    );
+    // c's nearest past job is b (ended at 4,800 s, the most recent of two equal matches): its
+    // limit is 1.5 x 3,000 s and it held 8 GPUs that long before it was killed: 10 GPU-hours.
+    assert_eq!(by("filter", "lost_gpu_h"), 10.0);
+
+    // A table by default; --margin on the command line wins over the file's.
+    let table = run(&[
+        "history",
+        "replay",
+        "--conf",
+        &path_str(&conf),
+        "--margin",
+        "2",
+        "--rules",
+        "fcfs",
+        "--start",
+        "easy",
+    ])
+    .ok()
+    .stdout_text();
+    assert!(table.contains("prediction x 2, at most 86400 s"), "{table}");
+    // What cannot be replayed is said.
+    let bad = run(&["history", "replay", "--margin", "2"]).failed();
+    assert!(bad.stderr.contains("give --db or --conf"), "{}", bad.stderr);
+    let empty = path_str(&dir.path().join("empty.sqlite"));
+    run(&[
+        "history",
+        "add",
+        "--db",
+        &empty,
+        "--job",
+        &facts,
+        "--outcome",
+        "failed",
+    ])
+    .ok();
+    let bad = run(&["history", "replay", "--db", &empty]).failed();
+    assert!(
+        bad.stderr.contains("no job of the history can be replayed"),
+        "{}",
+        bad.stderr
+    );
+    let bad = run(&[
+        "history",
+        "add",
+        "--db",
+        &empty,
+        "--job",
+        &facts,
+        "--outcome",
+        "failed",
+        "--submit",
+        "yesterday",
+    ])
+    .failed();
+    assert!(
+        bad.stderr.contains("neither Unix seconds"),
+        "{}",
+        bad.stderr
+    );
+    let bad = run(&[
+        "history",
+        "add",
+        "--db",
+        &empty,
+        "--job",
+        &facts,
+        "--outcome",
+        "failed",
+        "--submit",
+        "10",
+        "--start",
+        "5",
+    ])
+    .failed();
+    assert!(
+        bad.stderr.contains("before it was submitted"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// `history synth` writes a replayable history, once.
+#[test]
+fn history_synth_writes_a_replayable_history() {
+    let dir = tempdir();
+    let db = path_str(&dir.path().join("sim.sqlite"));
+    let out = run(&[
+        "history",
+        "synth",
+        "--db",
+        &db,
+        "--jobs",
+        "60",
+        "--servers",
+        "2",
+    ])
+    .ok();
+    assert_eq!(out.stdout_text().trim(), "60");
+    let out = run(&["history", "replay", "--db", &db, "--servers", "2", "--json"]).ok();
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let rows = common::parse_jsonl(&out.stdout_text());
+    assert_eq!(rows.len(), 3 * 2 * 4 + 4);
+    assert!(rows[..24].iter().all(|r| r["jobs"] == 60));
+    let again = run(&["history", "synth", "--db", &db, "--jobs", "60"]).failed();
+    assert!(
+        again.stderr.contains("already holds jobs"),
+        "{}",
+        again.stderr
+    );
+}
+
 /// `--version` says what was built (commit, features, libraries) and `version --json` says it
 /// as one object whose features agree with the build.
 #[test]

@@ -274,7 +274,7 @@ fn the_job_submit_plugin_fills_time_gpus_and_batch_from_the_history() {
          --model_name_or_path yolov3 --num_train_epochs 2\n",
     );
     let db = path_str(&d.join("history.sqlite"));
-    for (name, actual) in [("bert", "5400"), ("yolo", "20000")] {
+    for (name, actual, submit) in [("bert", "5400", "1000"), ("yolo", "20000", "2000")] {
         let facts = path_str(&d.join(format!("{name}.json")));
         schedlm(&[
             "extract",
@@ -295,6 +295,12 @@ fn the_job_submit_plugin_fills_time_gpus_and_batch_from_the_history() {
             actual,
             "--outcome",
             "completed",
+            "--submit",
+            submit,
+            "--start",
+            submit,
+            "--gpus",
+            "4",
         ]);
     }
     // The new job: BERT again, no --time, no GPUs.
@@ -357,4 +363,29 @@ fn the_job_submit_plugin_fills_time_gpus_and_batch_from_the_history() {
         "{told}"
     );
     assert_eq!(field(&job, "TimeLimit"), Some("UNLIMITED"), "{job}");
+
+    // The replay that measures the filter reads the same settings and the same history.
+    let replay = Command::new(env!("CARGO_BIN_EXE_schedlm"))
+        .args([
+            "history",
+            "replay",
+            "--conf",
+            &path_str(&conf),
+            "--servers",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert!(
+        table.starts_with(&format!(
+            "2 jobs of {db} on a pool of 8 GPUs; filter: prediction x 1.5"
+        )),
+        "{table}"
+    );
 }

@@ -27,7 +27,7 @@
 //! let job = |name: &str, model, gpus, actual| NewJob {
 //!     name: name.into(), user: None, facts: facts(model, gpus),
 //!     requested_s: Some(36_000), actual_s: Some(actual), outcome: Outcome::Completed,
-//!     embedding: None,
+//!     embedding: None, accounting: Default::default(),
 //! };
 //! history.add(&job("a", "gpt2", 8, 3_600)).unwrap();
 //! history.add(&job("b", "llama-7b", 8, 20_000)).unwrap();
@@ -52,7 +52,7 @@ use schedlm_knowledge::facts::{Field, JobFacts};
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How past jobs are matched with a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -165,6 +165,14 @@ pub enum HistoryError {
         /// The value given.
         value: i64,
     },
+    /// An accounting record in which the job starts before it was submitted.
+    #[error("the job starts (start {start}) before it was submitted (submit {submit})")]
+    StartBeforeSubmit {
+        /// The submit time given.
+        submit: i64,
+        /// The start time given.
+        start: i64,
+    },
     /// Text matching was asked for a job without an embedding.
     #[error(
         "the job has no embedding to match by text: extract it with `schedlm extract --embed DIR`"
@@ -195,6 +203,22 @@ pub struct NewJob {
     pub outcome: Outcome,
     /// The sentence embedding of its command and files, when extraction made one.
     pub embedding: Option<Embedding>,
+    /// When it was submitted and started and how many GPUs it held, from the cluster's
+    /// accounting (`sacct`), when recorded: what a replay of the history needs.
+    pub accounting: Accounting,
+}
+
+/// A job's record in the cluster's accounting: what `sacct` says of it (`Submit`, `Start`,
+/// the GPUs of `AllocTRES`). Times are Unix seconds. The replay of a history
+/// ([`crate::deployed`]) replays the jobs that have all three and an actual run time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Accounting {
+    /// When it was submitted.
+    pub submit: Option<i64>,
+    /// When it started.
+    pub start: Option<i64>,
+    /// The GPUs it held.
+    pub gpus: Option<u32>,
 }
 
 /// A job of the history, with its id (1, 2, ... in the order added).
@@ -255,14 +279,17 @@ impl History {
                         actual_s INTEGER,
                         outcome TEXT NOT NULL,
                         embedding_model TEXT,
-                        embedding BLOB
+                        embedding BLOB,
+                        submit INTEGER,
+                        start INTEGER,
+                        gpus INTEGER
                     );
                     PRAGMA user_version = {SCHEMA_VERSION};"
                 ))
                 .map_err(|e| history.error("cannot create the jobs table", e))?;
-        } else if version == 1 {
+        } else if version == 1 || version == 2 {
             history.check_integrity()?;
-            history.upgrade_from_1()?;
+            history.upgrade(version)?;
         } else if version != SCHEMA_VERSION {
             return Err(HistoryError::Version {
                 path: history.path,
@@ -295,26 +322,34 @@ impl History {
         }
     }
 
-    /// Version 1 had no embeddings: the columns are added (every job without one) in one
-    /// transaction that first takes the write lock and reads the version again, so an
-    /// interrupted or concurrent upgrade leaves version 1 or version 2, never half of it.
-    fn upgrade_from_1(&self) -> Result<(), HistoryError> {
-        let fail = |e| self.error("cannot upgrade the schema from version 1", e);
+    /// Version 1 had no embeddings, version 2 no accounting: the columns are added (every job
+    /// without them) in one transaction that first takes the write lock and reads the version
+    /// again, so an interrupted or concurrent upgrade leaves the old version or the new one,
+    /// never half of it.
+    fn upgrade(&self, from: i64) -> Result<(), HistoryError> {
+        let what = format!("cannot upgrade the schema from version {from}");
+        let fail = |e| self.error(&what, e);
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
         let version: i64 = self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(fail)?;
-        let upgrade = if version == 1 {
-            format!(
+        let mut upgrade = String::new();
+        if version == 1 {
+            upgrade.push_str(
                 "ALTER TABLE jobs ADD COLUMN embedding_model TEXT;
-                 ALTER TABLE jobs ADD COLUMN embedding BLOB;
-                 PRAGMA user_version = {SCHEMA_VERSION};
-                 COMMIT"
-            )
-        } else {
-            "COMMIT".to_string()
-        };
+                 ALTER TABLE jobs ADD COLUMN embedding BLOB;",
+            );
+        }
+        if version == 1 || version == 2 {
+            upgrade.push_str(&format!(
+                "ALTER TABLE jobs ADD COLUMN submit INTEGER;
+                 ALTER TABLE jobs ADD COLUMN start INTEGER;
+                 ALTER TABLE jobs ADD COLUMN gpus INTEGER;
+                 PRAGMA user_version = {SCHEMA_VERSION};"
+            ));
+        }
+        upgrade.push_str("COMMIT");
         if let Err(e) = self.conn.execute_batch(&upgrade) {
             let _ = self.conn.execute_batch("ROLLBACK");
             return Err(fail(e));
@@ -339,6 +374,12 @@ impl History {
                 return Err(HistoryError::Seconds { field, value: v });
             }
         }
+        let a = job.accounting;
+        if let (Some(submit), Some(start)) = (a.submit, a.start) {
+            if start < submit {
+                return Err(HistoryError::StartBeforeSubmit { submit, start });
+            }
+        }
         let facts = serde_json::to_string(&job.facts).map_err(|e| HistoryError::Row {
             id: 0,
             column: "facts",
@@ -354,6 +395,9 @@ impl History {
             job.outcome.name(),
             job.embedding.as_ref().map(|e| e.model.clone()),
             job.embedding.as_ref().map(|e| to_blob(&e.vector)),
+            a.submit,
+            a.start,
+            a.gpus,
         ];
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
         let found = self
@@ -362,6 +406,7 @@ impl History {
                 "SELECT id FROM jobs WHERE name = ?1 AND user IS ?2 AND facts = ?3
                    AND requested_s IS ?4 AND actual_s IS ?5 AND outcome = ?6
                    AND embedding_model IS ?7 AND embedding IS ?8
+                   AND submit IS ?9 AND start IS ?10 AND gpus IS ?11
                  ORDER BY id LIMIT 1",
                 values,
                 |r| r.get::<_, i64>(0),
@@ -373,8 +418,8 @@ impl History {
                 .conn
                 .execute(
                     "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
-                                       embedding_model, embedding)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                       embedding_model, embedding, submit, start, gpus)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                     values,
                 )
                 .map(|_| self.conn.last_insert_rowid()),
@@ -398,7 +443,7 @@ impl History {
             .conn
             .prepare(
                 "SELECT id, name, user, facts, requested_s, actual_s, outcome, embedding_model,
-                        embedding
+                        embedding, submit, start, gpus
                  FROM jobs ORDER BY id",
             )
             .map_err(|e| self.error("cannot read the jobs", e))?;
@@ -414,12 +459,17 @@ impl History {
                     r.get::<_, String>(6)?,
                     r.get::<_, Option<String>>(7)?,
                     r.get::<_, Option<Vec<u8>>>(8)?,
+                    Accounting {
+                        submit: r.get(9)?,
+                        start: r.get(10)?,
+                        gpus: r.get(11)?,
+                    },
                 ))
             })
             .map_err(|e| self.error("cannot read the jobs", e))?;
         let mut jobs = Vec::new();
         for row in rows {
-            let (id, name, user, facts, requested_s, actual_s, outcome, model, blob) =
+            let (id, name, user, facts, requested_s, actual_s, outcome, model, blob, accounting) =
                 row.map_err(|e| self.error("cannot read a job", e))?;
             let embedding = match (model, blob) {
                 (Some(model), Some(blob)) => Some(Embedding {
@@ -454,6 +504,7 @@ impl History {
                     actual_s,
                     outcome,
                     embedding,
+                    accounting,
                 },
             });
         }
@@ -744,6 +795,7 @@ pub(crate) mod tests {
             actual_s: actual,
             outcome,
             embedding: None,
+            accounting: Default::default(),
         }
     }
 

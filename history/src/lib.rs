@@ -7,11 +7,13 @@
 //! request, the history's prediction or the learned throughput; [`replay`] measures what the
 //! advice is worth in an online replay, run on the model crate's simulator
 //! (`schedlm_model::sim`, the project's one replay loop); [`snapshot`] turns extracted jobs into
-//! the queue of a scheduling snapshot. docs/knowledge.md is the reference.
+//! the queue of a scheduling snapshot; [`deployed`] is the time limit the Slurm filter sets and
+//! the replay of a recorded history under it. docs/knowledge.md is the reference.
 
 #![warn(missing_docs)]
 
 pub mod advice;
+pub mod deployed;
 pub mod history;
 pub mod planning;
 pub mod replay;

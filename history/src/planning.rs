@@ -103,6 +103,7 @@ impl Planner {
                     actual_s: Some(r.runtime),
                     outcome: Outcome::Completed,
                     embedding: None,
+                    accounting: Default::default(),
                 },
             })
             .collect();

@@ -200,6 +200,7 @@ mod tests {
                 actual_s: Some(3_000),
                 outcome: Outcome::Completed,
                 embedding: None,
+                accounting: Default::default(),
             },
         }];
         let predicted = snapshot(&jobs, Some(&past), 2).unwrap();

@@ -132,6 +132,7 @@ fn setup(model: &Embedder, corpus: &Path, dir: &Path, index: usize) -> Setup {
                 actual_s: Some(1),
                 outcome: Outcome::Completed,
                 embedding: extraction.embedding,
+                accounting: Default::default(),
             },
         },
         name,

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use schedlm_history::history::{
-    neighbours, predict, History, MatchBy, NewJob, Outcome, PastJob, Query,
+    neighbours, predict, Accounting, History, MatchBy, NewJob, Outcome, PastJob, Query,
 };
 use schedlm_knowledge::embed::comparable;
 use schedlm_knowledge::facts::Field;
@@ -41,6 +41,42 @@ pub enum HistoryCommand {
     /// Print every job of the history as JSON Lines, in the order added.
     List(ListArgs),
     Replay(crate::cmd::history_replay::ReplayArgs),
+    /// Write the accounting of a simulated cluster into a history: a `dl` workload (as `history
+    /// replay` draws it) run first come, first served with EASY under its requests, each job
+    /// with its facts (model, GPUs, global batch, sequence length, epochs), request, run time,
+    /// outcome, submit and start times and GPUs. For trying `history replay --db` and the Slurm
+    /// filter without a cluster's records. Prints the number of jobs written.
+    ///
+    /// Example: `schedlm history synth --db sim.sqlite --jobs 2000 --servers 4 --seed 1`.
+    Synth(SynthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// The history (SQLite) to write, created if it does not exist; it must hold no job yet.
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+
+    /// Jobs of the workload.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(2..=20000))]
+    pub jobs: u32,
+
+    /// 8-GPU nodes of the simulated cluster.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub servers: u32,
+
+    /// Seed of the workload.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// The share of jobs that state no time limit (drawn from the seed): they ran under
+    /// --max-time and are recorded without a request, as the jobs the Slurm filter fills.
+    #[arg(long, default_value_t = 0.5)]
+    pub unstated: f64,
+
+    /// The partition's longest limit, which jobs without one ran under.
+    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    pub max_time: std::time::Duration,
 }
 
 /// The history file and the job to look up, shared by `match` and `predict`.
@@ -103,6 +139,36 @@ pub struct AddArgs {
     /// How it ended: completed, failed, timeout or cancelled.
     #[arg(long)]
     pub outcome: Outcome,
+
+    /// When it was submitted: Unix seconds, or a UTC time as `sacct` prints it
+    /// (`2026-11-28T02:36:16`). With --start, --actual and --gpus it makes the job part of the
+    /// workload `history replay --db` replays.
+    #[arg(long, value_parser = parse_instant)]
+    pub submit: Option<i64>,
+
+    /// When it started (as --submit).
+    #[arg(long, value_parser = parse_instant)]
+    pub start: Option<i64>,
+
+    /// The GPUs it held (`sacct -o AllocTRES`: `gres/gpu=N`); by default its facts' GPUs per
+    /// node x nodes.
+    #[arg(long)]
+    pub gpus: Option<u32>,
+}
+
+/// Unix seconds, or a UTC time `YYYY-MM-DDTHH:MM:SS` (sacct's format; a space also
+/// separates date and time).
+fn parse_instant(s: &str) -> Result<i64, String> {
+    if let Ok(seconds) = s.parse::<i64>() {
+        return Ok(seconds);
+    }
+    let time = humantime::parse_rfc3339_weak(s).map_err(|e| {
+        format!("`{s}` is neither Unix seconds nor a time as 2026-11-28T02:36:16 ({e})")
+    })?;
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|_| format!("`{s}` is before 1970"))?;
+    i64::try_from(since.as_secs()).map_err(|_| format!("`{s}` is too far in the future"))
 }
 
 #[derive(Debug, Args)]
@@ -139,6 +205,7 @@ pub fn run(command: &HistoryCommand) -> Result<()> {
         HistoryCommand::Predict(a) => prediction(a),
         HistoryCommand::List(a) => list(a),
         HistoryCommand::Replay(a) => crate::cmd::history_replay::run(a),
+        HistoryCommand::Synth(a) => synth(a),
     }
 }
 
@@ -156,10 +223,43 @@ fn add(args: &AddArgs) -> Result<()> {
         actual_s: args.actual,
         outcome: args.outcome,
         embedding: extraction.embedding,
+        accounting: Accounting {
+            submit: args.submit,
+            start: args.start,
+            gpus: args.gpus,
+        },
     };
     let history = open(&args.db)?;
     let id = history.add(&job)?;
     outln!("{id}")?;
+    Ok(())
+}
+
+fn synth(args: &SynthArgs) -> Result<()> {
+    if !(0.0..=1.0).contains(&args.unstated) {
+        bail!(
+            "--unstated must be a share between 0 and 1, got {}",
+            args.unstated
+        );
+    }
+    let jobs = schedlm_history::deployed::dl_accounting(
+        args.seed,
+        args.jobs as usize,
+        args.servers as usize,
+        args.unstated,
+        i64::try_from(args.max_time.as_secs())?,
+    )?;
+    let history = open(&args.db)?;
+    if !history.jobs()?.is_empty() {
+        bail!(
+            "{} already holds jobs: `history synth` writes a new history",
+            args.db.display()
+        );
+    }
+    for job in &jobs {
+        history.add(job)?;
+    }
+    outln!("{}", jobs.len())?;
     Ok(())
 }
 
@@ -253,6 +353,9 @@ fn list(args: &ListArgs) -> Result<()> {
             "actual_s": p.job.actual_s,
             "outcome": p.job.outcome,
             "embedding_model": p.job.embedding.as_ref().map(|e| &e.model),
+            "submit": p.job.accounting.submit,
+            "start": p.job.accounting.start,
+            "gpus": p.job.accounting.gpus,
             "facts": p.job.facts,
         });
         outln!("{}", serde_json::to_string(&value)?)?;

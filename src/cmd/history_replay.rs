@@ -3,8 +3,12 @@
 //! request, the history's prediction, the learned throughput and the truth
 //! (`schedlm_history::planning`).
 
-use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use schedlm_history::deployed::{limits, simulation, workload, FillCount, Limit, TimeFill};
 use schedlm_history::planning::{plan_error, Plan, PlanError, Planner};
 use schedlm_history::replay::dl_workload;
 use schedlm_model::sim::{SimResult, Simulation, StartRule};
@@ -36,9 +40,49 @@ use serde::Serialize;
 /// submit), mean bounded slowdown (tau = 10 s); above the table each plan's error against the
 /// true run times. See docs/knowledge.md for figures.
 ///
-/// Example: `schedlm history replay --jobs 2000 --servers 4 --seed 1`.
+/// With --db, the workload is a recorded history instead, the one the Slurm filter reads
+/// (docs/slurm.md): its jobs arrive at their recorded submit times on one pool of --servers x
+/// --gpus-per-node GPUs and run their recorded run times, each under a time limit that is also
+/// what the scheduler plans with (--limits): `request` (the user's; the longest limit when none),
+/// `filter` (what the deployed filter leaves: a stated limit kept, a missing one filled from
+/// the jobs that had ended by the job's submission, prediction x margin, capped), `history`
+/// (the filter's limit for every job) and `oracle` (the recorded run time). A job whose run
+/// time exceeds its limit is killed there (`killed`). Margin, cap and GPUs per node are read
+/// from the filter's schedlm-submit.conf with --conf.
+///
+/// Examples: `schedlm history replay --jobs 2000 --servers 4 --seed 1`;
+/// `schedlm history replay --db /var/lib/schedlm/history.sqlite --conf
+/// /etc/slurm/schedlm-submit.conf --servers 64`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
+    /// Replay this recorded history (SQLite, `schedlm history add` with --submit, --start and
+    /// --gpus, or `history synth`) instead of a drawn `dl` workload.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["jobs", "seed", "plans"])]
+    pub db: Option<PathBuf>,
+
+    /// With --db: the limits, comma-separated: request, filter, history, oracle [default: all
+    /// four].
+    #[arg(long, value_delimiter = ',')]
+    pub limits: Vec<Limit>,
+
+    /// With --db: the filter's settings file (`schedlm-submit.conf`: `key = value` lines;
+    /// `margin`, `max_time`, `gpus_per_node` and, without --db, `db` are read). Options given
+    /// on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub conf: Option<PathBuf>,
+
+    /// With --db: the filter's margin [default: 1.5, or the --conf file's].
+    #[arg(long)]
+    pub margin: Option<f64>,
+
+    /// With --db: the longest limit the filter sets [default: 7d, or the --conf file's].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub max_time: Option<std::time::Duration>,
+
+    /// With --db: GPUs per node [default: 8, or the --conf file's].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus_per_node: Option<u32>,
+
     /// Jobs in the workload (and in the past).
     #[arg(long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(2..=20000))]
     pub jobs: u32,
@@ -93,6 +137,8 @@ struct Row {
     mean_jct: f64,
     mean_bsld: f64,
     killed: usize,
+    /// GPU-hours of the runs killed at their limit (their work is lost).
+    lost_gpu_h: f64,
 }
 
 /// One plan's error.
@@ -104,6 +150,16 @@ struct PlanRow {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
+    if args.db.is_some() || args.conf.is_some() {
+        return run_recorded(args);
+    }
+    if !args.limits.is_empty()
+        || args.margin.is_some()
+        || args.max_time.is_some()
+        || args.gpus_per_node.is_some()
+    {
+        bail!("--limits, --margin, --max-time and --gpus-per-node replay a history: give --db or --conf");
+    }
     let snapshot = |seed: u64| {
         dl_workload(seed, args.jobs as usize, Some(args.servers as usize))
             .context("cannot generate the dl snapshot")
@@ -130,14 +186,28 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 let result = sim
                     .run(&mut policy, start)
                     .with_context(|| format!("replay with {} and {}", rule.name(), start.name()))?;
-                rows.push(row(rule, start, *plan, &result));
+                rows.push(row(rule, start, plan.name(), &result, sim));
             }
         }
     }
     print(args, &planner, &errors, &rows)
 }
 
-fn row(rule: Rule, start: StartRule, plan: Plan, result: &SimResult) -> Row {
+fn row(
+    rule: Rule,
+    start: StartRule,
+    plan: &'static str,
+    result: &SimResult,
+    sim: &Simulation,
+) -> Row {
+    let gpu = sim.resources().iter().position(|r| r == "gpus");
+    let lost: i64 = result
+        .jobs
+        .iter()
+        .zip(sim.jobs())
+        .filter(|(r, _)| r.killed)
+        .map(|(r, j)| r.run * gpu.map_or(0, |g| j.demand[g]))
+        .sum();
     let n = result.jobs.len().max(1) as f64;
     let jct = result
         .jobs
@@ -147,12 +217,13 @@ fn row(rule: Rule, start: StartRule, plan: Plan, result: &SimResult) -> Row {
     Row {
         rule: rule.name(),
         start: start.name(),
-        plan: plan.name(),
+        plan,
         jobs: result.jobs.len(),
         mean_wait: result.summary.mean_wait,
         mean_jct: jct / n,
         mean_bsld: result.summary.mean_bsld,
         killed: result.summary.killed,
+        lost_gpu_h: lost as f64 / 3600.0,
     }
 }
 
@@ -208,6 +279,219 @@ fn print(args: &ReplayArgs, planner: &Planner, errors: &[PlanRow], rows: &[Row])
             r.mean_wait,
             r.mean_jct,
             r.mean_bsld
+        )?;
+    }
+    Ok(())
+}
+
+/// The filter's settings (`schedlm-submit.conf`), as `slurm/job_submit.lua` reads them:
+/// `key = value` lines, anything else ignored.
+fn read_conf(path: &Path) -> Result<HashMap<String, String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let known = [
+        "schedlm",
+        "db",
+        "runs",
+        "margin",
+        "max_time",
+        "timeout",
+        "gpus_per_node",
+    ];
+    let mut settings = HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        if !known.contains(&key) {
+            eprintln!(
+                "history replay: {}:{}: `{key}` is not a setting the filter reads (ignored)",
+                path.display(),
+                n + 1
+            );
+        }
+        settings.insert(key.to_string(), value.trim().to_string());
+    }
+    Ok(settings)
+}
+
+/// `history replay --db`: the recorded history under each limit.
+fn run_recorded(args: &ReplayArgs) -> Result<()> {
+    let conf = match &args.conf {
+        Some(path) => read_conf(path)?,
+        None => HashMap::new(),
+    };
+    let setting = |key: &str| conf.get(key).map(String::as_str);
+    let from_conf = |key: &str| {
+        format!(
+            "{key} in {}",
+            args.conf
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string())
+        )
+    };
+    let margin = match (args.margin, setting("margin")) {
+        (Some(m), _) => m,
+        (None, Some(m)) => m.parse().with_context(|| from_conf("margin"))?,
+        (None, None) => 1.5,
+    };
+    let max_time = match (args.max_time, setting("max_time")) {
+        (Some(t), _) => t,
+        (None, Some(t)) => humantime::parse_duration(t).with_context(|| from_conf("max_time"))?,
+        (None, None) => std::time::Duration::from_secs(7 * 86_400),
+    };
+    let per_node: u32 = match (args.gpus_per_node, setting("gpus_per_node")) {
+        (Some(g), _) => g,
+        (None, Some(g)) => g.parse().with_context(|| from_conf("gpus_per_node"))?,
+        (None, None) => 8,
+    };
+    let db = match (&args.db, setting("db")) {
+        (Some(db), _) => db.clone(),
+        (None, Some(db)) => PathBuf::from(db),
+        (None, None) => bail!("no history: give --db, or a --conf file with a `db` line"),
+    };
+    let fill = TimeFill::new(margin, i64::try_from(max_time.as_secs())?)?;
+    let history = crate::cmd::history::open_existing(&db)?.jobs()?;
+    let work = workload(&history);
+    report_left_out(&db, &work.left_out);
+    if work.jobs.is_empty() {
+        bail!(schedlm_history::deployed::DeployedError::Empty);
+    }
+    let gpus = i64::from(args.servers) * i64::from(per_node);
+    let mut sims = Vec::new();
+    let mut fills = Vec::new();
+    let chosen = if args.limits.is_empty() {
+        Limit::ALL.to_vec()
+    } else {
+        args.limits.clone()
+    };
+    for &limit in &chosen {
+        let (jobs, count) = limits(&work, &fill, limit);
+        fills.push((limit, count));
+        let sim = simulation(gpus, jobs)
+            .with_context(|| format!("cannot replay {} on {gpus} GPUs", db.display()))?;
+        sims.push((limit, sim));
+    }
+    let mut rows = Vec::new();
+    for &rule in &args.rules {
+        for &start in &args.start_rules {
+            for (limit, sim) in &sims {
+                let mut policy = RulePolicy::for_trace(rule, sim.jobs());
+                let result = sim
+                    .run(&mut policy, start)
+                    .with_context(|| format!("replay with {} and {}", rule.name(), start.name()))?;
+                rows.push(row(rule, start, limit.name(), &result, sim));
+            }
+        }
+    }
+    print_recorded(args, &db, &fill, gpus, &fills, &rows)
+}
+
+/// Says on standard error which jobs of the history are not replayed, and why.
+fn report_left_out(db: &Path, left_out: &[schedlm_history::deployed::LeftOut]) {
+    if left_out.is_empty() {
+        return;
+    }
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for l in left_out {
+        match reasons.iter_mut().find(|(r, _)| *r == l.reason) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((l.reason, 1)),
+        }
+    }
+    let said: Vec<String> = reasons
+        .iter()
+        .map(|(r, n)| format!("{n} with {r}"))
+        .collect();
+    eprintln!(
+        "history replay: {} jobs of {} not replayed ({}; the first: id {}, {})",
+        left_out.len(),
+        db.display(),
+        said.join(", "),
+        left_out[0].id,
+        left_out[0].name
+    );
+}
+
+/// One limit's fill counts, in JSON.
+#[derive(Debug, Serialize)]
+struct FillRow {
+    limit: &'static str,
+    #[serde(flatten)]
+    count: FillCount,
+}
+
+fn print_recorded(
+    args: &ReplayArgs,
+    db: &Path,
+    fill: &TimeFill,
+    gpus: i64,
+    fills: &[(Limit, FillCount)],
+    rows: &[Row],
+) -> Result<()> {
+    if args.json {
+        for r in rows {
+            outln!("{}", serde_json::to_string(r)?)?;
+        }
+        for (limit, count) in fills {
+            let f = FillRow {
+                limit: limit.name(),
+                count: *count,
+            };
+            outln!("{}", serde_json::to_string(&f)?)?;
+        }
+        return Ok(());
+    }
+    outln!(
+        "{} jobs of {} on a pool of {gpus} GPUs; filter: prediction x {}, at most {} s",
+        rows.first().map_or(0, |r| r.jobs),
+        db.display(),
+        fill.margin(),
+        fill.max_time_s()
+    )?;
+    outln!(
+        "{:<9} {:>7} {:>12} {:>7}",
+        "limit",
+        "filled",
+        "unpredicted",
+        "capped"
+    )?;
+    for (limit, c) in fills {
+        outln!(
+            "{:<9} {:>7} {:>12} {:>7}",
+            limit.name(),
+            c.filled,
+            c.unpredicted,
+            c.capped
+        )?;
+    }
+    outln!()?;
+    outln!(
+        "{:<6} {:<13} {:<9} {:>11} {:>11} {:>10} {:>7} {:>11}",
+        "rule",
+        "start",
+        "limit",
+        "mean wait",
+        "mean JCT",
+        "mean bsld",
+        "killed",
+        "lost GPU-h"
+    )?;
+    for r in rows {
+        outln!(
+            "{:<6} {:<13} {:<9} {:>11.0} {:>11.0} {:>10.2} {:>7} {:>11.1}",
+            r.rule,
+            r.start,
+            r.plan,
+            r.mean_wait,
+            r.mean_jct,
+            r.mean_bsld,
+            r.killed,
+            r.lost_gpu_h
         )?;
     }
     Ok(())

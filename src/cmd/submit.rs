@@ -8,10 +8,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use schedlm_history::advice::{advise, read_runs, Knowledge, Request};
-use schedlm_history::history::{predict, MatchBy, Query};
+use schedlm_history::deployed::TimeFill;
+use schedlm_history::history::HistoryError;
 use schedlm_knowledge::facts::Field;
 use serde::Serialize;
 
@@ -90,36 +91,28 @@ pub fn run(command: &SubmitCommand) -> Result<()> {
 
 /// Fills what `args` says the submission leaves out.
 pub fn fill(args: &FillArgs) -> Result<Filled> {
-    if !(args.margin.is_finite() && args.margin >= 1.0) {
-        bail!("--margin must be at least 1, got {}", args.margin);
-    }
+    let time_fill = TimeFill::new(args.margin, i64::try_from(args.max_time.as_secs())?)?;
     let extraction = schedlm_knowledge::extract(&args.dir, None, &[])?;
     let facts = &extraction.facts;
     let mut filled = Filled::default();
     let mut said = Vec::new();
     if !args.has_time {
         let past = crate::cmd::history::open_existing(&args.db)?.jobs()?;
-        let query = Query {
-            facts,
-            embedding: None,
-        };
-        match predict(&past, query, None, 3, MatchBy::Meta) {
-            Ok(p) if p.basis != "request" => {
-                let seconds = (p.seconds as f64 * args.margin).ceil();
-                let capped = seconds.min(args.max_time.as_secs_f64());
-                let minutes = (capped / 60.0).ceil().max(1.0) as u64;
-                filled.time_limit_min = Some(minutes);
+        match time_fill.fill(&past, facts) {
+            Ok(f) => {
+                filled.time_limit_min = Some(f.minutes);
+                let p = &f.prediction;
                 let nearest = p.matches.first().map_or("", |m| m.name.as_str());
                 said.push(format!(
                     "time {} = {} x {} s predicted ({}; nearest past job {nearest}){}",
-                    clock(minutes * 60),
+                    clock(f.minutes * 60),
                     args.margin,
                     p.seconds,
                     p.basis,
-                    if capped < seconds { ", capped" } else { "" }
+                    if f.capped { ", capped" } else { "" }
                 ));
             }
-            Ok(_) => filled
+            Err(HistoryError::Nothing) => filled
                 .notes
                 .push("time: no completed past job to predict from".into()),
             Err(e) => filled.notes.push(format!("time: {e}")),
