@@ -1036,6 +1036,43 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_version_2_file_gains_the_accounting_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, user TEXT,
+                 facts TEXT NOT NULL, requested_s INTEGER, actual_s INTEGER,
+                 outcome TEXT NOT NULL, embedding_model TEXT, embedding BLOB);
+             INSERT INTO jobs (name, facts, actual_s, outcome)
+                 VALUES ('old', '{}', 60, 'completed');
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        drop(conn);
+        let history = History::open(&path).unwrap();
+        let mut new = job("new", JobFacts::default(), Some(5), Outcome::Completed);
+        new.accounting = Accounting {
+            submit: Some(100),
+            start: Some(160),
+            gpus: Some(8),
+        };
+        history.add(&new).unwrap();
+        let past = History::open(&path).unwrap().jobs().unwrap();
+        assert_eq!(past[0].job.accounting, Accounting::default());
+        assert_eq!(past[1].job.accounting, new.accounting);
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        // An accounting record that starts before its submission is refused.
+        new.accounting.start = Some(99);
+        let e = history.add(&new).unwrap_err().to_string();
+        assert!(e.contains("before it was submitted"), "{e}");
+    }
+
+    #[test]
     fn jobs_survive_reopening_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.sqlite");
