@@ -1,7 +1,7 @@
 //! Seeded generators of cluster-scheduling snapshots for schedlm.
 //!
 //! Each call makes [`Instance`] values (SPEC section 1: servers, running jobs and a queue to
-//! order) from one of three families, and every instance passes [`schedlm_model::validate()`]:
+//! order) from one of four families, and every instance passes [`schedlm_model::validate()`]:
 //!
 //! - [`Family::Uniform`]: small heterogeneous clusters, uniform demands and walltimes
 //!   ([`uniform`]).
@@ -10,6 +10,8 @@
 //!   ([`hpc`]).
 //! - [`Family::Dl`]: deep-learning training jobs on 8-GPU nodes, each with metadata (model,
 //!   batch size, data, epochs) from which its run time follows ([`dl`]).
+//! - [`Family::Mixed`]: four servers, half with GPUs, and jobs from 30 s to 4 h competing for
+//!   three resources, where proofs of optimality are hard ([`mixed`]).
 //!
 //! Generation is deterministic: instance number `index` under a [`Config`] depends only on
 //! (config, index), never on the thread count or on the other instances, so a data set can
@@ -53,7 +55,7 @@ use schedlm_model::{validate, Instance, InstanceError};
 use serde::{Deserialize, Serialize};
 
 use crate::family::draft::{add_deps, instance_rng, Purpose};
-use crate::family::{dl, hpc, uniform};
+use crate::family::{dl, hpc, mixed, uniform};
 
 /// A family of generated snapshots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -66,11 +68,14 @@ pub enum Family {
     Hpc,
     /// Deep-learning training jobs on 8-GPU nodes (resources gpus, cores, mem_gib).
     Dl,
+    /// Four servers, half with GPUs, and jobs from 30 s to 4 h competing for cores, memory and
+    /// GPUs (resources cores, mem_gib, gpus): where proofs are hard.
+    Mixed,
 }
 
 impl Family {
     /// Every family, in declaration order.
-    pub const ALL: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
+    pub const ALL: [Family; 4] = [Family::Uniform, Family::Hpc, Family::Dl, Family::Mixed];
 
     /// The family's name as written on the command line and in JSON.
     pub fn name(self) -> &'static str {
@@ -78,6 +83,7 @@ impl Family {
             Family::Uniform => "uniform",
             Family::Hpc => "hpc",
             Family::Dl => "dl",
+            Family::Mixed => "mixed",
         }
     }
 
@@ -87,6 +93,7 @@ impl Family {
             Family::Uniform => &uniform::RESOURCES,
             Family::Hpc => &hpc::RESOURCES,
             Family::Dl => &dl::RESOURCES,
+            Family::Mixed => &mixed::RESOURCES,
         }
     }
 
@@ -97,6 +104,7 @@ impl Family {
             Family::Uniform => (uniform::MIN_SERVER_CORES, uniform::DEFAULT_SERVERS.0),
             Family::Hpc => (hpc::NODE_CORES, hpc::DEFAULT_SERVERS),
             Family::Dl => (dl::NODE_GPUS, dl::DEFAULT_SERVERS),
+            Family::Mixed => (mixed::MIN_SERVER_CORES, mixed::DEFAULT_SERVERS),
         };
         per_server.saturating_mul(servers.unwrap_or(default) as i64)
     }
@@ -464,6 +472,7 @@ pub fn generate_one(config: &Config, index: u64) -> Result<Instance, GenError> {
         Family::Uniform => uniform::generate(config, &mut rng),
         Family::Hpc => hpc::generate(config, &mut rng),
         Family::Dl => dl::generate(config, &mut rng),
+        Family::Mixed => mixed::generate(config, &mut rng),
     };
     if let Some(span) = config.hard.queue_span {
         draft.compress_queue(span);

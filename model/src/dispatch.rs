@@ -388,16 +388,33 @@ impl<'p> Dispatcher<'p> {
     /// Total usage over all servers, as a step function: fills `times` with every breakpoint
     /// of every server (sorted, distinct) and `usage` with `resources` entries per segment.
     pub fn pooled_usage(&self, times: &mut Vec<Time>, usage: &mut Vec<i64>) {
+        self.pooled_usage_of(|_| true, times, usage);
+    }
+
+    /// [`Dispatcher::pooled_usage`] over the servers `s` for which `of(s)` holds.
+    pub fn pooled_usage_of(
+        &self,
+        of: impl Fn(usize) -> bool,
+        times: &mut Vec<Time>,
+        usage: &mut Vec<i64>,
+    ) {
         let r = self.problem.resources();
+        let chosen = || {
+            self.profiles
+                .iter()
+                .enumerate()
+                .filter(|&(s, _)| of(s))
+                .map(|(_, p)| p)
+        };
         times.clear();
-        for profile in &self.profiles {
+        for profile in chosen() {
             times.extend_from_slice(&profile.times);
         }
         times.sort_unstable();
         times.dedup();
         usage.clear();
         usage.resize(times.len() * r, 0);
-        for profile in &self.profiles {
+        for profile in chosen() {
             let mut k = 0;
             for (i, &t) in times.iter().enumerate() {
                 while k + 1 < profile.times.len() && profile.times[k + 1] <= t {

@@ -16,7 +16,7 @@ type Case = (Family, Objective, Variant, f64, Option<usize>, u64);
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     let mut index = 0;
-    for family in [Family::Uniform, Family::Hpc, Family::Dl] {
+    for family in Family::ALL {
         for objective in Objective::ALL {
             for variant in [Variant::Serial, Variant::Strict] {
                 for deps in [0.0, 0.3] {
@@ -120,6 +120,42 @@ fn threads_return_the_single_thread_order() {
         searched >= 100,
         "only {searched} searches went below the root"
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The bound of the root alone (a node limit of 1: earliest starts, pooled energy, the delay
+/// bound and the mean-busy-time bound with its server sets) never exceeds the optimum, on
+/// every family with several servers and one, for the sum objectives.
+#[test]
+fn the_root_bound_never_exceeds_the_optimum() {
+    let mut cases = Vec::new();
+    for family in Family::ALL {
+        for objective in [Objective::Bsld, Objective::Wait, Objective::Flow] {
+            for servers in [None, Some(1), Some(3)] {
+                for index in 0..12u64 {
+                    cases.push((family, objective, servers, index));
+                }
+            }
+        }
+    }
+    let options = BnbOptions {
+        node_limit: Some(1),
+        ..BnbOptions::default()
+    };
+    let failures: Vec<String> = cases
+        .par_iter()
+        .filter_map(|&(family, objective, servers, index)| {
+            let p = problem(family, 0.0, servers, 1_000 + index);
+            let (_, best) = brute_force(&p, objective, Variant::Serial);
+            let root = bnb::solve(&p, objective, Variant::Serial, &options);
+            (root.lower_bound > best + 1e-9 * best.abs().max(1.0)).then(|| {
+                format!(
+                    "{family:?} {objective:?} servers={servers:?} index={index}: root {} > optimum {best}",
+                    root.lower_bound
+                )
+            })
+        })
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

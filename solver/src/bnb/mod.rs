@@ -17,6 +17,13 @@
 //!   completion. Costs are bounded below by a line in C (bsld: (C - s) / max(p, 10)), and
 //!   pairing the largest slopes with the smallest completion bounds gives a bound on their sum.
 //!   It is evaluated adaptively: on instances where it rarely prunes, only on a sample of nodes.
+//! - **mean busy time** (sum objectives, at the root; `busy.rs`): per resource, the jobs'
+//!   energy poured into the pooled free capacity, highest cost slope per unit of energy first,
+//!   from each job's earliest start; a job's mean busy time is its completion less half its
+//!   walltime, which the pooled-energy pairing leaves out. Also over each set of servers some
+//!   jobs fit only on (the GPU servers), those jobs on that set's pool plus the others on the
+//!   whole pool. On `uniform` 16-20 jobs it raises the root bound by up to 10 % (mean
+//!   certified gap at 1 s 15.0 % -> 11 %); at nodes it cost more time than it pruned.
 //! - **disjunctive clique** (makespan on one server): two jobs whose demands together exceed
 //!   the server's capacity in some resource can never run at the same time. A greedy clique
 //!   of such pairwise-conflicting unplaced jobs (longest first) runs one job at a time, each
@@ -76,10 +83,12 @@ use crate::deadline::Deadline;
 use crate::packing::UsableCapacity;
 use crate::rules::best_rule;
 
+mod busy;
 mod delay;
 mod parallel;
 mod propagation;
 
+use busy::{BusyTime, Pool};
 use delay::DelayBound;
 use propagation::Propagation;
 
@@ -165,6 +174,9 @@ impl BnbOutcome {
 /// n^2 of them, each expanded on the calling thread first), which on a long queue cost more
 /// than the search they split; longer queues are searched on one thread.
 const PARALLEL_MAX_JOBS: usize = 400;
+
+/// Most server sets the root's mean-busy-time bound looks at (`Search::busy_root_bound`).
+const BUSY_SETS: usize = 8;
 
 /// Runs branch and bound on `problem`.
 pub fn solve(
@@ -311,6 +323,8 @@ struct Search<'p> {
     energies: Vec<f64>,
     completion: Vec<f64>,
     slopes: Vec<f64>,
+    /// The mean-busy-time bound's scratch (`busy.rs`; at the root).
+    busy: BusyTime,
     /// When to evaluate the pooled-energy bound ([`Sampling`]).
     energy_sampling: Sampling,
     /// Makespan on one server: bit i of `conflict[j]` when jobs i and j can never overlap;
@@ -395,6 +409,7 @@ impl<'p> Search<'p> {
             energy_sampling: Sampling::default(),
             completion: vec![0.0; n],
             slopes: Vec::with_capacity(n),
+            busy: BusyTime::new(n),
             windows: (objective == Objective::Makespan && n <= PROPAGATION_MAX_JOBS)
                 .then(|| Propagation::new(problem, &conflict)),
             conflict,
@@ -450,7 +465,7 @@ impl<'p> Search<'p> {
         } else {
             0.0
         };
-        let root = self.destructive_root_bound();
+        let root = self.root_bound();
         self.root_base = self.cost.add(start, self.start_bound(0));
         self.try_root();
         self.dfs(0, start, root);
@@ -535,6 +550,91 @@ impl<'p> Search<'p> {
     /// The destructive bound of the root (a makespan total; minus infinity without window
     /// propagation): one more than the latest horizon between the earliest-start bound and
     /// the incumbent that the bisection of `Propagation::destructive` finds refuted.
+    /// The bounds computed once at the root: the destructive makespan bound and the
+    /// mean-busy-time bound.
+    fn root_bound(&mut self) -> f64 {
+        self.destructive_root_bound().max(self.busy_root_bound())
+    }
+
+    /// The mean-busy-time bound (`busy.rs`) of the root (sum objectives): over the pool of all
+    /// servers, and, for each set of servers some jobs fit only on (the GPU servers, say),
+    /// those jobs on that set's pool plus the other jobs on the whole pool (each part at least
+    /// its earliest-start bound). At most [`BUSY_SETS`] sets, the most used first.
+    fn busy_root_bound(&mut self) -> f64 {
+        if self.cost.is_max() {
+            return f64::NEG_INFINITY;
+        }
+        let (p, n, servers) = (self.problem, self.n, self.servers);
+        let all_jobs: Vec<usize> = (0..n).collect();
+        let mut best = self.busy_over(&|_| true, &all_jobs);
+        if servers > 64 {
+            return best;
+        }
+        let confined: Vec<u64> = (0..n)
+            .map(|j| {
+                (0..servers)
+                    .filter(|&s| p.fits(j, s))
+                    .fold(0, |m, s| m | 1 << s)
+            })
+            .collect();
+        let everywhere = u64::MAX >> (64 - servers);
+        let mut sets: Vec<(usize, u64)> = Vec::new();
+        for &m in confined.iter().filter(|&&m| m != everywhere) {
+            match sets.iter_mut().find(|(_, set)| *set == m) {
+                Some((count, _)) => *count += 1,
+                None => sets.push((1, m)),
+            }
+        }
+        sets.sort_unstable_by(|a, b| b.cmp(a));
+        for &(_, set) in sets.iter().take(BUSY_SETS) {
+            let (inside, outside): (Vec<usize>, Vec<usize>) =
+                (0..n).partition(|&j| confined[j] & !set == 0);
+            let a = self
+                .busy_over(&|s| set >> s & 1 == 1, &inside)
+                .max(self.start_sum(&inside));
+            let b = self
+                .busy_over(&|_| true, &outside)
+                .max(self.start_sum(&outside));
+            best = best.max(a + b);
+        }
+        best
+    }
+
+    /// The mean-busy-time bound of `jobs` (unplaced) on the pool of the servers `of` holds
+    /// for, at the root.
+    fn busy_over(&mut self, of: &dyn Fn(usize) -> bool, jobs: &[usize]) -> f64 {
+        if jobs.is_empty() {
+            return 0.0;
+        }
+        let p = self.problem;
+        self.d
+            .pooled_usage_of(of, &mut self.pooled_times, &mut self.pooled_usage);
+        let total: Vec<i64> = (0..p.resources())
+            .map(|q| {
+                (0..self.servers)
+                    .filter(|&s| of(s))
+                    .map(|s| p.capacity(s)[q])
+                    .sum()
+            })
+            .collect();
+        let pool = Pool {
+            problem: p,
+            cost: &self.cost,
+            times: &self.pooled_times,
+            usage: &self.pooled_usage,
+            total: &total,
+            usable: &self.usable,
+        };
+        self.busy.bound(&pool, jobs, &self.emin[0])
+    }
+
+    /// The earliest-start bound of `jobs` at the root.
+    fn start_sum(&self, jobs: &[usize]) -> f64 {
+        jobs.iter()
+            .map(|&j| self.cost.job(j, self.emin[0][j]))
+            .sum()
+    }
+
     fn destructive_root_bound(&mut self) -> f64 {
         if self.windows.is_none() || !self.best_total.is_finite() {
             return f64::NEG_INFINITY;

@@ -183,7 +183,7 @@ fn items(root: &mut Search) -> (Vec<Item>, Option<f64>) {
     } else {
         0.0
     };
-    let destructive = root.destructive_root_bound();
+    let destructive = root.root_bound();
     let Some(root_bound) = root.node_bound(0, zero, destructive) else {
         return (Vec::new(), None);
     };
