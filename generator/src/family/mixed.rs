@@ -40,7 +40,7 @@ pub const WALLTIME: (f64, f64) = (30.0, 14_400.0);
 fn draw_server<R: Rng>(rng: &mut R, index: usize) -> Vec<i64> {
     let cores = [32, 64][rng.random_range(0..2usize)];
     let mem = cores * [4, 8][rng.random_range(0..2usize)];
-    let gpus = if index % 2 == 0 {
+    let gpus = if index.is_multiple_of(2) {
         [4, 8][rng.random_range(0..2usize)]
     } else {
         0
