@@ -11,10 +11,9 @@
 //! slope per unit of energy (an exchange argument: moving a unit of a denser job earlier never
 //! costs more; Goemans 1997 for one machine with release dates). With each cost at least
 //! slope_j x C_j plus offset_j (`Cost::linear`), sum of (slope_j x (M_j + p_j / 2) plus
-//! offset_j) bounds the
-//! unplaced jobs' total from below. It adds to the energy bound's pairing what that pairing
-//! leaves out: that a job narrower than the whole pool still takes its full walltime (the
-//! p_j / 2 against a share of it), and which jobs are cheap to delay.
+//! offset_j) bounds the unplaced jobs' total from below. It adds to the energy bound's
+//! pairing what that pairing leaves out: that a job narrower than the whole pool still takes
+//! its full walltime (the p_j / 2 against a share of it), and which jobs are cheap to delay.
 
 use std::collections::BinaryHeap;
 
