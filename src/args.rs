@@ -111,7 +111,7 @@ pub struct ShapeArgs {
     #[arg(long)]
     pub queue: Option<QueueRange>,
 
-    /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4].
+    /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4, mixed 4].
     #[arg(long)]
     pub servers: Option<usize>,
 

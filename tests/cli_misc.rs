@@ -343,7 +343,7 @@ fn bad_arguments_fail_with_a_message_naming_the_problem() {
     fails_with(&["generate", "--queue", "abc"], &["abc", "queue"]);
     fails_with(
         &["generate", "--family", "cloud"],
-        &["cloud", "uniform", "hpc", "dl"],
+        &["cloud", "uniform", "hpc", "dl", "mixed"],
     );
     fails_with(&["generate", "--load", "1.5"], &["load", "1.5"]);
     fails_with(&["generate", "--load=-0.1"], &["load"]);

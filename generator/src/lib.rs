@@ -448,7 +448,7 @@ pub enum GenError {
     },
     /// A family name (the string carried) parsed with `Family`'s `FromStr` is not `uniform`,
     /// `hpc` or `dl`.
-    #[error("unknown family \"{0}\"; expected one of: uniform, hpc, dl")]
+    #[error("unknown family \"{0}\"; expected one of: uniform, hpc, dl, mixed")]
     UnknownFamily(String),
     /// A generated instance failed [`schedlm_model::validate()`]; this is a bug in this crate.
     #[error("internal error: generated instance {index} is invalid: {source}")]

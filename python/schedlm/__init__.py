@@ -104,7 +104,7 @@ def generate_json(
     """Snapshots as JSON lines: exactly the lines ``schedlm generate --family FAMILY --queue
     LO..HI -n COUNT --seed SEED`` (and the same shape options) writes, without newlines.
 
-    ``family`` is ``uniform``, ``hpc`` or ``dl``; ``queue`` a length or an inclusive range.
+    ``family`` is ``uniform``, ``hpc``, ``dl`` or ``mixed``; ``queue`` a length or an inclusive range.
     The keyword options are the command's (``--servers``, ``--running``, ``--load``,
     ``--deps``) and the settings that give headroom (``--max-walltime``, ``--queue-span``,
     ``--wide``, ``--mem-bound``, ``--mixed-nodes``; docs/generator.md).
