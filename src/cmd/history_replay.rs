@@ -372,8 +372,13 @@ fn run_recorded(args: &ReplayArgs) -> Result<()> {
     for &limit in &chosen {
         let (jobs, count) = limits(&work, &fill, limit);
         fills.push((limit, count));
-        let sim = simulation(gpus, jobs)
-            .with_context(|| format!("cannot replay {} on {gpus} GPUs", db.display()))?;
+        let sim = simulation(gpus, jobs).with_context(|| {
+            format!(
+                "cannot replay {} on a pool of {gpus} GPUs (--servers x --gpus-per-node; job \
+                 h<N> is row N of `schedlm history list`)",
+                db.display()
+            )
+        })?;
         sims.push((limit, sim));
     }
     let mut rows = Vec::new();
