@@ -21,9 +21,8 @@
 
 use rand::Rng;
 
-use crate::family::draft::{
-    draw_now_base, fill, running_drafts, shrink_proportional, Draft, DraftJob, Target,
-};
+use crate::family::draft::{draw_now_base, Draft, Target};
+use crate::family::uniform::{place_running, queued_job};
 use crate::Config;
 
 /// Resource names of the family.
@@ -32,8 +31,6 @@ pub const RESOURCES: [&str; 3] = ["cores", "mem_gib", "gpus"];
 pub const MIN_SERVER_CORES: i64 = 32;
 /// Server count when the `servers` option is absent.
 pub const DEFAULT_SERVERS: usize = 4;
-/// Size of the user pool.
-pub const USERS: u32 = 8;
 /// Shortest and longest walltime, seconds.
 pub const WALLTIME: (f64, f64) = (30.0, 14_400.0);
 
@@ -67,17 +64,6 @@ fn draw_demand<R: Rng>(rng: &mut R, caps: &[Vec<i64>]) -> Vec<i64> {
     ]
 }
 
-fn draw_running_demand<R: Rng>(rng: &mut R, caps: &[Vec<i64>]) -> Vec<i64> {
-    let cap = &caps[rng.random_range(0..caps.len())];
-    let cores = rng.random_range(1..=cap[0]);
-    let share = |total: i64| (total * cores + cap[0] - 1) / cap[0];
-    vec![
-        cores,
-        rng.random_range(1..=share(cap[1]).max(1)),
-        rng.random_range(0..=share(cap[2])),
-    ]
-}
-
 fn draw_walltime<R: Rng>(rng: &mut R) -> i64 {
     let (lo, hi) = (WALLTIME.0.ln(), WALLTIME.1.ln());
     (rng.random_range(lo..=hi).exp().round() as i64).clamp(WALLTIME.0 as i64, WALLTIME.1 as i64)
@@ -91,34 +77,12 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
         Some(load) => Target::of(load, &caps),
         None => Target::Count(rng.random_range(0..=3 * n_servers)),
     };
-    let placed = fill(
-        rng,
-        &caps,
-        target,
-        |r| {
-            let demand = draw_running_demand(r, &caps);
-            let walltime = draw_walltime(r);
-            let elapsed = r.random_range(0..walltime);
-            (demand, (walltime, elapsed))
-        },
-        |d, l| shrink_proportional(d, l, false),
-    );
-    let running = running_drafts(placed);
+    let running = place_running(rng, &caps, target, draw_walltime);
     let n_queue = rng.random_range(config.queue_min..=config.queue_max);
     let queue = (0..n_queue)
         .map(|_| {
             let demand = draw_demand(rng, &caps);
-            let walltime = draw_walltime(rng);
-            let runtime =
-                ((walltime as f64 * rng.random_range(0.2..1.0)).ceil() as i64).clamp(1, walltime);
-            DraftJob {
-                ago: rng.random_range(0..=14_400),
-                demand,
-                walltime,
-                runtime: Some(runtime),
-                user: format!("u{}", rng.random_range(0..USERS)),
-                meta: None,
-            }
+            queued_job(rng, demand, draw_walltime, 14_400)
         })
         .collect();
     Draft {

@@ -19,7 +19,7 @@
 use rand::Rng;
 
 use crate::family::draft::{
-    draw_now_base, fill, running_drafts, shrink_proportional, Draft, DraftJob, Target,
+    draw_now_base, fill, running_drafts, shrink_proportional, Draft, DraftJob, DraftRunning, Target,
 };
 use crate::Config;
 
@@ -55,7 +55,7 @@ fn draw_demand<R: Rng>(rng: &mut R, caps: &[Vec<i64>]) -> Vec<i64> {
 /// A running job's demand: a server is picked uniformly, cores uniform on 1..=its cores, and
 /// memory and GPUs uniform up to the same share of the server as the cores (memory at least
 /// 1), so running jobs seldom block a server's cores by filling its memory.
-fn draw_running_demand<R: Rng>(rng: &mut R, caps: &[Vec<i64>]) -> Vec<i64> {
+pub(crate) fn draw_running_demand<R: Rng>(rng: &mut R, caps: &[Vec<i64>]) -> Vec<i64> {
     let cap = &caps[rng.random_range(0..caps.len())];
     let cores = rng.random_range(1..=cap[0]);
     let share = |total: i64| (total * cores + cap[0] - 1) / cap[0];
@@ -70,6 +70,50 @@ fn draw_walltime<R: Rng>(rng: &mut R) -> i64 {
     60 * rng.random_range(1..=120i64)
 }
 
+/// Running jobs as this family places them (and `mixed`): demands from
+/// [`draw_running_demand`], walltimes from `walltime`, a uniform part of each elapsed.
+pub(crate) fn place_running<R: Rng>(
+    rng: &mut R,
+    caps: &[Vec<i64>],
+    target: Target,
+    walltime: fn(&mut R) -> i64,
+) -> Vec<DraftRunning> {
+    let placed = fill(
+        rng,
+        caps,
+        target,
+        |r| {
+            let demand = draw_running_demand(r, caps);
+            let w = walltime(r);
+            let elapsed = r.random_range(0..w);
+            (demand, (w, elapsed))
+        },
+        |d, l| shrink_proportional(d, l, false),
+    );
+    running_drafts(placed)
+}
+
+/// A queued job as this family draws it (and `mixed`): the walltime from `walltime`, a run
+/// time of ceil(walltime x uniform [0.2, 1)), submitted up to `ago_max` seconds before `now`,
+/// by one of [`USERS`] users.
+pub(crate) fn queued_job<R: Rng>(
+    rng: &mut R,
+    demand: Vec<i64>,
+    walltime: fn(&mut R) -> i64,
+    ago_max: i64,
+) -> DraftJob {
+    let walltime = walltime(rng);
+    let runtime = ((walltime as f64 * rng.random_range(0.2..1.0)).ceil() as i64).clamp(1, walltime);
+    DraftJob {
+        ago: rng.random_range(0..=ago_max),
+        demand,
+        walltime,
+        runtime: Some(runtime),
+        user: format!("u{}", rng.random_range(0..USERS)),
+        meta: None,
+    }
+}
+
 pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
     let n_servers = config
         .servers
@@ -81,35 +125,12 @@ pub(crate) fn generate<R: Rng>(config: &Config, rng: &mut R) -> Draft {
         Some(load) => Target::of(load, &caps),
         None => Target::Count(rng.random_range(1..=n_servers)),
     };
-    let placed = fill(
-        rng,
-        &caps,
-        target,
-        |r| {
-            let demand = draw_running_demand(r, &caps);
-            let walltime = draw_walltime(r);
-            let elapsed = r.random_range(0..walltime);
-            (demand, (walltime, elapsed))
-        },
-        |d, l| shrink_proportional(d, l, false),
-    );
-    let running = running_drafts(placed);
-
+    let running = place_running(rng, &caps, target, draw_walltime);
     let n_queue = rng.random_range(config.queue_min..=config.queue_max);
     let queue = (0..n_queue)
         .map(|_| {
             let demand = draw_demand(rng, &caps);
-            let walltime = draw_walltime(rng);
-            let runtime =
-                ((walltime as f64 * rng.random_range(0.2..1.0)).ceil() as i64).clamp(1, walltime);
-            DraftJob {
-                ago: rng.random_range(0..=7_200),
-                demand,
-                walltime,
-                runtime: Some(runtime),
-                user: format!("u{}", rng.random_range(0..USERS)),
-                meta: None,
-            }
+            queued_job(rng, demand, draw_walltime, 7_200)
         })
         .collect();
 
