@@ -1211,60 +1211,23 @@ fn history_replay_reads_the_recorded_history() {
     let bad = run(&["history", "replay", "--margin", "2"]).failed();
     assert!(bad.stderr.contains("give --db or --conf"), "{}", bad.stderr);
     let empty = path_str(&dir.path().join("empty.sqlite"));
-    run(&[
-        "history",
-        "add",
-        "--db",
-        &empty,
-        "--job",
-        &facts,
-        "--outcome",
-        "failed",
-    ])
-    .ok();
+    let add_failed = |extra: &[&str]| {
+        let mut args = vec!["history", "add", "--db", &empty, "--job", &facts];
+        args.extend_from_slice(&["--outcome", "failed"]);
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    add_failed(&[]).ok();
     let bad = run(&["history", "replay", "--db", &empty]).failed();
-    assert!(
-        bad.stderr.contains("no job of the history can be replayed"),
-        "{}",
-        bad.stderr
+    let said = |bad: &common::Run, what: &str| assert!(bad.stderr.contains(what), "{}", bad.stderr);
+    said(&bad, "no job of the history can be replayed");
+    said(
+        &add_failed(&["--submit", "yesterday"]).failed(),
+        "neither Unix seconds",
     );
-    let bad = run(&[
-        "history",
-        "add",
-        "--db",
-        &empty,
-        "--job",
-        &facts,
-        "--outcome",
-        "failed",
-        "--submit",
-        "yesterday",
-    ])
-    .failed();
-    assert!(
-        bad.stderr.contains("neither Unix seconds"),
-        "{}",
-        bad.stderr
-    );
-    let bad = run(&[
-        "history",
-        "add",
-        "--db",
-        &empty,
-        "--job",
-        &facts,
-        "--outcome",
-        "failed",
-        "--submit",
-        "10",
-        "--start",
-        "5",
-    ])
-    .failed();
-    assert!(
-        bad.stderr.contains("before it was submitted"),
-        "{}",
-        bad.stderr
+    said(
+        &add_failed(&["--submit", "10", "--start", "5"]).failed(),
+        "before it was submitted",
     );
 }
 
