@@ -1168,7 +1168,7 @@ fn history_replay_reads_the_recorded_history() {
     let rows = common::parse_jsonl(&out.stdout_text());
     let by = |limit: &str, key: &str| {
         rows.iter()
-            .find(|r| r["plan"] == limit || r["limit"] == limit && r.get(key).is_some())
+            .find(|r| r["limit"] == limit && r.get(key).is_some())
             .map(|r| r[key].clone())
             .unwrap()
     };

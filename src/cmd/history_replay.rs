@@ -121,7 +121,9 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
-    /// Print JSON Lines (one object per replay, then one per plan's error) instead of a table.
+    /// Print JSON Lines (one object per replay, then one per plan's error; with --db, each
+    /// replay keyed by `limit`, then one object per limit with its fill counts) instead of a
+    /// table.
     #[arg(long)]
     pub json: bool,
 }
@@ -440,7 +442,14 @@ fn print_recorded(
 ) -> Result<()> {
     if args.json {
         for r in rows {
-            outln!("{}", serde_json::to_string(r)?)?;
+            // The same figures as the drawn workload's rows, keyed by the limit.
+            let mut value = serde_json::to_value(r)?;
+            if let Some(object) = value.as_object_mut() {
+                if let Some(limit) = object.remove("plan") {
+                    object.insert("limit".into(), limit);
+                }
+            }
+            outln!("{}", serde_json::to_string(&value)?)?;
         }
         for (limit, count) in fills {
             let f = FillRow {
