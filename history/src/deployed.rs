@@ -230,31 +230,29 @@ pub fn workload(history: &[PastJob]) -> Workload {
         if let (Some(start), Some(actual)) = (j.accounting.start, j.actual_s) {
             past.push((start + actual, p));
         }
-        let reason = match (j.accounting.submit, j.accounting.start, j.actual_s) {
-            (None, _, _) => Some("no submit time"),
-            (_, None, _) => Some("no start time"),
-            (_, _, None) => Some("no actual run time"),
-            _ => gpus_of(j).is_none().then_some("no GPU count"),
-        };
-        if let Some(reason) = reason {
-            left_out.push(LeftOut {
-                id: p.id,
-                name: j.name.clone(),
-                reason,
-            });
-            continue;
-        }
-        if let (Some(submit), Some(actual_s), Some(gpus)) =
-            (j.accounting.submit, j.actual_s, gpus_of(j))
-        {
-            jobs.push(RecordedJob {
+        let a = j.accounting;
+        match (a.submit, a.start, j.actual_s, gpus_of(j)) {
+            (Some(submit), Some(_), Some(actual_s), Some(gpus)) => jobs.push(RecordedJob {
                 id: p.id,
                 submit,
                 gpus,
                 actual_s,
                 requested_s: j.requested_s,
                 facts: j.facts.clone(),
-            });
+            }),
+            (submit, start, actual, _) => left_out.push(LeftOut {
+                id: p.id,
+                name: j.name.clone(),
+                reason: if submit.is_none() {
+                    "no submit time"
+                } else if start.is_none() {
+                    "no start time"
+                } else if actual.is_none() {
+                    "no actual run time"
+                } else {
+                    "no GPU count"
+                },
+            }),
         }
     }
     jobs.sort_by_key(|j| (j.submit, j.id));

@@ -178,21 +178,27 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         });
         let sim = Simulation::new(workload.resources.clone(), workload.servers.clone(), jobs)
             .context("cannot set up the replay")?;
-        sims.push((plan, sim));
+        sims.push((plan.name(), sim));
     }
+    let rows = replays(args, &sims)?;
+    print(args, &planner, &errors, &rows)
+}
+
+/// Every (rule, start rule) over each named setup, in that order.
+fn replays(args: &ReplayArgs, sims: &[(&'static str, Simulation)]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &rule in &args.rules {
         for &start in &args.start_rules {
-            for (plan, sim) in &sims {
+            for (name, sim) in sims {
                 let mut policy = RulePolicy::for_trace(rule, sim.jobs());
                 let result = sim
                     .run(&mut policy, start)
                     .with_context(|| format!("replay with {} and {}", rule.name(), start.name()))?;
-                rows.push(row(rule, start, plan.name(), &result, sim));
+                rows.push(row(rule, start, name, &result, sim));
             }
         }
     }
-    print(args, &planner, &errors, &rows)
+    Ok(rows)
 }
 
 fn row(
@@ -381,20 +387,9 @@ fn run_recorded(args: &ReplayArgs) -> Result<()> {
                 db.display()
             )
         })?;
-        sims.push((limit, sim));
+        sims.push((limit.name(), sim));
     }
-    let mut rows = Vec::new();
-    for &rule in &args.rules {
-        for &start in &args.start_rules {
-            for (limit, sim) in &sims {
-                let mut policy = RulePolicy::for_trace(rule, sim.jobs());
-                let result = sim
-                    .run(&mut policy, start)
-                    .with_context(|| format!("replay with {} and {}", rule.name(), start.name()))?;
-                rows.push(row(rule, start, limit.name(), &result, sim));
-            }
-        }
-    }
+    let rows = replays(args, &sims)?;
     print_recorded(args, &db, &fill, gpus, &fills, &rows)
 }
 

@@ -23,7 +23,7 @@
 //!   walltime, which the pooled-energy pairing leaves out. Also over each set of servers some
 //!   jobs fit only on (the GPU servers), those jobs on that set's pool plus the others on the
 //!   whole pool. On `uniform` 16-20 jobs it raises the root bound by up to 10 % (mean
-//!   certified gap at 1 s 15.0 % -> 11 %); at nodes it cost more time than it pruned.
+//!   certified gap at 1 s 15.0 % -> 9.9 %); at nodes it cost more time than it pruned.
 //! - **disjunctive clique** (makespan on one server): two jobs whose demands together exceed
 //!   the server's capacity in some resource can never run at the same time. A greedy clique
 //!   of such pairwise-conflicting unplaced jobs (longest first) runs one job at a time, each
@@ -567,7 +567,7 @@ impl<'p> Search<'p> {
         let (p, n, servers) = (self.problem, self.n, self.servers);
         let all_jobs: Vec<usize> = (0..n).collect();
         let mut best = self.busy_over(&|_| true, &all_jobs);
-        if servers > 64 {
+        if servers == 0 || servers > 64 {
             return best;
         }
         let confined: Vec<u64> = (0..n)
