@@ -74,6 +74,19 @@ impl Problem {
         crate::repair(self, &all)
     }
 
+    /// Per queued job, the longest chain of walltimes of the queued jobs that depend on it,
+    /// directly or not (0 without dependents): after the job ends, the makespan lasts at least
+    /// that much longer.
+    pub fn tails(&self) -> Vec<Time> {
+        let mut tail = vec![0; self.jobs()];
+        for &k in self.topological_order().iter().rev() {
+            for &j in self.deps(k) {
+                tail[j] = tail[j].max(self.walltime(k) + tail[k]);
+            }
+        }
+        tail
+    }
+
     /// Validates `instance` and compiles it.
     pub fn new(instance: &Instance) -> Result<Problem, InstanceError> {
         validate(instance)?;

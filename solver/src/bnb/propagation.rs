@@ -13,6 +13,13 @@
 //! jobs' `est`, `lst` and `ect`, `t2` among their `lct`, `ect` and `lst` (Baptiste, Le Pape and
 //! Nuijten, *Constraint-Based Scheduling*, 2001, ch. 3).
 //!
+//! On one server, the jobs of each clique of pairwise-conflicting jobs (`jackson.rs`) run one
+//! at a time: the preemptive one-machine schedule with heads `est` and tails `T - lct` must
+//! meet `T` (overload), and edge finding (for a task interval `O` of the clique and a member
+//! `i` outside it: when `O` and `i` cannot all end by `O`'s latest completion, `i` ends after
+//! all of `O`; symmetrically before) tightens the windows. With them the root bound of
+//! PSPLIB j309_1 rose from 75 to 83 (its optimum, proven in 0.3 s instead of not in 10 s).
+//!
 //! A horizon proven infeasible is a proof that the optimum is later, whatever the test says of
 //! other horizons, so the destructive bound (Klein and Scholl, 1999) may search the horizons
 //! by bisection: the latest horizon found infeasible, plus one, is a lower bound. At the root a
@@ -22,6 +29,8 @@
 //! 16-30 jobs, and raised the root bound of PSPLIB j305_3 from 61 to 67 (optimum 76).
 
 use schedlm_model::{Dispatcher, Problem, Time};
+
+use super::jackson::{Jackson, Member};
 
 /// Most rounds of propagation per test (each round only shrinks windows; the limit only keeps
 /// a pathological instance from looping long, it never makes the test unsound).
@@ -68,22 +77,22 @@ pub(super) struct Propagation {
     /// Shaving: the windows before a trial.
     saved_est: Vec<Time>,
     saved_lct: Vec<Time>,
+    /// Cliques of conflicting jobs (bit sets; one server only) for the one-machine test.
+    cliques: Vec<u128>,
+    jackson: Jackson,
+    members: Vec<Member>,
+    in_clique: Vec<usize>,
+    /// The horizon of the current test.
+    horizon: Time,
 }
 
 impl Propagation {
-    pub(super) fn new(problem: &Problem, conflict: &[u128]) -> Propagation {
+    pub(super) fn new(problem: &Problem, conflict: &[u128], cliques: &[u128]) -> Propagation {
         let n = problem.jobs();
         let r = problem.resources();
-        let topo = problem.topological_order();
-        let mut tail = vec![0; n];
-        for &k in topo.iter().rev() {
-            for &j in problem.deps(k) {
-                tail[j] = tail[j].max(problem.walltime(k) + tail[k]);
-            }
-        }
         Propagation {
-            tail,
-            topo,
+            tail: problem.tails(),
+            topo: problem.topological_order(),
             conflict: conflict.to_vec(),
             capacity: (0..r)
                 .map(|q| (0..problem.servers()).map(|s| problem.capacity(s)[q]).sum())
@@ -101,6 +110,11 @@ impl Propagation {
             avail: Vec::new(),
             saved_est: vec![0; n],
             saved_lct: vec![0; n],
+            cliques: cliques.to_vec(),
+            jackson: Jackson::default(),
+            members: Vec::with_capacity(n),
+            in_clique: Vec::with_capacity(n),
+            horizon: 0,
         }
     }
 
@@ -151,6 +165,7 @@ impl Propagation {
         horizon: Time,
     ) -> Option<bool> {
         self.open.clear();
+        self.horizon = horizon;
         for (j, &earliest) in est.iter().enumerate().take(problem.jobs()) {
             if d.is_placed(j) {
                 if d.start(j) + problem.walltime(j) > horizon {
@@ -185,6 +200,13 @@ impl Propagation {
                 None => return true,
             }
             match self.pairs(problem) {
+                Some(c) => changed |= c,
+                None => return true,
+            }
+            if self.one_machine_overload(problem) {
+                return true;
+            }
+            match self.edge_finding(problem) {
                 Some(c) => changed |= c,
                 None => return true,
             }
@@ -448,6 +470,92 @@ impl Propagation {
         Some(changed)
     }
 
+    /// The one-machine test: the unplaced jobs of a clique run one at a time, each not before
+    /// its earliest start and leaving its tail to the horizon (`T - lct`); whether even their
+    /// preemptive schedule (`jackson.rs`) overruns the horizon.
+    fn one_machine_overload(&mut self, problem: &Problem) -> bool {
+        for k in 0..self.cliques.len() {
+            self.members.clear();
+            for &j in &self.open {
+                if self.cliques[k] >> j & 1 == 1 {
+                    self.members.push(Member {
+                        head: self.est[j],
+                        walltime: problem.walltime(j),
+                        tail: self.horizon - self.lct[j],
+                    });
+                }
+            }
+            if self.members.len() > 1 && self.jackson.bound(&mut self.members) > self.horizon {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Edge finding on each clique (one job at a time): for a task interval `O` (the clique's
+    /// unplaced jobs whose windows lie within `[est_a, lct_b]`) and a member `i` outside it,
+    /// when `O` and `i` cannot all end by `lct(O)`, `i` ends after all of `O`, so it starts no
+    /// earlier than `O`'s earliest start plus its walltimes; symmetrically, when they cannot
+    /// all start from `est(O)` on, `i` ends before all of `O`. `None` when a window empties.
+    fn edge_finding(&mut self, problem: &Problem) -> Option<bool> {
+        let mut changed = false;
+        for k in 0..self.cliques.len() {
+            let clique = self.cliques[k];
+            let mut jobs = std::mem::take(&mut self.in_clique);
+            jobs.clear();
+            jobs.extend(self.open.iter().copied().filter(|&j| clique >> j & 1 == 1));
+            let found = self.edge_find_in(problem, &jobs);
+            self.in_clique = jobs;
+            changed |= found?;
+        }
+        Some(changed)
+    }
+
+    /// [`Propagation::edge_finding`] on the unplaced members `jobs` of one clique.
+    fn edge_find_in(&mut self, problem: &Problem, jobs: &[usize]) -> Option<bool> {
+        let mut changed = false;
+        for &a in jobs {
+            for &b in jobs {
+                let (lo, hi) = (self.est[a], self.lct[b]);
+                if lo >= hi {
+                    continue;
+                }
+                let mut work = 0;
+                let mut inside: u128 = 0;
+                for &j in jobs {
+                    if self.est[j] >= lo && self.lct[j] <= hi {
+                        work += problem.walltime(j);
+                        inside |= 1 << j;
+                    }
+                }
+                if inside == 0 {
+                    continue;
+                }
+                if lo + work > hi {
+                    return None;
+                }
+                for &i in jobs {
+                    if inside >> i & 1 == 1 {
+                        continue;
+                    }
+                    let p = problem.walltime(i);
+                    if self.est[i].min(lo) + work + p > hi && self.est[i] < lo + work {
+                        self.est[i] = lo + work;
+                        changed = true;
+                    }
+                    if lo + work + p > self.lct[i].max(hi) && self.lct[i] > hi - work {
+                        self.lct[i] = hi - work;
+                        changed = true;
+                    }
+                    if self.empty(problem, i) {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(changed)
+    }
+
     /// The energetic check on the propagated windows: whether some interval needs more energy
     /// than is free in it.
     fn energy_overload(&mut self, problem: &Problem) -> bool {
@@ -578,7 +686,9 @@ mod tests {
                         let (order, best) = brute_force(&p, Objective::Makespan, variant);
                         let horizon = p.now() + best as Time;
                         let conflict = crate::bnb::conflicts(&p, Objective::Makespan);
-                        let mut test = Propagation::new(&p, &conflict);
+                        let tail = p.tails();
+                        let cliques = crate::bnb::jackson::choose_cliques(&p, &conflict, &tail);
+                        let mut test = Propagation::new(&p, &conflict, &cliques);
                         let mut d = Dispatcher::new(&p, variant);
                         let root = earliest_starts(&p, &d, variant);
                         let low = (0..p.jobs())
