@@ -389,7 +389,12 @@ impl<'p> Search<'p> {
             .map(|q| (0..servers).map(|s| problem.capacity(s)[q]).sum())
             .collect();
         let conflict = conflicts(problem, objective);
-        let tail = problem.tails();
+        // Tails serve the clique bound only (makespan on one server).
+        let tail = if conflict.is_empty() {
+            Vec::new()
+        } else {
+            problem.tails()
+        };
         let cliques = choose_cliques(problem, &conflict, &tail);
         Search {
             problem,
