@@ -29,6 +29,7 @@ pub mod canonical;
 pub mod cost;
 mod deadline;
 pub mod greedy;
+mod justify;
 pub mod local;
 pub mod lookahead;
 #[cfg(feature = "milp")]

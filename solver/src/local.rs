@@ -23,6 +23,13 @@
 //!   dependency-feasible too. (Accepting orders worse by a threshold of 0.2% or 2% of the
 //!   gap to the lower bound below made no measurable difference on 60-100-job queues.)
 //!
+//! - **Double justification** (makespan, queues of at most 200 jobs; `justify.rs`). Each
+//!   local optimum's schedule is shifted right, then left, and the order of the result
+//!   replaces the current one while that shortens the makespan (the search then goes on from
+//!   there). On the 144 shared PSPLIB j30 instances (`--solver ls --time-limit 1s`) it takes
+//!   the orders at the published optimum from 99 to 120 and the mean excess over it from
+//!   1.24 % to 0.57 %.
+//!
 //! # Incremental evaluation
 //!
 //! One [`Dispatcher`] holds the order evaluated last (possibly only a prefix of it), with the
@@ -66,6 +73,7 @@ use schedlm_model::{check_permutation, repair, Dispatcher, Objective, Problem, T
 
 use crate::cost::Cost;
 use crate::deadline::Deadline;
+use crate::justify::{justify, JUSTIFY_MAX_JOBS};
 use crate::rules::best_rule;
 
 /// Budget, seed and starting point of a local search run.
@@ -298,6 +306,8 @@ fn identity(cost: &Cost) -> f64 {
 
 struct Search<'p> {
     problem: &'p Problem,
+    /// Makespan on a queue short enough: local optima are also justified (`justify.rs`).
+    justified: Option<Variant>,
     eval: Evaluator<'p>,
     rng: ChaCha8Rng,
     n: usize,
@@ -346,6 +356,8 @@ impl<'p> Search<'p> {
         let floor_sum = eval.floor.iter().sum();
         let mut search = Search {
             problem,
+            justified: (objective == Objective::Makespan && n <= JUSTIFY_MAX_JOBS)
+                .then_some(variant),
             eval,
             rng: ChaCha8Rng::seed_from_u64(options.seed),
             n,
@@ -405,6 +417,7 @@ impl<'p> Search<'p> {
             return;
         }
         self.local_search();
+        self.justify_current();
         while !self.stop() {
             self.saved.clone_from(&self.cur);
             let saved_total = self.cur_total;
@@ -413,9 +426,34 @@ impl<'p> Search<'p> {
                 break;
             }
             self.local_search();
+            self.justify_current();
             if self.cur_total > saved_total + Self::eps(saved_total) {
                 std::mem::swap(&mut self.cur, &mut self.saved);
                 self.set_current();
+            }
+        }
+    }
+
+    /// Makespan: replaces the current order by its double justification (`justify.rs`) while
+    /// that shortens it, then searches from there again.
+    fn justify_current(&mut self) {
+        let Some(variant) = self.justified else {
+            return;
+        };
+        while !self.stop() {
+            let Some(justified) = justify(self.problem, &self.cur, variant) else {
+                return;
+            };
+            self.saved.clone_from(&self.cur);
+            let before = self.cur_total;
+            self.cur = justified;
+            self.set_current();
+            if self.cur_total < before - Self::eps(before) {
+                self.local_search();
+            } else {
+                std::mem::swap(&mut self.cur, &mut self.saved);
+                self.set_current();
+                return;
             }
         }
     }
