@@ -11,7 +11,7 @@
 
 use std::cmp::Reverse;
 
-use schedlm_model::{dispatch, Problem, Time, Variant};
+use schedlm_model::{Problem, Time};
 
 /// Longest queue justified (the backward pass is cubic in the queue length).
 pub(crate) const JUSTIFY_MAX_JOBS: usize = 200;
@@ -19,22 +19,20 @@ pub(crate) const JUSTIFY_MAX_JOBS: usize = 200;
 /// A job placed by the backward pass: server, start, end, job.
 type Held = (usize, Time, Time, usize);
 
-/// The order of the right-justified schedule of `order`'s schedule, or `None` when a job
-/// cannot end by the makespan without starting before it is released (running jobs block the
-/// start of the schedule).
-pub(crate) fn justify(problem: &Problem, order: &[usize], variant: Variant) -> Option<Vec<usize>> {
+/// The order of the right-justified schedule of a schedule (`start`: each queued job's start,
+/// as the dispatcher placed it; `dependents`: the queued jobs that depend on each job), or
+/// `None` when a job cannot end by the makespan without starting before it is released
+/// (running jobs block the start of the schedule).
+pub(crate) fn justify(
+    problem: &Problem,
+    start: &[Time],
+    dependents: &[Vec<usize>],
+) -> Option<Vec<usize>> {
     let n = problem.jobs();
-    let forward = dispatch(problem, order, variant).ok()?;
-    let end = |j: usize| forward.start[j] + problem.walltime(j);
+    let end = |j: usize| start[j] + problem.walltime(j);
     let horizon = (0..n).map(end).max()?;
-    let mut dependents = vec![Vec::new(); n];
-    for j in 0..n {
-        for &d in problem.deps(j) {
-            dependents[d].push(j);
-        }
-    }
     let mut by_end: Vec<usize> = (0..n).collect();
-    by_end.sort_by_key(|&j| (Reverse(end(j)), Reverse(forward.start[j]), j));
+    by_end.sort_by_key(|&j| (Reverse(end(j)), Reverse(start[j]), j));
     let mut late = vec![Time::MIN; n];
     let mut held: Vec<Held> = Vec::with_capacity(n);
     let mut ends: Vec<Time> = Vec::with_capacity(n + 1);
@@ -100,7 +98,7 @@ fn room(problem: &Problem, held: &[Held], s: usize, j: usize, a: Time, b: Time) 
 mod tests {
     use super::*;
     use schedlm_generator::{generate_one, Config, Family};
-    use schedlm_model::Objective;
+    use schedlm_model::{dispatch, Objective, Variant};
 
     /// On one server the justified order's makespan is never longer, and it is shorter on
     /// some instances (so the pass does something).
@@ -117,9 +115,16 @@ mod tests {
                 let instance = generate_one(&config, index).expect("valid config");
                 let p = Problem::new(&instance).expect("valid instance");
                 let order: Vec<usize> = (0..p.jobs()).rev().collect();
+                let mut dependents = vec![Vec::new(); p.jobs()];
+                for j in 0..p.jobs() {
+                    for &d in p.deps(j) {
+                        dependents[d].push(j);
+                    }
+                }
                 for variant in [Variant::Serial, Variant::Strict] {
                     let (_, before) = p.evaluate(&order, Objective::Makespan, variant);
-                    let Some(justified) = justify(&p, &order, variant) else {
+                    let schedule = dispatch(&p, &order, variant).expect("a permutation");
+                    let Some(justified) = justify(&p, &schedule.start, &dependents) else {
                         continue;
                     };
                     let (_, after) = p.evaluate(&justified, Objective::Makespan, variant);

@@ -307,7 +307,7 @@ fn identity(cost: &Cost) -> f64 {
 struct Search<'p> {
     problem: &'p Problem,
     /// Makespan on a queue short enough: local optima are also justified (`justify.rs`).
-    justified: Option<Variant>,
+    justified: bool,
     eval: Evaluator<'p>,
     rng: ChaCha8Rng,
     n: usize,
@@ -356,8 +356,7 @@ impl<'p> Search<'p> {
         let floor_sum = eval.floor.iter().sum();
         let mut search = Search {
             problem,
-            justified: (objective == Objective::Makespan && n <= JUSTIFY_MAX_JOBS)
-                .then_some(variant),
+            justified: objective == Objective::Makespan && n <= JUSTIFY_MAX_JOBS,
             eval,
             rng: ChaCha8Rng::seed_from_u64(options.seed),
             n,
@@ -437,11 +436,13 @@ impl<'p> Search<'p> {
     /// Makespan: replaces the current order by its double justification (`justify.rs`) while
     /// that shortens it, then searches from there again.
     fn justify_current(&mut self) {
-        let Some(variant) = self.justified else {
+        if !self.justified {
             return;
-        };
+        }
         while !self.stop() {
-            let Some(justified) = justify(self.problem, &self.cur, variant) else {
+            // `cur` is committed: the evaluator holds its schedule.
+            let Some(justified) = justify(self.problem, &self.eval.ref_start, &self.dependents)
+            else {
                 return;
             };
             self.saved.clone_from(&self.cur);

@@ -66,12 +66,41 @@ impl Jackson {
     }
 }
 
+/// The queue's jobs, longest walltime first (the order greedy cliques grow in).
+pub(super) fn longest_first(problem: &Problem) -> Vec<usize> {
+    let mut jobs: Vec<usize> = (0..problem.jobs()).collect();
+    jobs.sort_by_key(|&j| (std::cmp::Reverse(problem.walltime(j)), j));
+    jobs
+}
+
+/// The clique grown from `seed` (a bit set of pairwise-conflicting jobs; may be empty) by
+/// adding, in the order `by_length`, each job with `open(j)` that conflicts with every member.
+pub(super) fn greedy_clique(
+    conflict: &[u128],
+    by_length: &[usize],
+    seed: u128,
+    open: impl Fn(usize) -> bool,
+) -> u128 {
+    let mut members = seed;
+    for &j in by_length {
+        if open(j) && conflict[j] & members == members {
+            members |= 1 << j;
+        }
+    }
+    members
+}
+
 /// Cliques of pairwise-conflicting jobs (`conflict`, bit sets) for the one-machine bound: the
-/// greedy clique grown from each job (then longest walltime first), the [`CLIQUES`] with the
-/// highest bound kept, scored with heads from the release times and dependency chains and
-/// tails `tail`. The greedy clique of all jobs, longest first, alone can miss the strongest
-/// one: PSPLIB j309_2's bound rises from 66 to 89 (optimum 92).
-pub(super) fn choose_cliques(problem: &Problem, conflict: &[u128], tail: &[Time]) -> Vec<u128> {
+/// greedy clique grown from each job (then in the order `by_length`, longest first), the
+/// [`CLIQUES`] with the highest bound kept, scored with heads from the release times and
+/// dependency chains and tails `tail`. The greedy clique of all jobs, longest first, alone can
+/// miss the strongest one: PSPLIB j309_2's bound rises from 66 to 89 (optimum 92).
+pub(super) fn choose_cliques(
+    problem: &Problem,
+    conflict: &[u128],
+    tail: &[Time],
+    by_length: &[usize],
+) -> Vec<u128> {
     let n = problem.jobs();
     if conflict.is_empty() {
         return Vec::new();
@@ -83,18 +112,11 @@ pub(super) fn choose_cliques(problem: &Problem, conflict: &[u128], tail: &[Time]
             head[j] = head[j].max(head[d] + problem.walltime(d));
         }
     }
-    let mut by_length: Vec<usize> = (0..n).collect();
-    by_length.sort_by_key(|&j| (std::cmp::Reverse(problem.walltime(j)), j));
     let mut jackson = Jackson::default();
     let mut members_of = Vec::with_capacity(n);
     let mut found: Vec<(Time, u128)> = Vec::new();
     for seed in 0..n {
-        let mut members: u128 = 1 << seed;
-        for &j in &by_length {
-            if conflict[j] & members == members {
-                members |= 1 << j;
-            }
-        }
+        let members = greedy_clique(conflict, by_length, 1 << seed, |_| true);
         if members.count_ones() < 2 || found.iter().any(|&(_, m)| m == members) {
             continue;
         }

@@ -37,10 +37,10 @@
 //!   `T` gives every unplaced job a window from its earliest start to `T` less the chain of
 //!   its dependents; propagating dependencies, the timetable of compulsory parts,
 //!   disjunctive pairs and, on each clique, the one-machine test and edge finding through
-//!   the windows (and, at the root, an energetic check and
-//!   shaving) can show that no completion meets `T`. At the root this gives a destructive
-//!   bound (a bisection over horizons: one more than the latest refuted); at a node on one server, a
-//!   refuted "incumbent less one second" prunes it. On PSPLIB j30 it is what proves the
+//!   the windows (and, at the root, an energetic check and shaving) can show that no
+//!   completion meets `T`. At the root this gives a destructive bound (a bisection over
+//!   horizons: one more than the latest refuted); at a node on one server, a refuted
+//!   "incumbent less one second" prunes it (within 8 levels of the root, with shaving too). On PSPLIB j30 it is what proves the
 //!   tightest set (j305) in seconds.
 //!
 //! - **delay** (bsld, wait and flow; serial dispatcher; no queued dependencies; queues of at
@@ -95,7 +95,7 @@ mod propagation;
 
 use busy::{BusyTime, Pool};
 use delay::DelayBound;
-use jackson::{choose_cliques, Jackson, Member};
+use jackson::{choose_cliques, greedy_clique, longest_first, Jackson, Member};
 use propagation::Propagation;
 
 /// Limits and starting point of a branch and bound run.
@@ -395,7 +395,8 @@ impl<'p> Search<'p> {
         } else {
             problem.tails()
         };
-        let cliques = choose_cliques(problem, &conflict, &tail);
+        let by_length = longest_first(problem);
+        let cliques = choose_cliques(problem, &conflict, &tail, &by_length);
         Search {
             problem,
             cost: Cost::new(problem, objective),
@@ -440,11 +441,7 @@ impl<'p> Search<'p> {
             delay: (!objective.is_max() && variant == Variant::Serial && n <= DELAY_MAX_JOBS)
                 .then(|| DelayBound::new(problem))
                 .flatten(),
-            by_length: {
-                let mut jobs: Vec<usize> = (0..n).collect();
-                jobs.sort_by_key(|&j| (std::cmp::Reverse(problem.walltime(j)), j));
-                jobs
-            },
+            by_length,
             clique: Vec::with_capacity(n),
             jackson: Jackson::default(),
             cliques,
@@ -681,8 +678,9 @@ impl<'p> Search<'p> {
     /// the incumbent's makespan less one second (makespans are whole seconds), which prunes
     /// it. Where that fails within [`SHAVED_LEVELS`] of the root, the test is repeated with
     /// shaving, while shaving has cost fewer propagations than the search has nodes (about
-    /// half the time; counted, not timed, so a node-limited search stays deterministic). Only on one server: with several, pooling their capacity makes the timetable too
-    /// weak to pay for itself per node (4-server `uniform`, 12 jobs: the median time to proof
+    /// half the time; counted, not timed, so a node-limited search stays deterministic).
+    /// Only on one server: with several, pooling their capacity makes the timetable too weak
+    /// to pay for itself per node (4-server `uniform`, 12 jobs: the median time to proof
     /// tripled). Sampled like the energy bound ([`Sampling`]); without the energetic check,
     /// which costs 8x as much per node and pruned almost nothing more on PSPLIB j30.
     fn window_test_prunes(&mut self, level: usize) -> bool {
@@ -874,12 +872,8 @@ impl<'p> Search<'p> {
     /// the greedy clique of the unplaced jobs (longest first) and of the unplaced members of
     /// the cliques chosen at the start (`jackson::choose_cliques`).
     fn clique_bound(&mut self, level: usize) -> f64 {
-        let mut members: u128 = 0;
-        for &j in &self.by_length {
-            if !self.d.is_placed(j) && self.conflict[j] & members == members {
-                members |= 1 << j;
-            }
-        }
+        let d = &self.d;
+        let members = greedy_clique(&self.conflict, &self.by_length, 0, |j| !d.is_placed(j));
         let mut best = self.one_machine(level, members);
         for k in 0..self.cliques.len() {
             best = best.max(self.one_machine(level, self.cliques[k]));

@@ -730,7 +730,9 @@ mod tests {
                         let horizon = p.now() + best as Time;
                         let conflict = crate::bnb::conflicts(&p, Objective::Makespan);
                         let tail = p.tails();
-                        let cliques = crate::bnb::jackson::choose_cliques(&p, &conflict, &tail);
+                        let by_length = crate::bnb::jackson::longest_first(&p);
+                        let cliques =
+                            crate::bnb::jackson::choose_cliques(&p, &conflict, &tail, &by_length);
                         let mut test = Propagation::new(&p, &conflict, &cliques);
                         let mut d = Dispatcher::new(&p, variant);
                         let root = earliest_starts(&p, &d, variant);
