@@ -254,6 +254,35 @@ pub fn parse_seconds(s: &str) -> Result<i64, String> {
     Ok(seconds)
 }
 
+/// `--work-limit`: units of counted search work (`schedlm_solver::work`), or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkLimit(pub Option<u64>);
+
+impl std::fmt::Display for WorkLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => f.write_str("none"),
+            Some(w) if w % 1_000_000 == 0 => write!(f, "{}M", w / 1_000_000),
+            Some(w) if w % 1_000 == 0 => write!(f, "{}k", w / 1_000),
+            Some(w) => write!(f, "{w}"),
+        }
+    }
+}
+
+/// Parses a work limit that must be a number (no `none`).
+pub fn parse_work(s: &str) -> Result<u64, String> {
+    schedlm_solver::work::parse_work(s)
+}
+
+/// Parses `--work-limit`: a whole number of units with an optional k, M or G (`5M`), or
+/// `none` (the clock alone decides; give a time limit then).
+pub fn parse_work_limit(s: &str) -> Result<WorkLimit, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(WorkLimit(None));
+    }
+    schedlm_solver::work::parse_work(s).map(|w| WorkLimit(Some(w)))
+}
+
 /// Parses a duration such as `10s`, `500ms`, `2m` or `1h 30m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)

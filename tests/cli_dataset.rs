@@ -807,3 +807,171 @@ fn temporary_chunks_of_a_failed_build_are_removed_on_resume() {
     );
     assert!(parts.join("chunk-00000000.jsonl").exists());
 }
+
+/// The default budget (a work limit) on `uniform` 16..20, with a smaller limit to keep the test
+/// short: some labels end unproven, so the limit decides them.
+const DEFAULT_BUDGET: [&str; 8] = [
+    "--family",
+    "uniform",
+    "-n",
+    "40",
+    "--queue",
+    "16..20",
+    "--work-limit",
+    "1M",
+];
+
+/// Busy threads on every core while alive (the artificial load of the issue on budgets).
+struct Load(
+    Vec<std::thread::JoinHandle<()>>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
+
+impl Load {
+    fn start(threads: usize) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let handles = (0..threads)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 1u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005) ^ 7);
+                    }
+                })
+            })
+            .collect();
+        Load(handles, stop)
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.1.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in self.0.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Builds shard `shard` into `part`, SIGKILLs it once its first chunk is written (a requeued
+/// array task), then builds it again to the end.
+fn build_requeued(part: &Path, args: &[&str]) {
+    let mut cmd = common::command();
+    cmd.args(["dataset", "build", "-q", "-j", "1", "-o", &path_str(part)])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
+        let written = fs::read_dir(part.join("parts")).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        });
+        if written {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    build(part, &[args, &["-j", "2"]].concat()).ok();
+}
+
+/// The outcome of the issue on budgets: the default build's bytes do not depend on the load,
+/// on -j, or on being built as four shards, one of them killed and requeued, and merged.
+/// Every record states its budget, and the limit decides some labels.
+#[test]
+fn default_builds_are_the_same_under_load_with_any_threads_and_shards() {
+    let dir = tempdir();
+    let idle = dir.path().join("idle");
+    build(
+        &idle,
+        &[&DEFAULT_BUDGET[..], &["-j", "1", "--chunk", "8"]].concat(),
+    )
+    .ok();
+    let all = records(&idle);
+    assert!(all.len() >= 30, "{} records", all.len());
+    for (_, r) in &all {
+        assert_eq!(r["budget"]["work_limit"], 1_000_000, "{r}");
+        assert!(r["budget"].get("time_limit_ms").is_none(), "{r}");
+        assert!(
+            r["work"].as_u64().is_some_and(|w| w > 0 && w <= 1_010_000),
+            "{}",
+            r["work"]
+        );
+        assert_ne!(r["status"], "time_limit");
+    }
+    let decided = all
+        .iter()
+        .filter(|(_, r)| r["status"] == "work_limit")
+        .count();
+    assert!(decided > 0, "no label was stopped by the work limit");
+
+    let _load = Load::start(4);
+    let loaded = dir.path().join("loaded");
+    build(
+        &loaded,
+        &[&DEFAULT_BUDGET[..], &["-j", "2", "--chunk", "8"]].concat(),
+    )
+    .ok();
+    assert_same_files(&idle, &loaded);
+
+    let mut parts = Vec::new();
+    for k in 1..=4 {
+        let part = dir.path().join(format!("part{k}"));
+        let shard = format!("{k}/4");
+        let args = [&DEFAULT_BUDGET[..], &["--shard", &shard, "--chunk", "8"]].concat();
+        if k == 2 {
+            build_requeued(&part, &args);
+        } else {
+            build(&part, &[&args[..], &["-j", "2"]].concat()).ok();
+        }
+        parts.push(path_str(&part));
+    }
+    let merged = dir.path().join("merged");
+    let mut m = vec![
+        "dataset".to_string(),
+        "merge".into(),
+        "-o".into(),
+        path_str(&merged),
+    ];
+    m.extend(parts);
+    run(&m).ok();
+    assert_same_files(&idle, &merged);
+}
+
+/// A wall-clock cap that stops solves is reported: the records say `time_limit`, the manifest
+/// counts them and the build warns that it is not reproducible.
+#[test]
+fn a_time_cap_that_stops_labels_is_counted_and_warned_about() {
+    let dir = tempdir();
+    let out = dir.path().join("capped");
+    let run = build(
+        &out,
+        &[
+            "--family",
+            "uniform",
+            "-n",
+            "12",
+            "--queue",
+            "30..30",
+            "--work-limit",
+            "1G",
+            "--time-limit",
+            "30ms",
+        ],
+    )
+    .ok();
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let capped = records(&out)
+        .iter()
+        .filter(|(_, r)| r["status"] == "time_limit")
+        .count() as u64;
+    assert!(capped > 0, "the cap stopped nothing");
+    assert_eq!(manifest["time_limited"], capped);
+    assert_eq!(manifest["args"]["time_limit_ms"], 30);
+    assert!(run.stderr.contains("not reproducible"), "{}", run.stderr);
+}

@@ -101,6 +101,9 @@ pub(crate) struct Head {
     pub split: Split,
     pub family: String,
     pub proven_optimal: bool,
+    /// How the solve ended (`time_limit`: the clock stopped it).
+    #[serde(default)]
+    pub status: String,
     /// Absent in records built before difficulty was stored.
     #[serde(default)]
     pub difficulty: Option<crate::difficulty::Difficulty>,

@@ -107,8 +107,15 @@ pub struct BuildArgs {
     pub objective: Objective,
     /// Dispatcher of the labels, values and prompts: `serial`, or `strict` with `--strict`.
     pub variant: Variant,
-    /// Wall-clock limit of one solve, in milliseconds.
-    pub time_limit_ms: u64,
+    /// Counted work of one solve (`--work-limit`, `schedlm_solver::work`): the budget that
+    /// makes a build the same on every machine. `None`: the clock decides (builds before work
+    /// limits, or `--work-limit none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_limit: Option<u64>,
+    /// Wall-clock limit of one solve, in milliseconds (`--time-limit`): with a work limit only
+    /// a cap. `None`: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_ms: Option<u64>,
     /// Most branch-and-bound nodes per solve (`--node-limit`), a deterministic budget; `None`
     /// for no node limit.
     pub node_limit: Option<u64>,
@@ -145,7 +152,8 @@ impl BuildArgs {
             solver: self.solver,
             objective: self.objective,
             variant: self.variant,
-            time_limit: Duration::from_millis(self.time_limit_ms),
+            work_limit: self.work_limit,
+            time_limit: self.time_limit_ms.map(Duration::from_millis),
             node_limit: self.node_limit,
             seed: self.solver_seed,
             // Records are solved in parallel, one per thread.
@@ -191,6 +199,11 @@ pub struct Manifest {
     /// Records whose label is proven optimal (`proven_optimal: true`), over all splits; every
     /// step record counts.
     pub proven_optimal: u64,
+    /// Records whose solve the wall clock stopped (`status: time_limit`): their labels depend
+    /// on the machine and its load, so the build is not reproducible. Counted like
+    /// `proven_optimal`; absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub time_limited: u64,
     /// Exact duplicates (same fingerprint as an earlier item) left out.
     pub duplicates: u64,
     /// Input items left out, in source order: invalid `--from` lines (with `--skip-invalid`)
@@ -235,6 +248,7 @@ pub(crate) struct Tally {
     pub records: BTreeMap<Split, u64>,
     pub families: BTreeMap<String, u64>,
     pub proven_optimal: u64,
+    pub time_limited: u64,
     pub duplicates: u64,
     pub skipped: Vec<Skipped>,
     pub filtered: u64,
@@ -246,6 +260,7 @@ impl Tally {
         *self.records.entry(head.split).or_default() += 1;
         *self.families.entry(head.family.clone()).or_default() += 1;
         self.proven_optimal += u64::from(head.proven_optimal);
+        self.time_limited += u64::from(head.status == "time_limit");
         if let (Some(d), 0) = (&head.difficulty, head.position().1) {
             self.difficulty.add(head.instance.queue.len(), d);
         }
@@ -263,6 +278,7 @@ impl Tally {
             records,
             families: self.families,
             proven_optimal: self.proven_optimal,
+            time_limited: self.time_limited,
             duplicates: self.duplicates,
             skipped: self.skipped,
             filtered: self.filtered,

@@ -16,6 +16,7 @@ use schedlm_model::lines::TextLines;
 use schedlm_model::{repair, text_lines, tied, Instance, Objective, Problem, Variant};
 use schedlm_solver::canonical::{canonical_order, follow_listing, ranking, Ranking, NODE_LIMIT};
 use schedlm_solver::portfolio::Solution;
+use schedlm_solver::work::Budget;
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::{fingerprint, Fingerprint};
@@ -101,6 +102,15 @@ pub struct Record {
     pub solver: String,
     /// Branch-and-bound nodes the solve explored.
     pub nodes: u64,
+    /// Units of work the solve spent (`schedlm_solver::work`); under a work limit the same on
+    /// every machine. 0 in records written before work was counted.
+    #[serde(default)]
+    pub work: u64,
+    /// The budget the label was computed with: `work_limit` (counted work, the same label on
+    /// every machine), `time_limit_ms` (a cap, or the whole budget when there is no work
+    /// limit) and `node_limit`. Absent in records written before budgets were stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
     /// Each classic rule's objective value on this instance, by rule name.
     pub baselines: BTreeMap<String, f64>,
     /// How much the label asks beyond the prompt's ranking: its headroom over the best rule
@@ -375,6 +385,8 @@ pub fn record_with_fingerprint(
         status: solution.status.name().to_string(),
         solver: solver.to_string(),
         nodes: solution.nodes,
+        work: solution.work,
+        budget: Some(solution.budget),
         baselines: solution
             .baselines
             .iter()

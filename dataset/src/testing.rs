@@ -42,7 +42,7 @@ pub fn compact_options() -> RecordOptions {
 /// generous time limit.
 pub fn quick_solve() -> SolveOptions {
     SolveOptions {
-        time_limit: Duration::from_secs(60),
+        time_limit: Some(Duration::from_secs(60)),
         node_limit: Some(50_000),
         ..SolveOptions::default()
     }

@@ -47,8 +47,11 @@ pub struct OnlineOptions {
     pub windows: WindowChoice,
     /// Seed of the windows, `random` and local search.
     pub seed: u64,
-    /// Time budget of `optimal` per decision.
+    /// Time budget of `optimal` per decision (not used with a work limit).
     pub time_limit: Duration,
+    /// Counted work of `optimal` per decision (`schedlm_solver::work`); `None`: the time
+    /// limit decides.
+    pub work_limit: Option<u64>,
     /// Node limit of `optimal`'s branch and bound per decision (`--node-limit`); `None`: no limit.
     pub node_limit: Option<u64>,
     /// Candidate orders local search (`ls`) evaluates per decision (`--ls-evaluations`).
@@ -103,6 +106,7 @@ impl Default for OnlineOptions {
             windows: WindowChoice::Whole,
             seed: 1,
             time_limit: Duration::from_secs(1),
+            work_limit: None,
             node_limit: None,
             ls_evaluations: 20_000,
             template: Template::default(),
@@ -314,7 +318,8 @@ fn kind(spec: &EvalPolicy, origin: i64, options: &OnlineOptions) -> Result<Kind,
             solver: Solver::Auto,
             objective: Objective::Bsld,
             variant: Variant::Serial,
-            time_limit: options.time_limit,
+            work_limit: options.work_limit,
+            time_limit: options.work_limit.is_none().then_some(options.time_limit),
             node_limit: options.node_limit,
             seed: options.seed,
             threads: 1,

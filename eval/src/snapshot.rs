@@ -41,8 +41,11 @@ pub const TOLERANCE: f64 = schedlm_model::VALUE_TOLERANCE;
 /// Limits and settings of a snapshot evaluation.
 #[derive(Debug, Clone)]
 pub struct SnapshotOptions {
-    /// Time budget of `optimal` per instance.
+    /// Time budget of `optimal` per instance (not used with a work limit).
     pub time_limit: Duration,
+    /// Counted work of `optimal` per instance (`schedlm_solver::work`): the same answers on
+    /// every machine; `None`: the time limit decides.
+    pub work_limit: Option<u64>,
     /// Node limit of `optimal`'s branch and bound (makes it deterministic).
     pub node_limit: Option<u64>,
     /// Seed of `random` and of local search.
@@ -69,6 +72,7 @@ impl Default for SnapshotOptions {
     fn default() -> Self {
         SnapshotOptions {
             time_limit: Duration::from_secs(1),
+            work_limit: None,
             node_limit: None,
             seed: 1,
             ls_evaluations: 20_000,
@@ -595,6 +599,7 @@ fn equal_time_ls(data: &Dataset, of: &Column, options: &SnapshotOptions) -> Opti
             let ls = LsOptions {
                 time_limit: Some(limit),
                 max_evaluations: u64::MAX,
+                max_work: None,
                 seed: options.seed,
                 start: None,
             };
@@ -706,7 +711,8 @@ fn order_of(
                 solver: Solver::Auto,
                 objective,
                 variant,
-                time_limit: options.time_limit,
+                work_limit: options.work_limit,
+                time_limit: options.work_limit.is_none().then_some(options.time_limit),
                 node_limit: options.node_limit,
                 seed: options.seed,
                 threads: 1,

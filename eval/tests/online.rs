@@ -38,6 +38,7 @@ pub fn options(windows: Option<(usize, usize)>) -> OnlineOptions {
         seed: 4,
         // Short: with the node limit, `optimal` never reaches the MILP stage (needs 0.5 s).
         time_limit: std::time::Duration::from_millis(100),
+        work_limit: None,
         node_limit: Some(500),
         ls_evaluations: 500,
         template: schedlm_dataset::Template::Compact,

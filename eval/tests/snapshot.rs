@@ -58,6 +58,7 @@ fn run(dir: &Path, threads: usize) -> (Value, Vec<Cells>) {
     let options = SnapshotOptions {
         node_limit: Some(20_000),
         time_limit: std::time::Duration::from_secs(30),
+        work_limit: None,
         ..SnapshotOptions::default()
     };
     let pool = rayon::ThreadPoolBuilder::new()

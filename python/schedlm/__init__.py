@@ -235,26 +235,36 @@ def reward_many(
     return _schedlm.reward_many([u[0] for u in unpacked], list(answers), t, o, v)
 
 
+#: ``schedlm dataset build``'s default ``--work-limit``: units of counted search work, about
+#: 2 s of one idle core on an unproven 16..20-job snapshot (docs/benchmarks.md, "Work units").
+DEFAULT_WORK_LIMIT: int = _schedlm.DEFAULT_WORK_LIMIT
+
+
 def solve(
     instance: Instance,
     solver: str = "auto",
     objective: str = "bsld",
     variant: str = "serial",
-    time_limit: float = 10.0,
+    time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     seed: int = 1,
+    work_limit: Optional[int] = None,
 ) -> dict:
     """The best order of an instance, as ``schedlm solve`` writes it (without ``line``).
 
     Returns ``order`` (job ids), ``value``, ``lower_bound``, ``gap``, ``proven_optimal``,
-    ``status``, ``nodes``, ``time_ms``, ``baselines`` (each rule's value) and the settings.
-    A time limit makes the result depend on the machine's speed; a ``node_limit`` (with a
-    generous ``time_limit``) does not.
+    ``status``, ``nodes``, ``work``, ``budget``, ``time_ms``, ``baselines`` (each rule's
+    value) and the settings. ``work_limit`` (units of counted search work, e.g. 5_000_000,
+    about 2 s of one idle core) gives the same answer on every machine; ``time_limit``
+    (seconds) then only caps it. Without a work limit the time limit decides (10 s when not
+    given), and the result depends on the machine's speed and load.
     """
+    if time_limit is None and work_limit is None:
+        time_limit = 10.0
     return json.loads(
         _schedlm.solve(
-            instance_json(instance), solver, objective, variant, float(time_limit),
-            node_limit, seed,
+            instance_json(instance), solver, objective, variant,
+            None if time_limit is None else float(time_limit), node_limit, seed, work_limit,
         )
     )
 
@@ -267,20 +277,26 @@ def label(
     objective: str = "bsld",
     variant: str = "serial",
     solver: str = "auto",
-    time_limit: float = 10.0,
+    time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     seed: int = 1,
     answer: str = "canonical",
     plan: bool = False,
+    work_limit: Optional[int] = DEFAULT_WORK_LIMIT,
 ) -> dict:
     """The dataset record of an instance, as ``schedlm dataset build`` writes it: ``prompt``,
     ``completion``, ``messages``, ``order``, ``value``, ``lower_bound``,
-    ``proven_optimal``, ``baselines``, ``difficulty``, ``instance`` and the rest
-    (docs/dataset.md)."""
+    ``proven_optimal``, ``status``, ``budget``, ``baselines``, ``difficulty``, ``instance``
+    and the rest (docs/dataset.md). The default budget is ``dataset build``'s: a work limit
+    of 5,000,000 units, the same label on every machine; ``time_limit`` only caps it (pass
+    ``work_limit=None`` and a ``time_limit`` for a label decided by the clock)."""
+    if time_limit is None and work_limit is None:
+        raise ValueError("give a work_limit or a time_limit")
     return json.loads(
         _schedlm.label(
             instance_json(instance), index, family, template, objective, variant, solver,
-            float(time_limit), node_limit, seed, answer, plan,
+            None if time_limit is None else float(time_limit), node_limit, seed, answer, plan,
+            work_limit,
         )
     )
 

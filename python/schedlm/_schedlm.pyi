@@ -25,12 +25,16 @@ def reward_many(
     instances: list[str], answers: list[str], template_name: str, objective_name: str,
     variant_name: str,
 ) -> list[float]: ...
+DEFAULT_WORK_LIMIT: int
+
 def solve(
     instance_json: str, solver_name: str, objective_name: str, variant_name: str,
-    time_limit: float, node_limit: Optional[int] = ..., seed: int = ...,
+    time_limit: Optional[float] = ..., node_limit: Optional[int] = ..., seed: int = ...,
+    work_limit: Optional[int] = ...,
 ) -> str: ...
 def label(
     instance_json: str, index: int, family: str, template_name: str, objective_name: str,
-    variant_name: str, solver_name: str, time_limit: float, node_limit: Optional[int] = ...,
-    seed: int = ..., answer_name: str = ..., plan: bool = ...,
+    variant_name: str, solver_name: str, time_limit: Optional[float] = ...,
+    node_limit: Optional[int] = ..., seed: int = ..., answer_name: str = ..., plan: bool = ...,
+    work_limit: Optional[int] = ...,
 ) -> str: ...

@@ -9,16 +9,16 @@
 
 Entry ``k`` is instance ``k`` of ``schedlm generate`` with the same family, queue, seed and
 shape options, labelled as ``schedlm dataset build`` labels it (``schedlm.label``). Labels are
-solved when first asked for and kept. With the default ``node_limit`` and a generous
-``time_limit`` the labels do not depend on the machine's speed, so a dataset is the same on
-every machine for a seed.
+solved when first asked for and kept, under ``dataset build``'s default budget (a work limit
+of 5,000,000 units, no time cap): the labels do not depend on the machine's speed or load, so
+a dataset is the same on every machine for a seed.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator, Optional, Tuple, Union
 
-from . import generate, label, score
+from . import DEFAULT_WORK_LIMIT, generate, label, score
 
 
 class Dataset:
@@ -39,8 +39,9 @@ class Dataset:
         objective: str = "bsld",
         variant: str = "serial",
         solver: str = "auto",
-        time_limit: float = 60.0,
-        node_limit: Optional[int] = 200_000,
+        time_limit: Optional[float] = None,
+        node_limit: Optional[int] = None,
+        work_limit: Optional[int] = DEFAULT_WORK_LIMIT,
         **shape: Any,
     ) -> None:
         if size < 0:
@@ -51,7 +52,9 @@ class Dataset:
         self.template = template
         self.objective = objective
         self.variant = variant
-        self._solve = dict(solver=solver, time_limit=time_limit, node_limit=node_limit)
+        self._solve = dict(
+            solver=solver, time_limit=time_limit, node_limit=node_limit, work_limit=work_limit
+        )
         self._instances = generate(family, queue, size, seed, **shape)
         self._entries: dict[int, dict] = {}
 

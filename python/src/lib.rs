@@ -423,21 +423,28 @@ fn solve_options(
     solver_name: &str,
     objective_name: &str,
     variant_name: &str,
-    time_limit: f64,
+    time_limit: Option<f64>,
+    work_limit: Option<u64>,
     node_limit: Option<u64>,
     seed: u64,
 ) -> PyResult<SolveOptions> {
     let solver: Solver = named("solver", solver_name, "auto, bnb, milp, ls")?;
-    if !(time_limit.is_finite() && time_limit >= 0.0) {
-        return Err(value_error(format!(
-            "time_limit must be a number of seconds >= 0, not {time_limit}"
-        )));
+    if let Some(t) = time_limit {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(value_error(format!(
+                "time_limit must be a number of seconds >= 0, not {t}"
+            )));
+        }
+    }
+    if work_limit == Some(0) {
+        return Err(value_error("work_limit must be at least 1 unit"));
     }
     let options = SolveOptions {
         solver,
         objective: objective(objective_name)?,
         variant: variant(variant_name)?,
-        time_limit: std::time::Duration::from_secs_f64(time_limit),
+        work_limit,
+        time_limit: time_limit.map(std::time::Duration::from_secs_f64),
         node_limit,
         seed,
         threads: 1,
@@ -462,7 +469,7 @@ fn solved(
 
 /// The best order of an instance, as `schedlm solve` writes it (JSON, without `line`).
 #[pyfunction]
-#[pyo3(signature = (instance_json, solver_name, objective_name, variant_name, time_limit, node_limit=None, seed=1))]
+#[pyo3(signature = (instance_json, solver_name, objective_name, variant_name, time_limit=None, node_limit=None, seed=1, work_limit=None))]
 #[allow(clippy::too_many_arguments)]
 fn solve(
     py: Python<'_>,
@@ -470,15 +477,17 @@ fn solve(
     solver_name: &str,
     objective_name: &str,
     variant_name: &str,
-    time_limit: f64,
+    time_limit: Option<f64>,
     node_limit: Option<u64>,
     seed: u64,
+    work_limit: Option<u64>,
 ) -> PyResult<String> {
     let options = solve_options(
         solver_name,
         objective_name,
         variant_name,
         time_limit,
+        work_limit,
         node_limit,
         seed,
     )?;
@@ -501,6 +510,8 @@ fn solve(
         "proven_optimal": s.proven_optimal,
         "status": s.status.name(),
         "nodes": s.nodes,
+        "work": s.work,
+        "budget": s.budget,
         "time_ms": s.elapsed.as_millis() as u64,
         "baselines": baselines,
     })
@@ -512,8 +523,8 @@ fn solve(
 /// `solver`), the prompt and completion rendered with the template.
 #[pyfunction]
 #[pyo3(signature = (instance_json, index, family, template_name, objective_name, variant_name,
-                    solver_name, time_limit, node_limit=None, seed=1, answer_name="canonical",
-                    plan=false))]
+                    solver_name, time_limit=None, node_limit=None, seed=1, answer_name="canonical",
+                    plan=false, work_limit=None))]
 #[allow(clippy::too_many_arguments)]
 fn label(
     py: Python<'_>,
@@ -524,17 +535,19 @@ fn label(
     objective_name: &str,
     variant_name: &str,
     solver_name: &str,
-    time_limit: f64,
+    time_limit: Option<f64>,
     node_limit: Option<u64>,
     seed: u64,
     answer_name: &str,
     plan: bool,
+    work_limit: Option<u64>,
 ) -> PyResult<String> {
     let options = solve_options(
         solver_name,
         objective_name,
         variant_name,
         time_limit,
+        work_limit,
         node_limit,
         seed,
     )?;
@@ -564,6 +577,10 @@ fn label(
 #[pymodule]
 fn _schedlm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "DEFAULT_WORK_LIMIT",
+        schedlm_solver::work::DEFAULT_DATASET_WORK,
+    )?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(score, m)?)?;

@@ -37,3 +37,4 @@ pub mod milp;
 mod packing;
 pub mod policy;
 pub mod portfolio;
+pub mod work;

@@ -81,8 +81,11 @@ use crate::rules::best_rule;
 pub struct LsOptions {
     /// Stop after this much time (makes the result depend on timing).
     pub time_limit: Option<Duration>,
-    /// Stop after this many candidate evaluations (the deterministic budget).
+    /// Stop after this many candidate evaluations (a deterministic budget).
     pub max_evaluations: u64,
+    /// Stop after this many units of work ([`crate::work`]: one per job placed, one per
+    /// candidate), the deterministic budget of `auto` and of `--work-limit`; `None`: not counted.
+    pub max_work: Option<u64>,
     /// Seed of every random choice.
     pub seed: u64,
     /// Starting order (queue indices, a permutation; repaired for dependencies); the best
@@ -95,6 +98,7 @@ impl Default for LsOptions {
         LsOptions {
             time_limit: None,
             max_evaluations: 20_000,
+            max_work: None,
             seed: 0,
             start: None,
         }
@@ -112,6 +116,10 @@ pub struct LsOutcome {
     pub evaluations: u64,
     /// Times the best order improved on the previous best (from the starting order on).
     pub improvements: u64,
+    /// Units of work spent ([`crate::work`]): jobs placed plus candidates evaluated.
+    pub work: u64,
+    /// Whether the time limit ended the search (its result then depends on the machine).
+    pub timed_out: bool,
     /// Wall-clock time of the whole run, the starting order included.
     pub elapsed: Duration,
 }
@@ -148,6 +156,8 @@ pub fn solve(
         value,
         evaluations: search.eval.evaluations,
         improvements: search.improvements,
+        work: search.work(),
+        timed_out: search.timed_out,
         elapsed: started.elapsed(),
     }
 }
@@ -175,6 +185,8 @@ struct Evaluator<'p> {
     ref_server: Vec<usize>,
     ref_suffix: Vec<f64>,
     evaluations: u64,
+    /// Jobs placed by the dispatcher (evaluations, commits and justifications).
+    placed: u64,
 }
 
 impl<'p> Evaluator<'p> {
@@ -210,6 +222,7 @@ impl<'p> Evaluator<'p> {
             ref_server: vec![usize::MAX; n],
             ref_suffix: vec![identity(&cost); n + 1],
             evaluations: 0,
+            placed: 0,
         }
     }
 
@@ -262,6 +275,7 @@ impl<'p> Evaluator<'p> {
             }
             let j = cand[k];
             let at = self.d.place(j);
+            self.placed += 1;
             self.seq.push(j);
             self.total
                 .push(self.cost.add(g, self.cost.job(j, at.start)));
@@ -312,7 +326,10 @@ struct Search<'p> {
     rng: ChaCha8Rng,
     n: usize,
     max_evaluations: u64,
+    max_work: u64,
     deadline: Deadline,
+    /// Set when the deadline stopped the search.
+    timed_out: bool,
     /// Jobs that depend on each job.
     dependents: Vec<Vec<usize>>,
     /// Current order, its positions and total.
@@ -361,7 +378,9 @@ impl<'p> Search<'p> {
             rng: ChaCha8Rng::seed_from_u64(options.seed),
             n,
             max_evaluations: options.max_evaluations,
+            max_work: options.max_work.unwrap_or(u64::MAX),
             deadline: Deadline::new(started, options.time_limit, n, 32),
+            timed_out: false,
             dependents,
             pos: vec![0; n],
             cur: start,
@@ -397,10 +416,20 @@ impl<'p> Search<'p> {
         self.record();
     }
 
-    fn stop(&self) -> bool {
-        self.eval.evaluations >= self.max_evaluations
+    /// Units of work spent so far ([`crate::work`]).
+    fn work(&self) -> u64 {
+        self.eval.placed + self.eval.evaluations
+    }
+
+    fn stop(&mut self) -> bool {
+        if self.eval.evaluations >= self.max_evaluations
+            || self.work() >= self.max_work
             || self.best_total <= self.floor_total + Self::eps(self.floor_total)
-            || self.deadline.passed(self.eval.evaluations)
+        {
+            return true;
+        }
+        self.timed_out = self.timed_out || self.deadline.passed(self.eval.evaluations);
+        self.timed_out
     }
 
     fn record(&mut self) {
@@ -441,6 +470,8 @@ impl<'p> Search<'p> {
         }
         while !self.stop() {
             // `cur` is committed: the evaluator holds its schedule.
+            // A justification shifts every job right, then left.
+            self.eval.placed += 2 * self.n as u64;
             let Some(justified) = justify(self.problem, &self.eval.ref_start, &self.dependents)
             else {
                 return;

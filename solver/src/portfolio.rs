@@ -6,6 +6,16 @@
 //! does not finish, the time-indexed MILP (feature `milp`, serial dispatcher) with what is left,
 //! for a lower bound and perhaps a better order. An order is called optimal only when branch
 //! and bound finished, or when a proven bound matches its value.
+//!
+//! # Budgets
+//!
+//! A solve has a work limit ([`crate::work`]), a time limit, or both. Under a work limit every
+//! share of the plan above is a share of counted work (branch-and-bound nodes, local-search
+//! placements, simplex iterations), branch and bound runs on one thread and the MILP waits
+//! for HiGHS rather than skip it, so the same instance, settings and limit give the same
+//! order, bound, status and counters on any machine, at any load, with any `threads`; a time
+//! limit given as well only caps the run, and a run it stops says `time_limit`. Without a
+//! work limit the phases share the time limit, as wall-clock solvers do.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +24,7 @@ use schedlm_model::{Objective, Problem, Variant};
 use crate::bnb::{self, BnbOptions};
 use crate::local::{self, LsOptions};
 use crate::rules::Rule;
+use crate::work::{self, Allowance, Budget};
 
 /// Which solver to run.
 #[derive(
@@ -55,15 +66,20 @@ pub struct SolveOptions {
     /// The dispatcher that turns an order into a schedule: `serial` (SPEC section 3, the
     /// default) or `strict` (no overtaking).
     pub variant: Variant,
-    /// Wall-clock budget of the whole call.
-    pub time_limit: Duration,
+    /// Counted work of the whole call ([`crate::work`]): the budget that decides the result
+    /// the same way on every machine, at any load and with any number of threads. `None`: the
+    /// phases share the time limit instead.
+    pub work_limit: Option<u64>,
+    /// Wall-clock budget of the whole call. With a work limit it only caps it: a solve it
+    /// stops reports `time_limit` and may differ from machine to machine.
+    pub time_limit: Option<Duration>,
     /// Node limit of branch and bound.
     pub node_limit: Option<u64>,
     /// Seed of local search.
     pub seed: u64,
     /// Threads for this one instance: branch and bound searches subtrees in parallel when
-    /// above 1 (its order stays the single-thread one; see `bnb::parallel`). Give 1 when
-    /// instances themselves run in parallel.
+    /// above 1 and no work or node limit is set (its order stays the single-thread one; see
+    /// `bnb::parallel`). Give 1 when instances themselves run in parallel.
     pub threads: usize,
 }
 
@@ -73,7 +89,8 @@ impl Default for SolveOptions {
             solver: Solver::Auto,
             objective: Objective::Bsld,
             variant: Variant::Serial,
-            time_limit: Duration::from_secs(10),
+            work_limit: None,
+            time_limit: Some(Duration::from_secs(10)),
             node_limit: None,
             seed: 1,
             threads: 1,
@@ -87,9 +104,12 @@ impl Default for SolveOptions {
 pub enum SolveStatus {
     /// The order is proven optimal.
     Optimal,
-    /// A limit stopped the proof; `lower_bound` and the gap say how far it may be.
+    /// The wall-clock limit stopped the proof; `lower_bound` and the gap say how far it may
+    /// be. The result depends on the machine and its load.
     TimeLimit,
-    /// Branch and bound stopped at its node limit before a proof (and no time limit stopped
+    /// The work limit stopped the proof; the result is the same on every machine.
+    WorkLimit,
+    /// Branch and bound stopped at its node limit before a proof (and no other limit stopped
     /// a later step).
     NodeLimit,
     /// The MILP finished but its bound is below the best order (several servers or times off
@@ -101,22 +121,25 @@ pub enum SolveStatus {
 
 impl SolveStatus {
     /// The status as written in reports and JSON (the same spelling as serde's):
-    /// `optimal`, `time_limit`, `node_limit`, `bounded` or `heuristic`.
+    /// `optimal`, `time_limit`, `work_limit`, `node_limit`, `bounded` or `heuristic`.
     pub fn name(self) -> &'static str {
         match self {
             SolveStatus::Optimal => "optimal",
             SolveStatus::TimeLimit => "time_limit",
+            SolveStatus::WorkLimit => "work_limit",
             SolveStatus::NodeLimit => "node_limit",
             SolveStatus::Bounded => "bounded",
             SolveStatus::Heuristic => "heuristic",
         }
     }
 
-    /// Which status a merged result reports: a proof wins, then the limit that stopped a proof.
+    /// Which status a merged result reports: a proof wins, then the clock (which makes the
+    /// result machine-dependent), then the limit that stopped a proof.
     fn rank(self) -> u8 {
         match self {
-            SolveStatus::Optimal => 4,
-            SolveStatus::TimeLimit => 3,
+            SolveStatus::Optimal => 5,
+            SolveStatus::TimeLimit => 4,
+            SolveStatus::WorkLimit => 3,
             SolveStatus::NodeLimit => 2,
             SolveStatus::Bounded => 1,
             SolveStatus::Heuristic => 0,
@@ -140,6 +163,11 @@ pub struct Solution {
     pub status: SolveStatus,
     /// Branch-and-bound nodes explored.
     pub nodes: u64,
+    /// Units of work spent by every phase ([`crate::work`]); under a work limit the same on
+    /// every machine.
+    pub work: u64,
+    /// The budget the solve had (from its [`SolveOptions`]).
+    pub budget: Budget,
     /// Wall-clock time of the whole call, baselines included.
     pub elapsed: Duration,
     /// Each classic rule's objective value.
@@ -167,31 +195,43 @@ pub fn relative_gap(value: f64, bound: f64) -> f64 {
 
 /// Solves one problem.
 pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, SolveError> {
+    options.check()?;
     let started = Instant::now();
+    let mut plan = Plan::new(options, started);
     let (obj, variant) = (options.objective, options.variant);
     // The classic rules are dispatched once: their values are the baselines, the best of them
     // starts every solver.
     let runs = crate::rules::classic_runs(problem, obj, variant);
     let baselines = runs.iter().map(|(rule, _, v)| (*rule, *v)).collect();
     let (rule_order, _) = crate::rules::best_of(&runs);
-    let deadline = started + options.time_limit;
     let mut best = match options.solver {
-        Solver::Auto => auto(problem, options, rule_order, deadline),
+        Solver::Auto => auto(problem, options, rule_order, &mut plan),
         Solver::Ls => {
-            // The bound first: local search then has what is left of the limit.
+            // The bound first: local search then has what is left of the budget.
             let bound = root_bound(problem, obj, variant);
-            let left = deadline.saturating_duration_since(Instant::now());
-            let ls = run_ls(problem, options, rule_order, left);
-            Candidate::new(ls.0, ls.1, bound, SolveStatus::Heuristic, 0)
+            plan.spend(work::node_units(problem.jobs()));
+            let ls = run_ls(problem, options, rule_order, plan.rest());
+            // Local search makes no proof attempt: `heuristic`, unless the clock cut a
+            // work-limited run short (its result then depends on the machine).
+            let capped = options.work_limit.is_some() && ls.status == SolveStatus::TimeLimit;
+            Candidate {
+                lower_bound: bound,
+                status: if capped {
+                    SolveStatus::TimeLimit
+                } else {
+                    SolveStatus::Heuristic
+                },
+                ..ls
+            }
         }
         Solver::Bnb => run_bnb(
             problem,
             options,
             rule_order,
-            deadline.saturating_duration_since(Instant::now()),
+            plan.rest(),
             options.node_limit,
         ),
-        Solver::Milp => run_milp(problem, options, Some(rule_order), options.time_limit)?,
+        Solver::Milp => run_milp(problem, options, Some(rule_order), plan.rest())?,
     };
     if best.value.is_nan() {
         best.value = f64::INFINITY;
@@ -209,9 +249,116 @@ pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, Solv
             best.status
         },
         nodes: best.nodes,
+        work: best.work,
+        budget: options.budget(),
         elapsed: started.elapsed(),
         baselines,
     })
+}
+
+/// The budget of a whole solve, shared out between its phases: counted work (then the
+/// deadline, if any, only caps it) or, without a work limit, the time until the deadline.
+struct Plan {
+    /// The whole work limit, and the units the finished phases spent.
+    work: Option<u64>,
+    spent: u64,
+    /// The whole time limit and when it ends.
+    time: Option<Duration>,
+    deadline: Option<Instant>,
+}
+
+impl Plan {
+    fn new(options: &SolveOptions, started: Instant) -> Self {
+        Plan {
+            work: options.work_limit,
+            spent: 0,
+            time: options.time_limit,
+            deadline: options.time_limit.map(|t| started + t),
+        }
+    }
+
+    fn spend(&mut self, units: u64) {
+        self.spent = self.spent.saturating_add(units);
+    }
+
+    fn work_left(&self) -> Option<u64> {
+        self.work.map(|w| w.saturating_sub(self.spent))
+    }
+
+    fn time_left(&self) -> Duration {
+        self.deadline.map_or(Duration::MAX, |d| {
+            d.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// Everything that is left.
+    fn rest(&self) -> Allowance {
+        Allowance {
+            work: self.work_left(),
+            deadline: self.deadline,
+        }
+    }
+
+    /// `part` of what is left: of the work when it is counted (the deadline still caps it),
+    /// else of the time.
+    fn part_of_left(&self, part: f64) -> Allowance {
+        match self.work_left() {
+            Some(left) => Allowance {
+                work: Some((left as f64 * part) as u64),
+                deadline: self.deadline,
+            },
+            None => self.for_time(self.time_left().mul_f64(part)),
+        }
+    }
+
+    /// `part` of the whole budget, at most what is left.
+    fn part_of_whole(&self, part: f64) -> Allowance {
+        match (self.work, self.work_left()) {
+            (Some(whole), Some(left)) => Allowance {
+                work: Some(((whole as f64 * part) as u64).min(left)),
+                deadline: self.deadline,
+            },
+            _ => {
+                let whole = self.time.unwrap_or(Duration::MAX);
+                self.for_time(whole.mul_f64(part).min(self.time_left()))
+            }
+        }
+    }
+
+    /// What would be left after `given` was spent in full.
+    fn left_after(&self, given: &Allowance) -> Allowance {
+        match (self.work_left(), given.work) {
+            (Some(left), Some(g)) => Allowance {
+                work: Some(left.saturating_sub(g)),
+                deadline: self.deadline,
+            },
+            _ => self.for_time(
+                self.time_left()
+                    .saturating_sub(given.time_left().unwrap_or(Duration::ZERO)),
+            ),
+        }
+    }
+
+    /// Whether at least [`LAST_PHASE_MIN_WORK`] units (or [`LAST_PHASE_MIN`] of time) are
+    /// left for another phase.
+    fn room_for_a_phase(&self) -> bool {
+        match self.work_left() {
+            Some(left) => left >= LAST_PHASE_MIN_WORK && !self.rest().timed_out(),
+            None => self.time_left() > LAST_PHASE_MIN,
+        }
+    }
+
+    fn for_time(&self, time: Duration) -> Allowance {
+        Allowance {
+            work: None,
+            deadline: Some(Instant::now().checked_add(time).unwrap_or(far_future())),
+        }
+    }
+}
+
+/// An instant no solve reaches.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
 /// Nodes of the first, quick branch-and-bound attempt of `auto`: most instances are proven at
@@ -224,8 +371,11 @@ const MILP_SETUP: Duration = Duration::from_millis(300);
 /// Least time worth giving the MILP inside `auto`.
 const MILP_MIN_TIME: Duration = Duration::from_millis(500);
 
+/// Least work worth giving the MILP inside `auto` (a thousand simplex iterations).
+const MILP_MIN_WORK: u64 = 1_000 * work::LP_ITERATION_UNITS;
+
 /// On queues longer than this, for the sum objectives (bsld, wait, flow), `auto` gives its MILP
-/// the larger part of the time left after local search (60 %, not 30 %): branch and bound
+/// the larger part of the budget left after local search (60 %, not 30 %): branch and bound
 /// seldom proves such a queue, its bound does not rise above the root's while it searches, and
 /// the MILP's bound on 30-50-job trace snapshots is 2-4x closer to the best order
 /// (docs/benchmarks.md, "Certified gaps"). Not for the makespan, where the clique and energy
@@ -234,179 +384,204 @@ const MILP_MIN_TIME: Duration = Duration::from_millis(500);
 const MILP_HALF: usize = 20;
 
 /// Queues longer than this get `auto`'s long-queue plan: the root bound of branch and bound, then
-/// local search for the rest of the limit.
+/// local search for the rest of the budget.
 pub const LONG_QUEUE: usize = 200;
 
 /// The `auto` portfolio: quick branch and bound; if unproven, local search, then branch and
 /// bound from its order with most of the budget, then the MILP bound with the rest (on queues
-/// longer than [`MILP_HALF`], more of it to the MILP).
+/// longer than [`MILP_HALF`], more of it to the MILP). Every share is of counted work under a
+/// work limit, of time otherwise.
 fn auto(
     problem: &Problem,
     options: &SolveOptions,
     rule_order: Vec<usize>,
-    deadline: Instant,
+    plan: &mut Plan,
 ) -> Candidate {
     if problem.jobs() > LONG_QUEUE {
-        return auto_long(problem, options, rule_order, deadline);
+        return auto_long(problem, options, rule_order, plan);
     }
-    let left = || deadline.saturating_duration_since(Instant::now());
     let quick_nodes = options
         .node_limit
         .map_or(QUICK_NODES, |n| n.min(QUICK_NODES));
-    let mut best = run_bnb(problem, options, rule_order, left(), Some(quick_nodes));
+    let mut best = run_bnb(problem, options, rule_order, plan.rest(), Some(quick_nodes));
+    plan.spend(best.work);
     if best.status == SolveStatus::Optimal {
         return best;
     }
-    let (order, value) = run_ls(
+    let ls = run_ls(
         problem,
         options,
         best.order.clone(),
-        (options.time_limit / 10).min(left()),
+        plan.part_of_whole(0.1),
     );
-    best = best.merge(Candidate::new(
-        order,
-        value,
-        f64::NEG_INFINITY,
-        SolveStatus::Heuristic,
-        0,
-    ));
+    plan.spend(ls.work);
+    best = best.merge(ls);
     let milp = cfg!(feature = "milp") && options.variant == Variant::Serial;
     let sum_on_long_queue = problem.jobs() > MILP_HALF && !options.objective.is_max();
     let share = match (milp, sum_on_long_queue) {
-        (false, _) => left(),
-        (true, false) => left().mul_f64(0.7),
-        (true, true) => left().mul_f64(0.4),
+        (false, _) => plan.rest(),
+        (true, false) => plan.part_of_left(0.7),
+        (true, true) => plan.part_of_left(0.4),
     };
-    // When the MILP's part would be too short to run, branch and bound keeps it (with 2 s,
+    // When the MILP's part would be too small to run, branch and bound keeps it (with 2 s,
     // the makespan used to leave 0.54 s of its limit unused).
-    let share = if milp_time(left().saturating_sub(share)).is_some() {
+    let share = if milp_limits(&plan.left_after(&share)).is_some() {
         share
     } else {
-        left()
+        plan.rest()
     };
     let start = best.order.clone();
-    best = best.merge(run_bnb(problem, options, start, share, options.node_limit));
+    let searched = run_bnb(problem, options, start, share, options.node_limit);
+    plan.spend(searched.work);
+    best = best.merge(searched);
     if best.status != SolveStatus::Optimal && milp {
-        best = milp_phase(problem, options, best, left());
+        best = milp_phase(problem, options, best, plan);
     }
-    spend_the_rest(problem, options, best, deadline)
+    spend_the_rest(problem, options, best, plan)
 }
 
 /// Time left below which `auto` does not start another phase.
 const LAST_PHASE_MIN: Duration = Duration::from_millis(20);
 
-/// The rest of `auto`'s limit when nothing is proven (the MILP ended early, or its part was
+/// Work left below which `auto` does not start another phase.
+const LAST_PHASE_MIN_WORK: u64 = 10_000;
+
+/// The rest of `auto`'s budget when nothing is proven (the MILP ended early, or its part was
 /// kept for HiGHS' setup): local search from the best order with a quarter of it, then
-/// branch and bound from the best order until the limit. Not with a node limit, which the
+/// branch and bound from the best order with the rest. Not with a node limit, which the
 /// plan already spent.
 fn spend_the_rest(
     problem: &Problem,
     options: &SolveOptions,
     mut best: Candidate,
-    deadline: Instant,
+    plan: &mut Plan,
 ) -> Candidate {
-    let left = || deadline.saturating_duration_since(Instant::now());
     if best.status == SolveStatus::Optimal || options.node_limit.is_some() {
         return best;
     }
-    if left() > LAST_PHASE_MIN {
-        let (order, value) = run_ls(problem, options, best.order.clone(), left() / 4);
-        best = best.merge(Candidate::new(
-            order,
-            value,
-            f64::NEG_INFINITY,
-            SolveStatus::Heuristic,
-            0,
-        ));
+    if plan.room_for_a_phase() {
+        let ls = run_ls(
+            problem,
+            options,
+            best.order.clone(),
+            plan.part_of_left(0.25),
+        );
+        plan.spend(ls.work);
+        best = best.merge(ls);
     }
-    if left() > LAST_PHASE_MIN {
+    if plan.room_for_a_phase() {
         let start = best.order.clone();
-        best = best.merge(run_bnb(problem, options, start, left(), None));
+        let searched = run_bnb(problem, options, start, plan.rest(), None);
+        plan.spend(searched.work);
+        best = best.merge(searched);
     }
     best
 }
 
-/// The MILP inside `auto`, warm-started from `best`'s order, within `budget`; skipped when too
-/// little time would be left for a useful bound. HiGHS stops at its interrupt callback, but its
-/// setup before the first poll (about 0.3 s on a model of 10,000 columns) cannot be
-/// interrupted: that margin is kept.
+/// The MILP inside `auto`, warm-started from `best`'s order, with what is left of the plan;
+/// skipped when too little would be left for a useful bound ([`milp_limits`]).
 fn milp_phase(
     problem: &Problem,
     options: &SolveOptions,
     best: Candidate,
-    budget: Duration,
+    plan: &mut Plan,
 ) -> Candidate {
-    let Some(time) = milp_time(budget) else {
+    if milp_limits(&plan.rest()).is_none() {
         return best;
-    };
+    }
     let start = best.order.clone();
-    match run_milp(problem, options, Some(start), time) {
-        Ok(milp) => best.merge(milp),
+    match run_milp(problem, options, Some(start), plan.rest()) {
+        Ok(milp) => {
+            plan.spend(milp.work);
+            best.merge(milp)
+        }
         Err(_) => best,
     }
 }
 
-/// The MILP's time limit inside a `budget`: the budget less HiGHS' uninterruptible setup (15 %,
-/// at least [`MILP_SETUP`]); `None` when that leaves less than [`MILP_MIN_TIME`].
-fn milp_time(budget: Duration) -> Option<Duration> {
-    let time = budget.saturating_sub(budget.mul_f64(0.15).max(MILP_SETUP));
-    (time >= MILP_MIN_TIME).then_some(time)
+/// The MILP's limits inside an allowance, or `None` when it is too small to run: under a
+/// work limit, at least [`MILP_MIN_WORK`]; by the clock, the time less HiGHS' uninterruptible
+/// setup (15 %, at least [`MILP_SETUP`]) must leave [`MILP_MIN_TIME`] (the setup is kept).
+fn milp_limits(allowance: &Allowance) -> Option<(Option<Duration>, Option<u64>)> {
+    match allowance.work {
+        Some(work) => (work >= MILP_MIN_WORK)
+            .then(|| (allowance.time_left(), Some(work::lp_iterations_for(work)))),
+        None => {
+            let budget = allowance.time_left()?;
+            let time = budget.saturating_sub(budget.mul_f64(0.15).max(MILP_SETUP));
+            (time >= MILP_MIN_TIME).then_some((Some(time), None))
+        }
+    }
 }
 
 /// `auto` on a queue longer than [`LONG_QUEUE`]: branch and bound cannot prove such a queue in
 /// any useful time, and one node of it touches every job. Its root gives the certified lower
 /// bound (and proves the best rule's order when the bound meets it); local search, from that
-/// order, spends the rest of the budget on the order. Status `time_limit` (or `heuristic` when
-/// local search ends first) unless proven.
+/// order, spends the rest of the budget on the order. Status `time_limit` or `work_limit`
+/// (or `heuristic` when local search ends first) unless proven.
 fn auto_long(
     problem: &Problem,
     options: &SolveOptions,
     rule_order: Vec<usize>,
-    deadline: Instant,
+    plan: &mut Plan,
 ) -> Candidate {
-    let left = || deadline.saturating_duration_since(Instant::now());
-    let root = run_bnb(problem, options, rule_order, left(), Some(1));
+    let root = run_bnb(problem, options, rule_order, plan.rest(), Some(1));
+    plan.spend(root.work);
     if root.status == SolveStatus::Optimal {
         return root;
     }
     let start = root.order.clone();
-    let (order, value) = run_ls(problem, options, start, left());
-    let mut best = root.merge(Candidate::new(
-        order,
-        value,
-        f64::NEG_INFINITY,
-        SolveStatus::Heuristic,
-        0,
-    ));
+    let ls = run_ls(problem, options, start, plan.rest());
+    plan.spend(ls.work);
+    let ls_status = ls.status;
+    let mut best = root.merge(ls);
     // The root's status says "node limit", which the user never set: the plan stopped the
-    // search, at the deadline or when local search ran out of evaluations.
-    best.status = if Instant::now() >= deadline {
-        SolveStatus::TimeLimit
-    } else {
-        SolveStatus::Heuristic
-    };
+    // search, at its limit or when local search ran out of evaluations.
+    best.status = ls_status;
     best
 }
 
-/// Local search from `start`; returns (order, value).
+/// Local search from `start` within `allowance`. Its status says what stopped it: the clock
+/// (`time_limit`), the counted work (`work_limit`) or its own end (`heuristic`).
 fn run_ls(
     problem: &Problem,
     options: &SolveOptions,
     start: Vec<usize>,
-    time: Duration,
-) -> (Vec<usize>, f64) {
+    allowance: Allowance,
+) -> Candidate {
+    let defaults = LsOptions::default();
     let ls = local::solve(
         problem,
         options.objective,
         options.variant,
         &LsOptions {
-            time_limit: Some(time),
+            time_limit: allowance.time_left(),
+            max_work: allowance.work,
+            // Counted work is the budget when there is one.
+            max_evaluations: if allowance.work.is_some() {
+                u64::MAX
+            } else {
+                defaults.max_evaluations
+            },
             start: Some(start),
             seed: options.seed,
-            ..LsOptions::default()
         },
     );
-    (ls.order, ls.value)
+    let status = if ls.timed_out {
+        SolveStatus::TimeLimit
+    } else if allowance.work.is_some_and(|w| ls.work >= w) {
+        SolveStatus::WorkLimit
+    } else {
+        SolveStatus::Heuristic
+    };
+    Candidate {
+        order: ls.order,
+        value: ls.value,
+        lower_bound: f64::NEG_INFINITY,
+        status,
+        nodes: 0,
+        work: ls.work,
+    }
 }
 
 /// Why a solve could not run.
@@ -423,14 +598,31 @@ pub enum SolveError {
     /// the MILP does not model.
     #[error("the `milp` solver models only the serial dispatcher, not the strict one: use `bnb` or `auto` for strict")]
     MilpStrict,
+    /// [`SolveOptions::check`] found neither a work, a time nor a node limit: the search
+    /// would never end on a hard instance.
+    #[error("no budget: give a work limit, a time limit or (for `bnb`) a node limit")]
+    NoLimit,
 }
 
 impl SolveOptions {
+    /// The budget these options give, as records state it.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            work_limit: self.work_limit,
+            time_limit_ms: self.time_limit.map(|t| t.as_millis() as u64),
+            node_limit: self.node_limit,
+        }
+    }
+
     /// Whether these options can run at all (checked before any work, so that a command
     /// refuses them at once): `milp` models only the serial dispatcher.
     pub fn check(&self) -> Result<(), SolveError> {
         if self.solver == Solver::Milp && self.variant == Variant::Strict {
             return Err(SolveError::MilpStrict);
+        }
+        let node_limited = self.solver == Solver::Bnb && self.node_limit.is_some();
+        if self.work_limit.is_none() && self.time_limit.is_none() && !node_limited {
+            return Err(SolveError::NoLimit);
         }
         Ok(())
     }
@@ -443,29 +635,13 @@ struct Candidate {
     lower_bound: f64,
     status: SolveStatus,
     nodes: u64,
+    work: u64,
 }
 
 impl Candidate {
-    fn new(
-        order: Vec<usize>,
-        value: f64,
-        lower_bound: f64,
-        status: SolveStatus,
-        nodes: u64,
-    ) -> Self {
-        Candidate {
-            order,
-            value,
-            lower_bound,
-            status,
-            nodes,
-        }
-    }
-
-    /// Keeps the better order, the higher bound, and a proof from either side.
+    /// Keeps the better order, the higher bound, and a proof from either side; adds up the
+    /// work.
     fn merge(self, other: Candidate) -> Candidate {
-        let nodes = self.nodes + other.nodes;
-        let lower_bound = self.lower_bound.max(other.lower_bound);
         let status = if self.status.rank() >= other.status.rank() {
             self.status
         } else {
@@ -479,27 +655,36 @@ impl Candidate {
         Candidate {
             order,
             value,
-            lower_bound,
+            lower_bound: self.lower_bound.max(other.lower_bound),
             status,
-            nodes,
+            nodes: self.nodes + other.nodes,
+            work: self.work.saturating_add(other.work),
         }
     }
 }
 
+/// Branch and bound from `incumbent` within `allowance` and `node_limit` (whichever buys fewer
+/// nodes: a node limit from the allowance's work reports `work_limit`).
 fn run_bnb(
     problem: &Problem,
     options: &SolveOptions,
     incumbent: Vec<usize>,
-    time: Duration,
+    allowance: Allowance,
     node_limit: Option<u64>,
 ) -> Candidate {
+    let bought = allowance.work.map(|w| work::nodes_for(w, problem.jobs()));
+    let limit = match (node_limit, bought) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let by_work = bought.is_some_and(|b| node_limit.is_none_or(|a| b < a));
     let out = bnb::solve(
         problem,
         options.objective,
         options.variant,
         &BnbOptions {
-            time_limit: Some(time),
-            node_limit,
+            time_limit: allowance.time_left(),
+            node_limit: limit,
             incumbent: Some(incumbent),
             threads: options.threads,
             ..BnbOptions::default()
@@ -508,9 +693,17 @@ fn run_bnb(
     let status = match out.status {
         bnb::Status::Optimal => SolveStatus::Optimal,
         bnb::Status::TimeLimit => SolveStatus::TimeLimit,
+        bnb::Status::NodeLimit if by_work => SolveStatus::WorkLimit,
         bnb::Status::NodeLimit => SolveStatus::NodeLimit,
     };
-    Candidate::new(out.order, out.value, out.lower_bound, status, out.nodes)
+    Candidate {
+        order: out.order,
+        value: out.value,
+        lower_bound: out.lower_bound,
+        status,
+        nodes: out.nodes,
+        work: out.nodes.saturating_mul(work::node_units(problem.jobs())),
+    }
 }
 
 /// The bound of the branch-and-bound root node (earliest starts and pooled energy).
@@ -532,35 +725,48 @@ fn run_milp(
     problem: &Problem,
     options: &SolveOptions,
     incumbent: Option<Vec<usize>>,
-    time: Duration,
+    allowance: Allowance,
 ) -> Result<Candidate, SolveError> {
     use crate::milp::{self, MilpOptions};
+    // `--solver milp` has the whole budget; inside `auto` HiGHS' setup is kept out of it.
+    let (time_limit, iteration_limit) = if options.solver == Solver::Milp {
+        (
+            allowance.time_left(),
+            allowance.work.map(work::lp_iterations_for),
+        )
+    } else {
+        milp_limits(&allowance).unwrap_or((Some(Duration::ZERO), None))
+    };
     let out = milp::solve(
         problem,
         options.objective,
         &MilpOptions {
-            time_limit: time,
+            time_limit,
+            iteration_limit,
             incumbent,
             variant: options.variant,
             // `--solver milp` queues for HiGHS (one model per process) rather than drop an
-            // instance; inside `auto` the MILP is an optional bound and never waits past the
-            // instance's deadline.
-            queue: options.solver == Solver::Milp,
+            // instance, and so does a work-limited `auto` (whose result must not depend on
+            // what other threads do); a timed `auto` treats the MILP as an optional bound and
+            // never waits past the instance's deadline.
+            queue: options.solver == Solver::Milp || allowance.work.is_some(),
             ..MilpOptions::default()
         },
     )?;
     let status = match (out.proven, out.exact) {
         (true, true) => SolveStatus::Optimal,
         (true, false) => SolveStatus::Bounded,
-        (false, _) => SolveStatus::TimeLimit,
+        (false, _) if out.timed_out || iteration_limit.is_none() => SolveStatus::TimeLimit,
+        (false, _) => SolveStatus::WorkLimit,
     };
-    Ok(Candidate::new(
-        out.order,
-        out.value,
-        out.lower_bound,
+    Ok(Candidate {
+        order: out.order,
+        value: out.value,
+        lower_bound: out.lower_bound,
         status,
-        0,
-    ))
+        nodes: 0,
+        work: out.iterations.saturating_mul(work::LP_ITERATION_UNITS),
+    })
 }
 
 #[cfg(not(feature = "milp"))]
@@ -568,7 +774,7 @@ fn run_milp(
     _problem: &Problem,
     _options: &SolveOptions,
     _incumbent: Option<Vec<usize>>,
-    _time: Duration,
+    _allowance: Allowance,
 ) -> Result<Candidate, SolveError> {
     Err(SolveError::MilpUnavailable)
 }

@@ -133,7 +133,7 @@ fn random_instance(seed: u64, shape: &Shape) -> Instance {
 /// test queues for it (`queue`), so that a short limit is not spent waiting for another test.
 fn opts() -> MilpOptions {
     MilpOptions {
-        time_limit: Duration::from_secs(20),
+        time_limit: Some(Duration::from_secs(20)),
         queue: true,
         ..MilpOptions::default()
     }
@@ -339,7 +339,7 @@ fn big_problem() -> Problem {
 fn time_limit_is_honoured_loosely() {
     let problem = big_problem();
     let options = MilpOptions {
-        time_limit: Duration::from_millis(1500),
+        time_limit: Some(Duration::from_millis(1500)),
         ..opts()
     };
     let clock = std::time::Instant::now();
@@ -369,7 +369,7 @@ fn warm_start_gives_a_solution_at_once() {
         &problem,
         Objective::Wait,
         &MilpOptions {
-            time_limit: Duration::from_millis(200),
+            time_limit: Some(Duration::from_millis(200)),
             incumbent: Some(sjf),
             ..opts()
         },
@@ -408,7 +408,7 @@ fn milp_from_several_threads_queues_instead_of_dropping() {
                     p,
                     &SolveOptions {
                         solver: Solver::Milp,
-                        time_limit: std::time::Duration::from_millis(300),
+                        time_limit: Some(std::time::Duration::from_millis(300)),
                         ..SolveOptions::default()
                     },
                 )

@@ -58,7 +58,7 @@ mod milp_vs_bnb {
                 assert!(exact.proven_optimal());
                 let options = MilpOptions {
                     step: Some(600),
-                    time_limit: Duration::from_secs(30),
+                    time_limit: Some(Duration::from_secs(30)),
                     max_columns: 200_000,
                     ..MilpOptions::default()
                 };
@@ -88,7 +88,7 @@ mod milp_vs_bnb {
                 let exact = bnb::solve(&p, objective, Variant::Serial, &BnbOptions::default());
                 assert!(exact.proven_optimal());
                 let options = MilpOptions {
-                    time_limit: Duration::from_secs(2),
+                    time_limit: Some(Duration::from_secs(2)),
                     ..MilpOptions::default()
                 };
                 let m = milp::solve(&p, objective, &options).unwrap();
@@ -123,7 +123,7 @@ fn time_limits_are_honoured_and_reported() {
         let limit = Duration::from_millis(limit_ms);
         let options = SolveOptions {
             solver,
-            time_limit: limit,
+            time_limit: Some(limit),
             ..SolveOptions::default()
         };
         let started = Instant::now();
@@ -158,7 +158,7 @@ fn node_limited_runs_are_deterministic() {
     let options = SolveOptions {
         solver: Solver::Bnb,
         node_limit: Some(20_000),
-        time_limit: Duration::from_secs(600),
+        time_limit: Some(Duration::from_secs(600)),
         ..SolveOptions::default()
     };
     let a = portfolio::solve(&p, &options).unwrap();
@@ -205,7 +205,7 @@ fn a_passed_deadline_returns_the_incumbent_on_a_long_queue() {
             &problem,
             &SolveOptions {
                 solver,
-                time_limit: Duration::ZERO,
+                time_limit: Some(Duration::ZERO),
                 ..SolveOptions::default()
             },
         )
@@ -233,4 +233,199 @@ fn a_passed_deadline_returns_the_incumbent_on_a_long_queue() {
             );
         }
     }
+}
+
+/// Snapshots as `dataset build` makes them by default: `uniform`, 16..20 queued jobs.
+fn labelled_like_datasets(count: u64, seed: u64) -> Vec<Problem> {
+    let mut config = Config::new(Family::Uniform, seed);
+    config.queue_min = 16;
+    config.queue_max = 20;
+    (0..count)
+        .map(|i| Problem::new(&generate_one(&config, i).unwrap()).unwrap())
+        .collect()
+}
+
+/// Everything a work-limited solve returns but its time.
+fn outcome(s: &portfolio::Solution) -> (Vec<usize>, u64, u64, SolveStatus, u64, u64) {
+    (
+        s.order.clone(),
+        s.value.to_bits(),
+        s.lower_bound.to_bits(),
+        s.status,
+        s.nodes,
+        s.work,
+    )
+}
+
+/// Keeps both cores busy until dropped.
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(threads: usize) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..threads)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                })
+            })
+            .collect();
+        Load { stop, threads }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The outcome for `auto`: under a work limit the same order, bound, status, nodes
+/// and work on one thread or two, under a load of four busy threads on two cores, and with a
+/// time cap that does not stop it. The limit lets every phase run (quick branch and bound,
+/// local search, branch and bound, the MILP), and some snapshots end unproven, so the limit
+/// decides something.
+#[test]
+fn work_limited_auto_is_the_same_at_any_load_and_thread_count() {
+    let _serial = serial();
+    let problems = labelled_like_datasets(6, 4242);
+    let options = SolveOptions {
+        work_limit: Some(2_000_000),
+        time_limit: None,
+        ..SolveOptions::default()
+    };
+    let idle: Vec<_> = problems
+        .iter()
+        .map(|p| outcome(&portfolio::solve(p, &options).unwrap()))
+        .collect();
+    let unproven = idle
+        .iter()
+        .filter(|o| o.3 == SolveStatus::WorkLimit)
+        .count();
+    assert!(unproven > 0, "the work limit decided nothing: {idle:?}");
+    // The MILP stops at HiGHS' next callback, which may come a few hundred simplex
+    // iterations after its share; every other phase stops within a node or a candidate.
+    assert!(idle.iter().all(|o| o.5 <= 2_500_000), "overspent: {idle:?}");
+    let two_threads = SolveOptions {
+        threads: 2,
+        ..options.clone()
+    };
+    let capped = SolveOptions {
+        time_limit: Some(Duration::from_secs(600)),
+        ..options.clone()
+    };
+    let loaded: Vec<_> = {
+        let _load = Load::start(4);
+        problems
+            .iter()
+            .map(|p| outcome(&portfolio::solve(p, &options).unwrap()))
+            .collect()
+    };
+    assert_eq!(idle, loaded, "a busy machine changed the answers");
+    for (name, other) in [("-j 2", &two_threads), ("a time cap", &capped)] {
+        let again: Vec<_> = problems
+            .iter()
+            .map(|p| outcome(&portfolio::solve(p, other).unwrap()))
+            .collect();
+        assert_eq!(idle, again, "{name} changed the answers");
+    }
+}
+
+/// The same from several threads at once (as `dataset build -j 2` solves): HiGHS runs one
+/// model per process, and a work-limited `auto` waits for it instead of skipping its bound.
+#[test]
+fn work_limited_auto_in_parallel_threads_matches_one_at_a_time() {
+    let _serial = serial();
+    let problems = labelled_like_datasets(6, 99);
+    let options = SolveOptions {
+        work_limit: Some(1_500_000),
+        time_limit: None,
+        ..SolveOptions::default()
+    };
+    let one: Vec<_> = problems
+        .iter()
+        .map(|p| outcome(&portfolio::solve(p, &options).unwrap()))
+        .collect();
+    let parallel: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = problems
+            .iter()
+            .map(|p| scope.spawn(|| outcome(&portfolio::solve(p, &options).unwrap())))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(one, parallel);
+}
+
+/// A time cap that stops a work-limited solve says so (`time_limit`), and so does a time limit
+/// alone; the work limit alone says `work_limit`; a proof says `optimal` under either.
+#[test]
+fn the_status_names_the_limit_that_stopped_the_solve() {
+    let _serial = serial();
+    let p = hard();
+    let run = |work_limit, time_limit| {
+        portfolio::solve(
+            &p,
+            &SolveOptions {
+                work_limit,
+                time_limit,
+                ..SolveOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(run(Some(200_000), None).status, SolveStatus::WorkLimit);
+    let capped = run(Some(1_000_000_000), Some(Duration::from_millis(200)));
+    assert_eq!(capped.status, SolveStatus::TimeLimit);
+    assert_eq!(
+        run(None, Some(Duration::from_millis(200))).status,
+        SolveStatus::TimeLimit
+    );
+    let small = Problem::new(&generated(Family::Hpc, 8, 6, 0)).unwrap();
+    let proven = portfolio::solve(
+        &small,
+        &SolveOptions {
+            work_limit: Some(1_000_000),
+            time_limit: None,
+            ..SolveOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(proven.status, SolveStatus::Optimal);
+    assert_eq!(proven.budget.work_limit, Some(1_000_000));
+}
+
+/// Neither a work, a time nor a node limit: refused before any work.
+#[test]
+fn a_solve_without_any_budget_is_refused() {
+    let p = hard();
+    let none = SolveOptions {
+        work_limit: None,
+        time_limit: None,
+        ..SolveOptions::default()
+    };
+    assert!(matches!(
+        portfolio::solve(&p, &none),
+        Err(portfolio::SolveError::NoLimit)
+    ));
+    let nodes = SolveOptions {
+        solver: Solver::Bnb,
+        node_limit: Some(100),
+        ..none
+    };
+    assert_eq!(
+        portfolio::solve(&p, &nodes).unwrap().status,
+        SolveStatus::NodeLimit
+    );
 }

@@ -105,6 +105,13 @@ pub struct SolveBenchArgs {
     #[arg(long, overrides_with = "milp")]
     pub no_milp: bool,
 
+    /// Counted work per solver per instance (units of `schedlm_solver::work`, e.g. 5M): branch
+    /// and bound gets the nodes and the MILP the simplex iterations it buys, and neither has a
+    /// time limit, so proof counts are the same on every machine (times still vary; CP-SAT
+    /// keeps --time-limit).
+    #[arg(long, value_parser = crate::args::parse_work)]
+    pub work_limit: Option<u64>,
+
     /// Wall-clock limit of the MILP per instance [default: --time-limit].
     #[arg(long, value_parser = parse_duration)]
     pub milp_time_limit: Option<Duration>,
@@ -376,12 +383,13 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
         for (k, instance) in instances.iter().enumerate() {
             let problem = Problem::new(instance)
                 .with_context(|| format!("generated instance {k} of size {size} is invalid"))?;
-            let bnb = run_bnb(&problem, args.objective, args.time_limit, args.clock);
+            let bnb = run_bnb(&problem, args, args.clock);
             let milp = if milp_here && k < milp_count {
                 Some(run_milp_on(
                     &problem,
                     args.objective,
                     milp_limit,
+                    args.work_limit,
                     &bnb,
                     args.clock,
                 ))
@@ -511,13 +519,16 @@ fn file_name(family: Family, size: usize) -> String {
     format!("{}-{size}.jsonl", family.name())
 }
 
-fn run_bnb(problem: &Problem, objective: Objective, limit: Duration, clock: Clock) -> BnbRun {
+fn run_bnb(problem: &Problem, args: &SolveBenchArgs, clock: Clock) -> BnbRun {
     let options = BnbOptions {
-        time_limit: Some(limit),
+        time_limit: args.work_limit.is_none().then_some(args.time_limit),
+        node_limit: args
+            .work_limit
+            .map(|w| schedlm_solver::work::nodes_for(w, problem.jobs())),
         ..BnbOptions::default()
     };
     let (out, wall_ms, cpu_ms) =
-        timed(|| bnb::solve(problem, objective, Variant::Serial, &options));
+        timed(|| bnb::solve(problem, args.objective, Variant::Serial, &options));
     BnbRun {
         value: out.value,
         lower_bound: out.lower_bound,
@@ -536,6 +547,7 @@ fn run_milp_on(
     problem: &Problem,
     objective: Objective,
     limit: Duration,
+    work: Option<u64>,
     bnb: &BnbRun,
     clock: Clock,
 ) -> MilpRun {
@@ -544,7 +556,10 @@ fn run_milp_on(
         let started = Instant::now();
         let (incumbent, _) = schedlm_solver::rules::best_rule(problem, objective, Variant::Serial);
         let options = MilpOptions {
-            time_limit: limit.saturating_sub(started.elapsed()),
+            time_limit: work
+                .is_none()
+                .then(|| limit.saturating_sub(started.elapsed())),
+            iteration_limit: work.map(schedlm_solver::work::lp_iterations_for),
             incumbent: Some(incumbent),
             ..MilpOptions::default()
         };
@@ -586,7 +601,14 @@ fn run_milp_on(
 }
 
 #[cfg(not(feature = "milp"))]
-fn run_milp_on(_: &Problem, _: Objective, _: Duration, _: &BnbRun, _: Clock) -> MilpRun {
+fn run_milp_on(
+    _: &Problem,
+    _: Objective,
+    _: Duration,
+    _: Option<u64>,
+    _: &BnbRun,
+    _: Clock,
+) -> MilpRun {
     unreachable!("the MILP is not built")
 }
 

@@ -89,11 +89,22 @@ pub struct BuildCmd {
     #[command(flatten)]
     pub dispatcher: DispatcherArgs,
 
-    /// Wall-clock budget per instance, e.g. 2s or 500ms. Labels stopped by it keep their gap
-    /// (`proven_optimal: false`, `lower_bound`); they are the one thing that may differ
-    /// between two runs. Use --node-limit for builds that must be reproducible bit for bit.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub time_limit: Duration,
+    /// Counted search work per instance (units of `schedlm_solver::work`: branch-and-bound
+    /// nodes, local-search placements and simplex iterations, weighed), e.g. 5M or 500k. The
+    /// default, 5M, costs about 2 s of one idle core on an unproven `uniform` 16..20 snapshot
+    /// (docs/benchmarks.md, "Work units"). Labels stopped by it keep their gap
+    /// (`proven_optimal: false`, `status: work_limit`), and the build is the same, byte for
+    /// byte, on any machine, at any load, with any -j, sharded or resumed. `none`: the clock
+    /// decides (give --time-limit).
+    #[arg(long, value_parser = crate::args::parse_work_limit,
+          default_value_t = crate::args::WorkLimit(Some(schedlm_solver::work::DEFAULT_DATASET_WORK)))]
+    pub work_limit: crate::args::WorkLimit,
+
+    /// Wall-clock cap per instance, e.g. 10s [default: none]. With a work limit it only caps
+    /// a slow solve; a label it stops says `status: time_limit`, the manifest counts such
+    /// labels (`time_limited`) and the build warns that it is not reproducible.
+    #[arg(long, value_parser = parse_duration)]
+    pub time_limit: Option<Duration>,
 
     /// Most branch-and-bound nodes per instance (a deterministic budget).
     #[arg(long)]
@@ -214,10 +225,13 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     SolveOptions {
         solver: a.solver,
         variant,
+        work_limit: a.work_limit.0,
+        time_limit: a.time_limit,
+        node_limit: a.node_limit,
         ..SolveOptions::default()
     }
     .check()
-    .context("--solver milp --strict")?;
+    .context("--solver, --work-limit, --time-limit")?;
     let records = match a.records {
         RecordKindArg::Orders => RecordKind::Orders,
         RecordKindArg::Steps => RecordKind::Steps,
@@ -281,7 +295,8 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         solver: a.solver,
         objective: a.objective,
         variant,
-        time_limit_ms: a.time_limit.as_millis() as u64,
+        work_limit: a.work_limit.0,
+        time_limit_ms: a.time_limit.map(|t| t.as_millis() as u64),
         node_limit: a.node_limit,
         solver_seed: a.shape.seed,
         template: a.template,
@@ -334,6 +349,25 @@ fn stem(path: &Path) -> String {
         .map_or_else(|| "file".to_string(), |s| s.to_string_lossy().into_owned())
 }
 
+/// Says when the labels depend on the machine: the clock stopped some solves, or the clock
+/// was the only budget.
+fn warn_unreproducible(args: &BuildArgs, m: &schedlm_dataset::manifest::Manifest) {
+    if m.time_limited > 0 {
+        eprintln!(
+            "warning: {} of {} records have labels the wall clock stopped (--time-limit; \
+             manifest `time_limited`): they depend on this machine's speed and load, so \
+             this build is not reproducible. Raise or drop --time-limit",
+            m.time_limited,
+            m.total()
+        );
+    } else if args.work_limit.is_none() && args.node_limit.is_none() {
+        eprintln!(
+            "warning: --work-limit none: labels stopped by the clock depend on this \
+             machine's speed and load; give a work limit for a reproducible build"
+        );
+    }
+}
+
 fn run_build(a: &BuildCmd) -> Result<()> {
     let args = build_args(a)?;
     let shard = a.shard.unwrap_or_default();
@@ -383,6 +417,7 @@ fn run_build(a: &BuildCmd) -> Result<()> {
             String::new()
         }
     ));
+    warn_unreproducible(&args, m);
     if let Some(min) = args.min_headroom {
         let kept = m.instances();
         a.progress.say(format_args!(

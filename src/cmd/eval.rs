@@ -75,9 +75,16 @@ pub struct EvalArgs {
     )]
     pub report: PathBuf,
 
-    /// Time budget of `optimal` per instance (per decision online).
+    /// Time budget of `optimal` per instance (per decision online); not used with
+    /// --work-limit.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub time_limit: Duration,
+
+    /// Counted work of `optimal` per instance (per decision online), e.g. 5M (units of
+    /// `schedlm_solver::work`): its answers are then the same on every machine and load, and
+    /// --time-limit does not apply to it.
+    #[arg(long, value_parser = crate::args::parse_work)]
+    pub work_limit: Option<u64>,
 
     /// Node limit of `optimal`'s branch and bound (makes its result independent of timing).
     #[arg(long)]
@@ -350,6 +357,7 @@ impl EvalArgs {
         };
         Ok(SnapshotOptions {
             time_limit: self.time_limit,
+            work_limit: self.work_limit,
             node_limit: self.node_limit,
             seed: self.seed,
             ls_evaluations: self.ls_evaluations,
@@ -450,6 +458,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
         windows: args.replay.windows(),
         seed: args.seed,
         time_limit: args.time_limit,
+        work_limit: args.work_limit,
         node_limit: args.node_limit,
         ls_evaluations: args.ls_evaluations,
         template: args.template,

@@ -9,7 +9,6 @@
 use clap::Args;
 use std::path::Path;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -21,7 +20,7 @@ use schedlm_solver::rules::{Rule, RuleContext};
 
 use super::generate::snapshots;
 use super::schedule::schedule_with;
-use crate::args::{parse_duration, QueueRange};
+use crate::args::QueueRange;
 use crate::cmd::Cli;
 use crate::io::{create_output, write_jsonl};
 
@@ -39,9 +38,11 @@ pub struct PipelineArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
-    /// Time budget of the optimal solver per snapshot, e.g. 2s or 500ms.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub time_limit: Duration,
+    /// Counted work of the optimal solver per snapshot (units of `schedlm_solver::work`,
+    /// e.g. 5M, about 2 s of one idle core): the table is the same on every machine.
+    #[arg(long, value_parser = crate::args::parse_work,
+          default_value_t = schedlm_solver::work::DEFAULT_DATASET_WORK)]
+    pub work_limit: u64,
 
     /// Directory that receives everything the pipeline makes: the snapshots of the table
     /// (`<family>.jsonl`), the dataset (`data/`), the trained model (`model/`) and the report
@@ -85,8 +86,8 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
         args.count, args.queue.min, args.queue.max, args.seed
     )?;
     outln!(
-        "optimal = the `auto` solver on bsld, {} per snapshot; gap = (value - proven lower bound) / bound;",
-        humantime::format_duration(args.time_limit)
+        "optimal = the `auto` solver on bsld, {} units of work per snapshot; gap = (value - proven lower bound) / bound;",
+        crate::args::WorkLimit(Some(args.work_limit))
     )?;
     outln!(
         "brpi = the best rule per instance (the lowest bsld of the classic rules on each snapshot): its gap is the headroom a model can win"
@@ -114,7 +115,8 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
                     })
                     .collect();
                 let options = SolveOptions {
-                    time_limit: args.time_limit,
+                    work_limit: Some(args.work_limit),
+                    time_limit: None,
                     seed: args.seed,
                     ..SolveOptions::default()
                 };
@@ -168,8 +170,6 @@ note: the shipped model {} is not there; only the quick model is evaluated",
                 "75/5/20",
                 "--seed",
                 &seed,
-                "--time-limit",
-                "2s",
                 "-o",
                 &data,
             ]),

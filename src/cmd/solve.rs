@@ -33,10 +33,20 @@ pub struct SolveArgs {
     #[command(flatten)]
     pub dispatcher: DispatcherArgs,
 
-    /// Wall-clock budget per instance, e.g. 10s, 500ms, 2m. A run stopped by it reports its
-    /// best order, a lower bound and the gap, and is never called optimal.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub time_limit: Duration,
+    /// Counted search work per instance, e.g. 5M (units of `schedlm_solver::work`: about
+    /// 2.5M a second on one idle core; docs/benchmarks.md, "Work units"). A run stopped by it
+    /// reports its best order, a lower bound and the gap (`status: work_limit`), and gives the
+    /// same output, times aside, on any machine, at any load, with any -j [default: none, the
+    /// time limit decides].
+    #[arg(long, value_parser = crate::args::parse_work_limit)]
+    pub work_limit: Option<crate::args::WorkLimit>,
+
+    /// Wall-clock budget per instance, e.g. 10s, 500ms, 2m [default: 10s without
+    /// --work-limit, none with it]. With a work limit it only caps the run. A run stopped by
+    /// it reports its best order, a lower bound and the gap (`status: time_limit`), is never
+    /// called optimal, and may differ from machine to machine.
+    #[arg(long, value_parser = parse_duration)]
+    pub time_limit: Option<Duration>,
 
     /// Most branch-and-bound nodes per instance [default: no limit]. A node limit makes a
     /// stopped run deterministic, unlike a time limit.
@@ -50,9 +60,10 @@ pub struct SolveArgs {
     /// Worker threads (instances are solved in parallel, one per task) [default: all cores].
     /// A file of one instance gives all of them to that instance: branch and bound (`bnb`,
     /// `auto`) then searches subtrees in parallel and returns the order one thread would
-    /// (node limits keep it on one thread, to stay deterministic). HiGHS runs one model per process: with `--solver milp` instances queue for it (each
-    /// one's time limit counts from its turn, `time_ms` includes the wait), so more threads
-    /// add nothing; inside `auto` the MILP bound is skipped when HiGHS is busy.
+    /// (work and node limits keep it on one thread, to stay deterministic). HiGHS runs one
+    /// model per process: with `--solver milp`, or `auto` under a work limit, instances queue
+    /// for it (each one's time limit counts from its turn, `time_ms` includes the wait);
+    /// inside a timed `auto` the MILP bound is skipped when HiGHS is busy.
     #[arg(long, short = 'j')]
     pub threads: Option<usize>,
 
@@ -61,8 +72,9 @@ pub struct SolveArgs {
 
     /// Output file: one JSON object per valid instance with `line`, `solver`, `objective`,
     /// `variant`, `order` (queued ids), `value`, `lower_bound`, `gap` ((value - bound) / bound),
-    /// `proven_optimal`, `status` (optimal, time_limit, node_limit, bounded, heuristic), `nodes`,
-    /// `time_ms` and `baselines` (each priority rule's value). Standard output when absent or `-`.
+    /// `proven_optimal`, `status` (optimal, time_limit, work_limit, node_limit, bounded,
+    /// heuristic), `nodes`, `work` (units spent), `budget` (the limits it had), `time_ms` and
+    /// `baselines` (each priority rule's value). Standard output when absent or `-`.
     #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 
@@ -84,6 +96,8 @@ pub struct SolveRecord {
     pub proven_optimal: bool,
     pub status: &'static str,
     pub nodes: u64,
+    pub work: u64,
+    pub budget: schedlm_solver::work::Budget,
     pub time_ms: u64,
     pub baselines: Map<String, Value>,
 }
@@ -112,6 +126,8 @@ impl SolveRecord {
             proven_optimal: s.proven_optimal,
             status: s.status.name(),
             nodes: s.nodes,
+            work: s.work,
+            budget: s.budget,
             time_ms: s.elapsed.as_millis() as u64,
             baselines: s
                 .baselines
@@ -122,17 +138,32 @@ impl SolveRecord {
     }
 }
 
+/// The time limit of a solve: the one given; without one, 10 s unless a work limit was given.
+pub fn solve_time_limit(
+    work: Option<crate::args::WorkLimit>,
+    time: Option<Duration>,
+) -> Option<Duration> {
+    match (time, work) {
+        (Some(t), _) => Some(t),
+        (None, Some(crate::args::WorkLimit(Some(_)))) => None,
+        (None, _) => Some(Duration::from_secs(10)),
+    }
+}
+
 pub fn run(args: &SolveArgs) -> Result<()> {
     let mut options = SolveOptions {
         solver: args.solver,
         objective: args.objective,
         variant: args.dispatcher.variant(),
-        time_limit: args.time_limit,
+        work_limit: args.work_limit.and_then(|w| w.0),
+        time_limit: solve_time_limit(args.work_limit, args.time_limit),
         node_limit: args.node_limit,
         seed: args.seed,
         threads: 1,
     };
-    options.check().context("--solver milp --strict")?;
+    options
+        .check()
+        .context("--solver, --work-limit, --time-limit")?;
     let lines = read_lines(&args.file)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))

@@ -27,24 +27,58 @@ pub(super) static HIGHS_LOCK: Mutex<()> = Mutex::new(());
 /// Below this budget HiGHS's presolve is switched off (it cannot be interrupted).
 pub(super) const PRESOLVE_MIN_TIME: Duration = Duration::from_secs(2);
 
+/// Below this many simplex iterations (an iteration-limited run) presolve is switched off.
+pub(super) const PRESOLVE_MIN_ITERATIONS: i64 = 20_000;
+
 /// HiGHS callback kinds (`kHighsCallback*Interrupt` in HiGHS's C API).
 pub(super) const CALLBACK_SIMPLEX_INTERRUPT: highs_sys::HighsInt = 1;
 pub(super) const CALLBACK_IPM_INTERRUPT: highs_sys::HighsInt = 2;
 pub(super) const CALLBACK_MIP_INTERRUPT: highs_sys::HighsInt = 6;
 
-/// Asks HiGHS to stop once the deadline behind `user` has passed.
+/// What the interrupt callback stops HiGHS at: a deadline, a count of simplex iterations, or
+/// both; it notes which one fired.
+pub(super) struct Limits {
+    pub(super) deadline: Option<Instant>,
+    /// Most simplex iterations (the MIP's total over its LPs; the root LP's own count before
+    /// the branch and bound starts). HiGHS runs on one thread, so this stops it at the same
+    /// point on every machine.
+    pub(super) iterations: Option<i64>,
+    pub(super) timed_out: std::cell::Cell<bool>,
+    pub(super) iterations_seen: std::cell::Cell<i64>,
+}
+
+/// Asks HiGHS to stop once a limit behind `user` (a [`Limits`]) is reached.
 pub(super) unsafe extern "C" fn interrupt(
-    _kind: std::ffi::c_int,
+    kind: std::ffi::c_int,
     _message: *const std::ffi::c_char,
-    _out: *const highs_sys::HighsCallbackDataOut,
+    out: *const highs_sys::HighsCallbackDataOut,
     data_in: *mut highs_sys::HighsCallbackDataIn,
     user: *mut std::ffi::c_void,
 ) {
-    // SAFETY: `user` is the `Instant` registered in `Model::run`, alive during the solve;
-    // `data_in` is HiGHS's, valid for this call (it may be null for some kinds).
+    // SAFETY: `user` is the `Limits` registered in `Model::run`, alive during the solve;
+    // `out` and `data_in` are HiGHS's, valid for this call (they may be null for some kinds).
     unsafe {
-        let deadline = &*(user as *const Instant);
-        if !data_in.is_null() && Instant::now() >= *deadline {
+        let limits = &*(user as *const Limits);
+        if data_in.is_null() {
+            return;
+        }
+        if !out.is_null() {
+            let out = &*out;
+            let done = if kind == CALLBACK_MIP_INTERRUPT {
+                out.mip_total_lp_iterations
+            } else {
+                i64::from(out.simplex_iteration_count)
+            };
+            limits
+                .iterations_seen
+                .set(limits.iterations_seen.get().max(done));
+            if limits.iterations.is_some_and(|max| done >= max) {
+                (*data_in).user_interrupt = 1;
+                return;
+            }
+        }
+        if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+            limits.timed_out.set(true);
             (*data_in).user_interrupt = 1;
         }
     }
@@ -111,6 +145,10 @@ pub(super) struct Run {
     pub(super) objective: Option<f64>,
     /// MILP start slot of each job, when HiGHS has a solution.
     pub(super) slots: Option<Vec<i64>>,
+    /// Simplex iterations HiGHS reported (the most its callbacks saw).
+    pub(super) iterations: u64,
+    /// Whether the deadline (not the iteration limit) stopped HiGHS.
+    pub(super) timed_out: bool,
 }
 
 impl Model {
@@ -333,7 +371,7 @@ impl Model {
 
     /// Solves the model by `deadline`. The caller holds the HiGHS lock ([`lock_until`],
     /// [`lock_queued`]).
-    pub(super) fn run(self, warm: Option<&[f64]>, deadline: Instant) -> Result<Run, MilpError> {
+    pub(super) fn run(self, warm: Option<&[f64]>, limits: &Limits) -> Result<Run, MilpError> {
         let solver =
             |what: &str, e: &dyn std::fmt::Debug| MilpError::Solver(format!("{what}: {e:?}"));
         let n_x = self.columns.len();
@@ -341,7 +379,13 @@ impl Model {
         // HiGHS's presolve checks the time limit rarely and can take seconds on large
         // time-indexed models; the root LP bound is what a large model is solved for.
         // Presolve does not poll the interrupt either: skip it when the budget is short.
-        let short = deadline.saturating_duration_since(Instant::now()) < PRESOLVE_MIN_TIME;
+        // Under an iteration limit the choice must not depend on the clock: presolve runs
+        // when the budget holds at least [`PRESOLVE_MIN_ITERATIONS`].
+        let short = match (limits.iterations, limits.deadline) {
+            (Some(max), _) => max < PRESOLVE_MIN_ITERATIONS,
+            (None, Some(d)) => d.saturating_duration_since(Instant::now()) < PRESOLVE_MIN_TIME,
+            (None, None) => false,
+        };
         let presolve = if self.nonzeros > PRESOLVE_NONZEROS || short {
             "off"
         } else {
@@ -354,17 +398,18 @@ impl Model {
             .try_into_inner()
             .map_err(|e| solver("loading the model", &e))?;
         model.make_quiet();
-        let time_limit = deadline
-            .saturating_duration_since(Instant::now())
-            .as_secs_f64()
-            .max(1e-3);
+        let time_limit = limits.deadline.map_or(f64::INFINITY, |d| {
+            d.saturating_duration_since(Instant::now())
+                .as_secs_f64()
+                .max(1e-3)
+        });
         // HiGHS checks its own time limit rarely inside a long LP; the interrupt callback,
         // called from simplex, IPM and MIP loops, stops it at the deadline.
-        // SAFETY: `deadline` outlives the solve below, which is the only time HiGHS calls
-        // `interrupt`, and `interrupt` only reads it.
+        // SAFETY: `limits` outlives the solve below, which is the only time HiGHS calls
+        // `interrupt`, and `interrupt` only reads it and sets its cells.
         unsafe {
             let ptr = model.as_mut_ptr();
-            let data = &deadline as *const Instant as *mut std::ffi::c_void;
+            let data = limits as *const Limits as *mut std::ffi::c_void;
             highs_sys::Highs_setCallback(ptr, Some(interrupt), data);
             for kind in [
                 CALLBACK_SIMPLEX_INTERRUPT,
@@ -393,9 +438,11 @@ impl Model {
         let model_status = solved.status();
         let status = match model_status {
             HighsModelStatus::Optimal => "optimal".to_string(),
-            HighsModelStatus::ReachedTimeLimit | HighsModelStatus::ReachedInterrupt => {
+            HighsModelStatus::ReachedTimeLimit => "time limit".to_string(),
+            HighsModelStatus::ReachedInterrupt if limits.timed_out.get() => {
                 "time limit".to_string()
             }
+            HighsModelStatus::ReachedInterrupt => "work limit".to_string(),
             HighsModelStatus::Infeasible => {
                 return Err(MilpError::Solver(
                     "HiGHS reports the model infeasible, but the incumbent is feasible".into(),
@@ -424,12 +471,16 @@ impl Model {
         } else {
             (None, None)
         };
+        let timed_out = model_status == HighsModelStatus::ReachedTimeLimit
+            || (model_status == HighsModelStatus::ReachedInterrupt && limits.timed_out.get());
         Ok(Run {
             status,
             proven,
             dual_bound,
             objective,
             slots,
+            iterations: limits.iterations_seen.get().max(0) as u64,
+            timed_out,
         })
     }
 }

@@ -102,13 +102,18 @@ use schedlm_model::{Objective, OrderError, Problem, Variant};
 use crate::cost::Cost;
 use bounds::{earliest_starts, evaluate, latest_starts, trivial_total};
 use grid::{auto_grid, on_grid, Grid};
-use highs_model::{lock_queued, lock_until, Model, NONZEROS_PER_COLUMN};
+use highs_model::{lock_queued, lock_until, Limits, Model, NONZEROS_PER_COLUMN};
 
 /// Options of [`solve`].
 #[derive(Debug, Clone)]
 pub struct MilpOptions {
-    /// Wall-clock limit for the whole call (model building included).
-    pub time_limit: Duration,
+    /// Wall-clock limit for the whole call (model building included); `None`: no limit
+    /// (give an iteration limit then).
+    pub time_limit: Option<Duration>,
+    /// Most simplex iterations (HiGHS's MIP total; the deterministic budget, see
+    /// [`crate::work`]); `None`: not counted. HiGHS runs on one thread, so a run stopped by it
+    /// stops at the same point on every machine.
+    pub iteration_limit: Option<u64>,
     /// Grid step delta in seconds; `None`: the gcd of walltimes, running-end offsets and
     /// release offsets from `now`, raised if needed to keep the model under `max_columns`.
     pub step: Option<i64>,
@@ -128,7 +133,8 @@ pub struct MilpOptions {
 impl Default for MilpOptions {
     fn default() -> Self {
         MilpOptions {
-            time_limit: Duration::from_secs(10),
+            time_limit: Some(Duration::from_secs(10)),
+            iteration_limit: None,
             step: None,
             max_columns: 20_000,
             incumbent: None,
@@ -158,8 +164,12 @@ pub struct MilpOutcome {
     pub exact: bool,
     /// The grid step delta used, in seconds.
     pub step: i64,
-    /// HiGHS's model status ("optimal", "time limit", ...).
+    /// HiGHS's model status ("optimal", "time limit", "work limit", ...).
     pub status: String,
+    /// Simplex iterations HiGHS made.
+    pub iterations: u64,
+    /// Whether the time limit (not the iteration limit or a proof) ended the run.
+    pub timed_out: bool,
     /// Wall-clock time of the call.
     pub time_ms: u64,
 }
@@ -260,6 +270,8 @@ pub fn solve(
             exact: true,
             step: opts.step.unwrap_or(1),
             status: "empty queue".into(),
+            iterations: 0,
+            timed_out: false,
             time_ms: clock.elapsed().as_millis() as u64,
         });
     }
@@ -293,12 +305,21 @@ pub fn solve(
     let model = Model::build(problem, objective, &costs, &est, &grid);
     let warm = model.warm_start(problem, &best.start, &best.server);
 
-    let deadline = clock + opts.time_limit;
-    let held = match queued {
-        Some(guard) => guard,
-        None => lock_until(deadline)?,
+    let deadline = opts.time_limit.map(|t| clock + t);
+    let held = match (queued, deadline) {
+        (Some(guard), _) => guard,
+        (None, Some(deadline)) => lock_until(deadline)?,
+        (None, None) => lock_queued(),
     };
-    let run = model.run(warm.as_deref(), deadline)?;
+    let limits = Limits {
+        deadline,
+        iterations: opts
+            .iteration_limit
+            .map(|i| i64::try_from(i).unwrap_or(i64::MAX)),
+        timed_out: std::cell::Cell::new(false),
+        iterations_seen: std::cell::Cell::new(0),
+    };
+    let run = model.run(warm.as_deref(), &limits)?;
     drop(held);
 
     // The MILP's schedule, sorted by start, through the dispatcher.
@@ -339,6 +360,8 @@ pub fn solve(
         exact,
         step: delta,
         status: run.status,
+        iterations: run.iterations,
+        timed_out: run.timed_out,
         time_ms: clock.elapsed().as_millis() as u64,
     })
 }
