@@ -814,11 +814,11 @@ const DEFAULT_BUDGET: [&str; 8] = [
     "--family",
     "uniform",
     "-n",
-    "40",
+    "24",
     "--queue",
     "16..20",
     "--work-limit",
-    "1M",
+    "500k",
 ];
 
 /// Busy threads on every core while alive (the artificial load of the issue on budgets).

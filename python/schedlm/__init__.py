@@ -236,7 +236,7 @@ def reward_many(
 
 
 #: ``schedlm dataset build``'s default ``--work-limit``: units of counted search work, about
-#: 2 s of one idle core on an unproven 16..20-job snapshot (docs/benchmarks.md, "Work units").
+#: 2 CPU seconds on an unproven 16..20-job snapshot (docs/benchmarks.md, "Work units").
 DEFAULT_WORK_LIMIT: int = _schedlm.DEFAULT_WORK_LIMIT
 
 
@@ -254,8 +254,8 @@ def solve(
 
     Returns ``order`` (job ids), ``value``, ``lower_bound``, ``gap``, ``proven_optimal``,
     ``status``, ``nodes``, ``work``, ``budget``, ``time_ms``, ``baselines`` (each rule's
-    value) and the settings. ``work_limit`` (units of counted search work, e.g. 5_000_000,
-    about 2 s of one idle core) gives the same answer on every machine; ``time_limit``
+    value) and the settings. ``work_limit`` (units of counted search work, e.g. 12_000_000,
+    about 2 CPU seconds) gives the same answer on every machine; ``time_limit``
     (seconds) then only caps it. Without a work limit the time limit decides (10 s when not
     given), and the result depends on the machine's speed and load.
     """
@@ -288,7 +288,7 @@ def label(
     ``completion``, ``messages``, ``order``, ``value``, ``lower_bound``,
     ``proven_optimal``, ``status``, ``budget``, ``baselines``, ``difficulty``, ``instance``
     and the rest (docs/dataset.md). The default budget is ``dataset build``'s: a work limit
-    of 5,000,000 units, the same label on every machine; ``time_limit`` only caps it (pass
+    of 12,000,000 units, the same label on every machine; ``time_limit`` only caps it (pass
     ``work_limit=None`` and a ``time_limit`` for a label decided by the clock)."""
     if time_limit is None and work_limit is None:
         raise ValueError("give a work_limit or a time_limit")

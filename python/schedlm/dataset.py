@@ -10,7 +10,7 @@
 Entry ``k`` is instance ``k`` of ``schedlm generate`` with the same family, queue, seed and
 shape options, labelled as ``schedlm dataset build`` labels it (``schedlm.label``). Labels are
 solved when first asked for and kept, under ``dataset build``'s default budget (a work limit
-of 5,000,000 units, no time cap): the labels do not depend on the machine's speed or load, so
+of 12,000,000 units, no time cap): the labels do not depend on the machine's speed or load, so
 a dataset is the same on every machine for a seed.
 """
 

@@ -204,6 +204,35 @@ pub fn classic_runs(
         .collect()
 }
 
+/// [`classic_runs`] within a deadline, for queues long enough that dispatching every rule
+/// takes longer than a time limit (one dispatch of 20,000 jobs takes a noticeable part of a
+/// second): the rules run in turn while the time left holds another run as long as the
+/// longest so far; the first always runs, so there is an order to start from. Also returns
+/// that longest run's time, the cost of one dispatch of this queue.
+pub fn classic_runs_until(
+    problem: &Problem,
+    objective: Objective,
+    variant: Variant,
+    deadline: Option<std::time::Instant>,
+) -> (Vec<(Rule, Vec<usize>, f64)>, std::time::Duration) {
+    let mut runs = Vec::with_capacity(Rule::CLASSIC.len());
+    let mut longest = std::time::Duration::ZERO;
+    for rule in Rule::CLASSIC {
+        let started = std::time::Instant::now();
+        if !runs.is_empty() && deadline.is_some_and(|d| started + longest >= d) {
+            break;
+        }
+        let (placed, value) = problem.evaluate(
+            &order(rule, problem, &RuleContext::default()),
+            objective,
+            variant,
+        );
+        runs.push((rule, placed, value));
+        longest = longest.max(started.elapsed());
+    }
+    (runs, longest)
+}
+
 /// The best of [`classic_runs`]: the first rule with the lowest value (a later rule must be
 /// strictly better); empty for no runs.
 pub fn best_of(runs: &[(Rule, Vec<usize>, f64)]) -> (Vec<usize>, f64) {

@@ -8,9 +8,9 @@
 //!
 //! One **unit** is about the cost of the dispatcher placing one job; each solver counts:
 //!
-//! - branch and bound: [`NODE_UNITS_PER_JOB`] units per job of the queue for every node (a
-//!   node's bounds and propagation touch every job), so a budget of `w` units buys
-//!   `w / (jobs * NODE_UNITS_PER_JOB)` nodes ([`nodes_for`]);
+//! - branch and bound: half a unit per job of the queue for every node, rounded up (a node's
+//!   bounds and propagation touch every job), so a budget of `w` units buys
+//!   `w / ceil(jobs / 2)` nodes ([`nodes_for`]);
 //! - local search: one unit per job the dispatcher places while evaluating candidates and
 //!   committing orders (the incremental evaluation places only the jobs after the first
 //!   change), and one per candidate;
@@ -18,30 +18,31 @@
 //!   MIP's total LP iterations), HiGHS on one thread, so the MILP is stopped at the same
 //!   iteration on every machine.
 //!
-//! The weights were calibrated once on an idle machine (docs/benchmarks.md, "Work units"), so
-//! that a unit costs about the same time in each solver on the snapshots labels are made
-//! from; [`UNITS_PER_SECOND`] is that rate. It is a guide for choosing a limit, never used to
-//! decide anything.
+//! The weights were calibrated once (docs/benchmarks.md, "Work units"), so that a unit costs
+//! about the same CPU time in each solver on the snapshots labels are made from by default
+//! (`uniform`, 16..20 jobs); [`UNITS_PER_SECOND`] is that rate. On other snapshots a unit
+//! costs more or less time (a branch-and-bound node of an `hpc` snapshot costs about 50 times
+//! one of `uniform`, since its bounds do more), which moves the time a limit takes, never its
+//! answer. The rate is a guide for choosing a limit, never used to decide anything.
 
 use std::time::{Duration, Instant};
 
-/// Units a branch-and-bound node costs per job of the queue.
-pub const NODE_UNITS_PER_JOB: u64 = 4;
+/// Units one simplex iteration of the MILP costs (HiGHS on a 16..20-job time-indexed model:
+/// about 0.6 ms an iteration, model building and presolve included).
+pub const LP_ITERATION_UNITS: u64 = 3_500;
 
-/// Units one simplex iteration of the MILP costs.
-pub const LP_ITERATION_UNITS: u64 = 200;
-
-/// Units the solvers get through in a second of one core of the reference machine (idle),
-/// measured on `uniform` 16..20 snapshots (docs/benchmarks.md, "Work units"). A guide only.
-pub const UNITS_PER_SECOND: u64 = 2_500_000;
+/// Units the solvers get through in a CPU second of the reference machine, measured on
+/// `uniform` 16..20 snapshots (docs/benchmarks.md, "Work units"). A guide only.
+pub const UNITS_PER_SECOND: u64 = 6_000_000;
 
 /// The default work limit of `dataset build`: about two seconds of one core of the reference
 /// machine, the wall-clock default it replaces.
 pub const DEFAULT_DATASET_WORK: u64 = 2 * UNITS_PER_SECOND;
 
-/// Units one branch-and-bound node costs on a queue of `jobs` jobs.
+/// Units one branch-and-bound node costs on a queue of `jobs` jobs: half a unit per job,
+/// rounded up.
 pub fn node_units(jobs: usize) -> u64 {
-    (jobs.max(1) as u64).saturating_mul(NODE_UNITS_PER_JOB)
+    (jobs.max(1) as u64).div_ceil(2)
 }
 
 /// Nodes a budget of `work` units buys on a queue of `jobs` jobs (at least the root).
@@ -135,7 +136,8 @@ mod tests {
     fn budgets_buy_whole_nodes_and_at_least_the_root() {
         assert_eq!(nodes_for(0, 20), 1);
         assert_eq!(nodes_for(node_units(20) * 7 + 3, 20), 7);
-        assert_eq!(node_units(0), NODE_UNITS_PER_JOB);
+        assert_eq!(node_units(0), 1);
+        assert_eq!(node_units(17), 9);
         assert_eq!(lp_iterations_for(LP_ITERATION_UNITS * 9), 9);
     }
 }

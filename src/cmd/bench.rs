@@ -105,7 +105,7 @@ pub struct SolveBenchArgs {
     #[arg(long, overrides_with = "milp")]
     pub no_milp: bool,
 
-    /// Counted work per solver per instance (units of `schedlm_solver::work`, e.g. 5M): branch
+    /// Counted work per solver per instance (units of `schedlm_solver::work`, e.g. 12M): branch
     /// and bound gets the nodes and the MILP the simplex iterations it buys, and neither has a
     /// time limit, so proof counts are the same on every machine (times still vary; CP-SAT
     /// keeps --time-limit).

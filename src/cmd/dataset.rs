@@ -90,8 +90,8 @@ pub struct BuildCmd {
     pub dispatcher: DispatcherArgs,
 
     /// Counted search work per instance (units of `schedlm_solver::work`: branch-and-bound
-    /// nodes, local-search placements and simplex iterations, weighed), e.g. 5M or 500k. The
-    /// default, 5M, costs about 2 s of one idle core on an unproven `uniform` 16..20 snapshot
+    /// nodes, local-search placements and simplex iterations, weighed), e.g. 12M or 500k.
+    /// The default, 12M, costs about 2 CPU seconds on an unproven `uniform` 16..20 snapshot
     /// (docs/benchmarks.md, "Work units"). Labels stopped by it keep their gap
     /// (`proven_optimal: false`, `status: work_limit`), and the build is the same, byte for
     /// byte, on any machine, at any load, with any -j, sharded or resumed. `none`: the clock

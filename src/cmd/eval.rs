@@ -80,7 +80,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub time_limit: Duration,
 
-    /// Counted work of `optimal` per instance (per decision online), e.g. 5M (units of
+    /// Counted work of `optimal` per instance (per decision online), e.g. 12M (units of
     /// `schedlm_solver::work`): its answers are then the same on every machine and load, and
     /// --time-limit does not apply to it.
     #[arg(long, value_parser = crate::args::parse_work)]

@@ -39,7 +39,7 @@ pub struct PipelineArgs {
     pub seed: u64,
 
     /// Counted work of the optimal solver per snapshot (units of `schedlm_solver::work`,
-    /// e.g. 5M, about 2 s of one idle core): the table is the same on every machine.
+    /// about 2 CPU seconds at the default): the table is the same on every machine.
     #[arg(long, value_parser = crate::args::parse_work,
           default_value_t = schedlm_solver::work::DEFAULT_DATASET_WORK)]
     pub work_limit: u64,

@@ -33,8 +33,8 @@ pub struct SolveArgs {
     #[command(flatten)]
     pub dispatcher: DispatcherArgs,
 
-    /// Counted search work per instance, e.g. 5M (units of `schedlm_solver::work`: about
-    /// 2.5M a second on one idle core; docs/benchmarks.md, "Work units"). A run stopped by it
+    /// Counted search work per instance, e.g. 12M (units of `schedlm_solver::work`: about
+    /// 6M a CPU second on `uniform` snapshots; docs/benchmarks.md, "Work units"). A run stopped by it
     /// reports its best order, a lower bound and the gap (`status: work_limit`), and gives the
     /// same output, times aside, on any machine, at any load, with any -j [default: none, the
     /// time limit decides].
