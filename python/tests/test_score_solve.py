@@ -146,3 +146,18 @@ def test_label_is_the_dataset_record(cli, tmp_path):
         assert got["completion"] == want["completion"]
         assert got["order"] == want["order"] and got["value"] == want["value"]
         assert got == want
+
+
+def test_work_limited_labels_are_repeatable_and_state_their_budget():
+    inst = schedlm.generate("uniform", queue=(16, 20), count=1, seed=5)[0]
+    a = schedlm.label(inst, work_limit=300_000)
+    assert a == schedlm.label(inst, work_limit=300_000)
+    assert a["budget"] == {"work_limit": 300_000}
+    assert 0 < a["work"] <= 400_000
+    assert a["status"] in ("optimal", "work_limit")
+    solved = schedlm.solve(inst, work_limit=300_000)
+    assert solved["budget"] == {"work_limit": 300_000}
+    assert solved["order"] == schedlm.solve(inst, work_limit=300_000)["order"]
+    assert schedlm.DEFAULT_WORK_LIMIT == 12_000_000
+    with pytest.raises(ValueError, match="work_limit or a time_limit"):
+        schedlm.label(inst, work_limit=None)
