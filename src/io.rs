@@ -1,11 +1,12 @@
 //! Reading and writing JSON Lines files of instances and results.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use schedlm_model::{text_lines, Instance, Problem};
+use schedlm_model::{text_lines, Instance, Problem, UnknownFields};
 
 /// `println!` that returns an error instead of panicking when standard output fails (a closed
 /// pipe, a full disk): `outln!("...")?`.
@@ -44,14 +45,137 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// One non-blank line of an input file: its 1-based number and its text (or why its bytes are
-/// not text).
+/// not text), and what its parser does with fields the instance schema does not know.
 pub struct Line {
     pub number: usize,
     pub text: std::result::Result<String, String>,
+    pub unknown: UnknownFields,
 }
 
-/// Reads every non-blank line of `path` (`-` reads standard input). A line that is not UTF-8
-/// is kept, as a bad line. An input without any line is an error ([`empty_input`]).
+/// `--allow-unknown-fields` of every command that reads instances.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct InstanceArgs {
+    /// Accept instance fields the schema does not know (files from a newer schedlm): they are
+    /// left out, with one warning that names them. Without it such a field is an error naming
+    /// it and its job, since a typo ("dep" for "deps") would silently drop a constraint.
+    /// `meta` is free JSON either way.
+    #[arg(long)]
+    pub allow_unknown_fields: bool,
+}
+
+impl InstanceArgs {
+    /// What the instance parser does with unknown fields.
+    pub fn unknown(&self) -> UnknownFields {
+        if self.allow_unknown_fields {
+            UnknownFields::Ignore
+        } else {
+            UnknownFields::Reject
+        }
+    }
+}
+
+/// Unknown instance fields met under `--allow-unknown-fields`, for one warning that names
+/// each with the first lines that hold it.
+#[derive(Debug, Default)]
+pub struct UnknownFieldsSeen {
+    /// Per field (`queue job field "dep"`): its first lines and how many lines hold it.
+    fields: BTreeMap<String, (Vec<usize>, usize)>,
+}
+
+/// Lines a warning lists per unknown field.
+const LINES_SHOWN: usize = 3;
+
+impl UnknownFieldsSeen {
+    /// Notes the unknown fields of the instance on line `number`; a line that is not JSON is
+    /// left to the parser's error.
+    pub fn add(&mut self, number: usize, text: &str) {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+            return;
+        };
+        for field in schedlm_model::instance::unknown_fields(&value) {
+            let (first, count) = self.fields.entry(field.place()).or_default();
+            if first.last() == Some(&number) {
+                continue;
+            }
+            if first.len() < LINES_SHOWN {
+                first.push(number);
+            }
+            *count += 1;
+        }
+    }
+
+    /// The warning, or `None` when no field was unknown.
+    pub fn warning(&self, path: &Path) -> Option<String> {
+        if self.fields.is_empty() {
+            return None;
+        }
+        let fields: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(place, (first, count))| {
+                let shown: Vec<String> = first.iter().map(usize::to_string).collect();
+                let more = match count - first.len() {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                let word = if *count == 1 { "line" } else { "lines" };
+                format!("{place} ({word} {}{more})", shown.join(", "))
+            })
+            .collect();
+        Some(format!(
+            "warning: {}: ignored unknown fields (--allow-unknown-fields): {}",
+            path.display(),
+            fields.join("; ")
+        ))
+    }
+
+    /// Prints [`UnknownFieldsSeen::warning`] on stderr, if any.
+    pub fn warn(&self, path: &Path) {
+        if let Some(message) = self.warning(path) {
+            eprintln!("{message}");
+        }
+    }
+}
+
+/// Under `--allow-unknown-fields`, one warning ([`UnknownFieldsSeen`]) for the file `path`,
+/// read one line at a time.
+pub fn warn_unknown_fields_in(path: &Path) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut seen = UnknownFieldsSeen::default();
+    for line in text_lines(BufReader::new(file)) {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if let Ok(text) = &line.text {
+            seen.add(line.number, text);
+        }
+    }
+    seen.warn(path);
+    Ok(())
+}
+
+/// Reads every non-blank line of `path` (`-` reads standard input), each at most
+/// `schedlm_model::lines::max_line_bytes()` long. A line that is not UTF-8 is kept, as a bad
+/// line. An input without any line is an error ([`empty_input`]). Under
+/// `--allow-unknown-fields` the unknown fields get one warning ([`UnknownFieldsSeen`]).
+pub fn read_instance_lines(path: &Path, instances: InstanceArgs) -> Result<Vec<Line>> {
+    let mut lines = read_lines(path)?;
+    let unknown = instances.unknown();
+    if unknown == UnknownFields::Ignore {
+        let mut seen = UnknownFieldsSeen::default();
+        for line in &lines {
+            if let Ok(text) = &line.text {
+                seen.add(line.number, text);
+            }
+        }
+        seen.warn(path);
+    }
+    for line in &mut lines {
+        line.unknown = unknown;
+    }
+    Ok(lines)
+}
+
+/// Reads every non-blank line of `path` as [`read_instance_lines`] does, unknown instance
+/// fields rejected.
 pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
     let reader: Box<dyn BufRead> = if path == Path::new("-") {
         Box::new(BufReader::new(io::stdin()))
@@ -66,6 +190,7 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
             lines.push(Line {
                 number: line.number,
                 text: line.text,
+                unknown: UnknownFields::Reject,
             });
         }
     }
@@ -89,7 +214,7 @@ pub fn empty_input(path: &Path, what: &str) -> anyhow::Error {
 /// Parses and validates one line as an instance; the error lists every problem found.
 pub fn parse_instance(line: &Line) -> std::result::Result<(Instance, Problem), String> {
     let text = line.text.as_deref().map_err(String::clone)?;
-    let instance = schedlm_model::parse_valid(text)?;
+    let (instance, _) = schedlm_model::parse_valid_with(text, line.unknown)?;
     let problem = Problem::new(&instance).map_err(|e| e.to_string())?;
     Ok((instance, problem))
 }
@@ -149,7 +274,7 @@ pub struct ProgressArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Show progress even when standard error is not a terminal (a log file, CI): the bar is
-    /// then written as a line about once a second.
+    /// then written as one line per update, at most one a second.
     #[arg(long, conflicts_with = "quiet")]
     pub progress: bool,
 }
@@ -161,19 +286,16 @@ impl ProgressArgs {
     }
 
     /// A progress bar of `len` steps with `template` (indicatif's syntax): hidden unless
-    /// [`ProgressArgs::shown`]; drawn in place on a terminal, as lines otherwise.
+    /// [`ProgressArgs::shown`]; drawn in place on a terminal, as lines otherwise
+    /// (`schedlm_model::progress`).
     pub fn bar(&self, len: u64, template: &str) -> indicatif::ProgressBar {
         if !self.shown() {
             return indicatif::ProgressBar::hidden();
         }
         let style = indicatif::ProgressStyle::with_template(template)
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-        let target = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            indicatif::ProgressDrawTarget::stderr()
-        } else {
-            indicatif::ProgressDrawTarget::term_like_with_hz(Box::new(LineTerm), 1)
-        };
-        indicatif::ProgressBar::with_draw_target(Some(len), target).with_style(style)
+        indicatif::ProgressBar::with_draw_target(Some(len), schedlm_model::progress::draw_target())
+            .with_style(style)
     }
 
     /// `eprintln!` of a progress message or summary, unless `--quiet`.
@@ -181,45 +303,5 @@ impl ProgressArgs {
         if !self.quiet {
             eprintln!("{message}");
         }
-    }
-}
-
-/// A progress bar's "terminal" when standard error is not one: each redraw is a line.
-#[derive(Debug)]
-struct LineTerm;
-
-impl indicatif::TermLike for LineTerm {
-    fn width(&self) -> u16 {
-        100
-    }
-    fn move_cursor_up(&self, _n: usize) -> io::Result<()> {
-        Ok(())
-    }
-    fn move_cursor_down(&self, _n: usize) -> io::Result<()> {
-        Ok(())
-    }
-    fn move_cursor_right(&self, _n: usize) -> io::Result<()> {
-        Ok(())
-    }
-    fn move_cursor_left(&self, _n: usize) -> io::Result<()> {
-        Ok(())
-    }
-    fn write_line(&self, s: &str) -> io::Result<()> {
-        if s.trim().is_empty() {
-            return Ok(());
-        }
-        writeln!(io::stderr(), "{s}")
-    }
-    fn write_str(&self, s: &str) -> io::Result<()> {
-        if s.trim().is_empty() {
-            return Ok(());
-        }
-        write!(io::stderr(), "{s}")
-    }
-    fn clear_line(&self) -> io::Result<()> {
-        Ok(())
-    }
-    fn flush(&self) -> io::Result<()> {
-        io::stderr().flush()
     }
 }

@@ -332,3 +332,313 @@ fn bad_json_values_are_quoted_bounded() {
         );
     }
 }
+
+/// The first instance of a small generated file, as JSON, with its path's directory.
+fn one_instance(dir: &Path) -> serde_json::Value {
+    let file = generate_file(
+        dir,
+        "one.jsonl",
+        &[
+            "--family", "hpc", "-n", "1", "--queue", "3..3", "--seed", "5",
+        ],
+    );
+    read_jsonl(&file).remove(0)
+}
+
+fn write_line(dir: &Path, name: &str, value: &serde_json::Value) -> String {
+    let path = dir.join(name);
+    fs::write(&path, format!("{value}\n")).unwrap();
+    path_str(&path)
+}
+
+/// SPEC section 1: nothing is silently dropped. A field the schema does not know (a typo
+/// `dep` for `deps`) is an error that names it and its job in every command that reads
+/// instances; `--allow-unknown-fields` accepts it with one warning naming it; `meta` is free.
+#[test]
+fn an_unknown_field_is_an_error_naming_it_and_its_job() {
+    let dir = tempdir();
+    let mut instance = one_instance(dir.path());
+    instance["queue"][0]["meta"] = serde_json::json!({"anything": [1, {"goes": true}]});
+    let good = write_line(dir.path(), "good.jsonl", &instance);
+    run(&["validate", &good]).ok();
+    let id = instance["queue"][1]["id"].as_str().unwrap().to_string();
+    let other = instance["queue"][2]["id"].clone();
+    instance["queue"][1]["dep"] = serde_json::json!([other]);
+    let typo = write_line(dir.path(), "typo.jsonl", &instance);
+    let says = format!("queue job \"{id}\": unknown field \"dep\" (known: id, submit, demand,");
+    let out = path_str(&dir.path().join("out"));
+    let data = path_str(&dir.path().join("data"));
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["validate", &typo],
+        vec!["schedule", &typo, "-o", &out],
+        vec!["solve", &typo, "--time-limit", "1s", "-o", &out],
+        vec![
+            "dataset",
+            "build",
+            "--from",
+            &typo,
+            "--time-limit",
+            "1s",
+            "-o",
+            &data,
+        ],
+    ];
+    for args in &commands {
+        let r = run(args).failed();
+        assert!(r.stderr.contains(&says), "{args:?}: {}", r.stderr);
+    }
+    let allowed = format!(
+        "{typo}: ignored unknown fields (--allow-unknown-fields): queue job field \"dep\" (line 1)"
+    );
+    // A build directory remembers how its input was read: the accepting build gets another.
+    let data2 = path_str(&dir.path().join("data2"));
+    for args in &commands {
+        let mut args: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == data { data2.as_str() } else { a })
+            .collect();
+        args.push("--allow-unknown-fields");
+        let r = run(&args).ok();
+        let warnings: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.contains("unknown field"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{args:?}: {}", r.stderr);
+        assert!(warnings[0].ends_with(&allowed), "{args:?}: {}", r.stderr);
+    }
+    // Top level, servers and running jobs too.
+    let mut instance = one_instance(dir.path());
+    instance["extra"] = serde_json::json!(1);
+    instance["servers"][0]["cap"] = serde_json::json!([1]);
+    let file = write_line(dir.path(), "more.jsonl", &instance);
+    let r = run(&["validate", &file]).failed();
+    assert!(
+        r.stderr.contains("the instance: unknown field \"extra\" (known: now, resources, servers, running, queue)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("unknown field \"cap\" (known: id, capacity)"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Inputs that never end a line: each reader stops at the line bound (here 1 MiB through
+/// `SCHEDLM_MAX_LINE_BYTES`; 64 MiB by default) with an error naming the file and the line.
+#[test]
+fn endless_inputs_are_refused_at_the_line_bound() {
+    let dir = tempdir();
+    let long = dir.path().join("long.jsonl");
+    fs::write(&long, format!("{{\"now\": \"{}\"}}\n", "x".repeat(2 << 20))).unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let out = path_str(&dir.path().join("out"));
+    let mut inputs = vec![(
+        "/dev/zero".to_string(),
+        "line 1 is longer than 1048576 bytes",
+    )];
+    inputs.push((path_str(&long), "line 1 is longer than 1048576 bytes"));
+    if made.is_ok_and(|s| s.success()) {
+        inputs.push((path_str(&fifo), "line 1 is longer than 1048576 bytes"));
+    }
+    for (input, says) in &inputs {
+        let file = input.as_str();
+        let commands: Vec<Vec<&str>> = vec![
+            vec!["validate", file],
+            vec!["schedule", file],
+            vec!["solve", file],
+            vec!["dataset", "build", "--from", file, "-o", &out],
+            vec!["eval", "--data", file, "--policies", "sjf", "-o", &out],
+            vec!["import", "psplib", file],
+            vec!["generate", "--from-trace", file],
+        ];
+        for args in commands {
+            // A writer that never ends its line, for as long as the FIFO has a reader.
+            let writer = (file == path_str(&fifo)).then(|| {
+                let fifo = fifo.clone();
+                std::thread::spawn(move || {
+                    use std::io::Write;
+                    if let Ok(mut w) = fs::OpenOptions::new().write(true).open(fifo) {
+                        let chunk = [b'x'; 1 << 16];
+                        while w.write_all(&chunk).is_ok() {}
+                    }
+                })
+            });
+            let r = common::run_env(&args, &[("SCHEDLM_MAX_LINE_BYTES", "1M")]).failed();
+            let says = if args[0] == "import" {
+                "the file is longer than 1048576 bytes"
+            } else {
+                says
+            };
+            assert!(
+                r.stderr.contains(file) && r.stderr.contains(says),
+                "{args:?}: {}",
+                r.stderr
+            );
+            assert!(r.stderr.len() < 2_000, "{args:?}: {} bytes", r.stderr.len());
+            if let Some(w) = writer {
+                // A command that failed before opening the FIFO leaves the writer waiting for
+                // a reader: be one for a moment, so that it opens, then fails to write.
+                use std::os::unix::fs::OpenOptionsExt;
+                const O_NONBLOCK: i32 = 0o4000;
+                while !w.is_finished() {
+                    let reader = fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(O_NONBLOCK)
+                        .open(&fifo);
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    drop(reader);
+                }
+                w.join().unwrap();
+            }
+        }
+    }
+    // The default bound, and a bound that is not a size.
+    let r = run(&["validate", "/dev/zero"]).failed();
+    assert!(
+        r.stderr
+            .contains("/dev/zero: line 1 is longer than 67108864 bytes (64 MiB)"),
+        "{}",
+        r.stderr
+    );
+    let r = common::run_env(
+        &["validate", "/dev/zero"],
+        &[("SCHEDLM_MAX_LINE_BYTES", "lots")],
+    )
+    .failed();
+    assert!(
+        r.stderr.contains("SCHEDLM_MAX_LINE_BYTES is not a size"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// An id quoted in an error is an escaped excerpt of at most 80 characters with its length:
+/// a 5 MB id does not flood the terminal, and ESC and BEL in an id are not written raw.
+#[test]
+fn ids_in_errors_are_bounded_and_escaped() {
+    let dir = tempdir();
+    let mut instance = one_instance(dir.path());
+    let huge = "y".repeat(5 << 20);
+    instance["queue"][0]["id"] = serde_json::json!(huge);
+    instance["queue"][0]["walltime"] = serde_json::json!(0);
+    instance["queue"][1]["id"] = serde_json::json!("bad\u{1b}[2J\u{7}");
+    instance["queue"][1]["deps"] = serde_json::json!(["no\u{1b}such"]);
+    let file = write_line(dir.path(), "ids.jsonl", &instance);
+    for args in [
+        vec!["validate", &file],
+        vec!["solve", &file],
+        vec!["schedule", &file],
+    ] {
+        let r = run(&args).failed();
+        let err = &r.stderr;
+        assert!(err.len() < 2_000, "{args:?}: {} bytes", err.len());
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{7}'),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains(&format!("…\" ({} bytes)", 5 << 20)),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("job \"bad\\u{1b}[2J\\u{7}\": `deps` names \"no\\u{1b}such\""),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+fn only_warnings(stderr: &str, what: &str) {
+    for line in stderr.lines() {
+        assert!(
+            line.starts_with("warning: ") || line.contains(": warning: "),
+            "{what}: {stderr}"
+        );
+    }
+}
+
+/// `-q` leaves nothing on stderr but warnings and errors, in every command that takes it
+/// (`generate` and `eval` included); `--progress` into a pipe writes whole lines, never a
+/// redraw joined to the next by a carriage return.
+#[test]
+fn quiet_is_quiet_and_progress_into_a_pipe_is_lines() {
+    let dir = tempdir();
+    let d = |name: &str| path_str(&dir.path().join(name));
+    let snapshots = d("s.jsonl");
+    let r = run(&[
+        "generate", "-q", "--family", "hpc", "-n", "3", "--queue", "3..4", "-o", &snapshots,
+    ])
+    .ok();
+    assert_eq!(r.stderr, "", "generate -q");
+    let data = d("data");
+    let r = run(&[
+        "dataset",
+        "build",
+        "--from",
+        &snapshots,
+        "--time-limit",
+        "1s",
+        "--split",
+        "0/0/100",
+        "-q",
+        "-o",
+        &data,
+    ])
+    .ok();
+    only_warnings(&r.stderr, "dataset build -q");
+    let test = path_str(&dir.path().join("data").join("test.jsonl"));
+    let r = run(&[
+        "eval",
+        "--data",
+        &test,
+        "--policies",
+        "fcfs,sjf",
+        "-q",
+        "-o",
+        &d("report"),
+    ])
+    .ok();
+    only_warnings(&r.stderr, "eval -q");
+    let r = run(&[
+        "eval",
+        "--data",
+        &test,
+        "--policies",
+        "fcfs,sjf",
+        "-o",
+        &d("report2"),
+    ])
+    .ok();
+    assert!(
+        r.stderr.contains("wrote "),
+        "eval without -q says what it wrote: {}",
+        r.stderr
+    );
+
+    let r = run(&[
+        "dataset",
+        "build",
+        "--from",
+        &snapshots,
+        "--time-limit",
+        "1s",
+        "--progress",
+        "-o",
+        &d("data2"),
+    ])
+    .ok();
+    assert!(!r.stderr.contains('\r'), "{:?}", r.stderr);
+    let bars: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains(" snapshots, "))
+        .collect();
+    assert!(!bars.is_empty(), "no progress line: {:?}", r.stderr);
+    for line in bars {
+        assert_eq!(line.matches("snapshots, ").count(), 1, "{:?}", r.stderr);
+        assert!(!line.contains("wrote"), "{:?}", r.stderr);
+    }
+}

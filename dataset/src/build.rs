@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 use schedlm_generator::generate_one;
-use schedlm_model::{parse_valid, text_lines, Instance, Problem};
+use schedlm_model::{parse_valid_with, text_lines, Instance, Problem};
 use schedlm_solver::portfolio::{self, SolveOptions};
 use serde::{Deserialize, Serialize};
 
@@ -395,8 +395,15 @@ impl<'a> Context<'a> {
                     })?;
                 Ok(Ok((instance, config.family.name().to_string())))
             }
-            (Source::File { label, .. }, Some(Ok(text))) => match parse_valid(text) {
-                Ok(instance) => Ok(Ok((instance, label.clone()))),
+            (
+                Source::File {
+                    label,
+                    unknown_fields,
+                    ..
+                },
+                Some(Ok(text)),
+            ) => match parse_valid_with(text, *unknown_fields) {
+                Ok((instance, _)) => Ok(Ok((instance, label.clone()))),
                 Err(reason) => self.invalid(item, reason).map(Err),
             },
             (Source::File { .. }, Some(Err(reason))) => self.invalid(item, reason.clone()).map(Err),

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use schedlm_generator::Config;
-use schedlm_model::{Objective, Variant};
+use schedlm_model::{Objective, UnknownFields, Variant};
 use schedlm_solver::portfolio::{SolveOptions, Solver};
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +90,11 @@ pub enum Source {
         path: PathBuf,
         /// The `family` written into every record (`--label`, by default the file's stem).
         label: String,
+        /// What the instance parser does with fields the schema does not know
+        /// (`--allow-unknown-fields`: `ignore`); left out of the manifest when they are
+        /// rejected, so builds from before the choice read and resume unchanged.
+        #[serde(default, skip_serializing_if = "UnknownFields::is_reject")]
+        unknown_fields: UnknownFields,
     },
 }
 

@@ -7,8 +7,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Lines};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
+
+use schedlm_model::lines::{text_lines, TextLines};
 
 use crate::error::BuildError;
 use crate::layout::{read_head, Head, SplitWriters};
@@ -137,7 +139,7 @@ fn check_parts(parts: &[PathBuf]) -> Result<Vec<Manifest>, BuildError> {
 /// A split file of one part, read a record at a time.
 struct PartReader {
     path: PathBuf,
-    lines: Lines<BufReader<File>>,
+    lines: TextLines<BufReader<File>>,
     line: u64,
     /// Source index and step of the record taken last (the steps of one instance share its
     /// index and follow each other).
@@ -154,7 +156,7 @@ impl PartReader {
         })?;
         let mut reader = PartReader {
             path: path.to_path_buf(),
-            lines: BufReader::new(file).lines(),
+            lines: text_lines(BufReader::new(file)),
             line: 0,
             last: None,
             head: None,
@@ -165,15 +167,20 @@ impl PartReader {
 
     fn advance(&mut self) -> Result<(), BuildError> {
         let previous = self.last;
-        for text in self.lines.by_ref() {
-            let text = text.map_err(|source| BuildError::Io {
+        for line in self.lines.by_ref() {
+            let line = line.map_err(|source| BuildError::Io {
                 path: self.path.clone(),
                 source,
             })?;
-            self.line += 1;
-            if text.trim().is_empty() {
+            self.line = line.number as u64;
+            if line.is_blank() {
                 continue;
             }
+            let text = line.text.map_err(|reason| BuildError::Record {
+                path: self.path.clone(),
+                line: self.line,
+                reason,
+            })?;
             let head = read_head(&self.path, self.line, &text)?;
             if let Some((index, step)) = previous.filter(|&last| head.position() <= last) {
                 return Err(BuildError::Merge(format!(

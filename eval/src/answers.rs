@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -162,17 +162,19 @@ impl AnswerLog {
 /// naming it (a truncated last line, from a run killed mid-write, is skipped with a message).
 fn read_kept(path: &Path) -> Result<HashMap<Key, Reply>, EvalError> {
     let file = File::open(path).map_err(|e| EvalError::io(path, e))?;
-    let lines: Vec<_> = BufReader::new(file)
-        .split(b'\n')
+    let lines: Vec<_> = schedlm_model::text_lines(BufReader::new(file))
         .collect::<Result<_, _>>()
         .map_err(|e| EvalError::io(path, e))?;
     let mut kept = HashMap::new();
-    for (i, bytes) in lines.iter().enumerate() {
-        let text = String::from_utf8_lossy(bytes);
-        if text.trim().is_empty() {
+    for (i, line) in lines.iter().enumerate() {
+        if line.is_blank() {
             continue;
         }
-        let answer: AnswerLine = match serde_json::from_str(&text) {
+        let parsed = match &line.text {
+            Ok(text) => serde_json::from_str::<AnswerLine>(text).map_err(|e| e.to_string()),
+            Err(not_text) => Err(not_text.clone()),
+        };
+        let answer: AnswerLine = match parsed {
             Ok(a) => a,
             Err(_) if i + 1 == lines.len() => {
                 eprintln!(
@@ -186,10 +188,7 @@ fn read_kept(path: &Path) -> Result<HashMap<Key, Reply>, EvalError> {
                 return Err(EvalError::line(
                     path,
                     i + 1,
-                    format!(
-                        "not an answer: {}",
-                        schedlm_model::lines::bounded(&e.to_string())
-                    ),
+                    format!("not an answer: {}", schedlm_model::lines::bounded(&e)),
                 ))
             }
         };

@@ -734,7 +734,7 @@ fn progress_bar(policy: &str, len: usize, show: bool) -> ProgressBar {
     )
     .map(|s| s.progress_chars("=> "))
     .unwrap_or_else(|_| ProgressStyle::default_bar());
-    ProgressBar::new(len as u64)
+    ProgressBar::with_draw_target(Some(len as u64), schedlm_model::progress::draw_target())
         .with_style(style)
         .with_prefix(policy.to_string())
 }

@@ -9,7 +9,7 @@ use crate::error::{FinetuneError, Result};
 
 /// Reads a JSON file.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| FinetuneError::io(path, e))?;
+    let text = schedlm_model::lines::read_bounded(path).map_err(|e| FinetuneError::io(path, e))?;
     serde_json::from_str(&text).map_err(|e| FinetuneError::json(path, e))
 }
 

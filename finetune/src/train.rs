@@ -658,7 +658,8 @@ fn progress_bar(len: usize, position: usize, show: bool) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(len as u64);
+    let bar =
+        ProgressBar::with_draw_target(Some(len as u64), schedlm_model::progress::draw_target());
     let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style.progress_chars("=> "));

@@ -33,17 +33,23 @@ pub mod lines;
 pub mod objective;
 pub mod order;
 pub mod problem;
+#[cfg(feature = "progress")]
+pub mod progress;
 pub mod quantile;
 pub mod sim;
 pub mod skips;
 pub mod validate;
 
 pub use dispatch::{dispatch, Dispatcher, Placement, Schedule, Variant};
-pub use instance::{Instance, QueuedJob, RunningJob, Server, Time};
+pub use instance::{
+    Instance, ParseError, QueuedJob, RunningJob, Server, Time, UnknownField, UnknownFields,
+};
 pub use lines::{text_lines, TextLine};
 pub use objective::{
     bounded_slowdown, job_bsld, tied, Objective, Objectives, TAU, VALUE_TOLERANCE,
 };
 pub use order::{check_permutation, order_from_ids, repair, OrderError};
 pub use problem::{Problem, Running};
-pub use validate::{parse_valid, problems, validate, InstanceError, MAX_MAGNITUDE};
+pub use validate::{
+    parse_valid, parse_valid_with, problems, validate, InstanceError, MAX_MAGNITUDE,
+};

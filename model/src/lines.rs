@@ -4,8 +4,148 @@
 //!
 //! Lines end at `\n`; a `\r` before it (CRLF files) is dropped, and so is a UTF-8 byte-order
 //! mark at the very start of the input (files saved by some Windows editors begin with one).
+//!
+//! Input is bounded: a line longer than [`max_line_bytes`] (64 MiB unless
+//! [`MAX_LINE_BYTES_ENV`] says otherwise) is an error naming its number as soon as that many
+//! bytes are read, so `/dev/zero`, a FIFO that never ends a line or one endless line costs at
+//! most the bound in memory; a whole file read at once ([`read_bounded`]) has the same bound.
 
-use std::io::{self, BufRead};
+use std::fmt;
+use std::io::{self, BufRead, Read};
+use std::path::Path;
+
+/// Most bytes of one line (or of one file read whole) when [`MAX_LINE_BYTES_ENV`] is unset:
+/// 64 MiB, far above the instances and records schedlm writes.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// The environment variable that sets [`max_line_bytes`]: a number of bytes (`1000000`) or
+/// with a binary suffix (`256K`, `64M`, `1G`).
+pub const MAX_LINE_BYTES_ENV: &str = "SCHEDLM_MAX_LINE_BYTES";
+
+/// The most bytes one line may hold: [`MAX_LINE_BYTES_ENV`] when set, else
+/// [`DEFAULT_MAX_LINE_BYTES`]. The error names the variable and its value when it is not a
+/// size of at least 1 byte.
+pub fn max_line_bytes() -> Result<usize, String> {
+    match std::env::var(MAX_LINE_BYTES_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_MAX_LINE_BYTES),
+        Err(std::env::VarError::NotUnicode(v)) => Err(format!(
+            "{MAX_LINE_BYTES_ENV} is not a size: {}",
+            excerpt(&v.to_string_lossy())
+        )),
+        Ok(v) => parse_size(&v).ok_or_else(|| {
+            format!(
+                "{MAX_LINE_BYTES_ENV} is not a size of at least 1 byte (e.g. 1000000, 256K, 64M, 1G): {}",
+                excerpt(&v)
+            )
+        }),
+    }
+}
+
+/// `1000`, `256K`, `64M`, `1G` (binary multiples; `KiB`, `MiB`, `GiB` too) as bytes; at least 1.
+fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let number: usize = text[..digits].parse().ok()?;
+    let shift = match text[digits..].trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return None,
+    };
+    number.checked_mul(1usize << shift).filter(|&n| n >= 1)
+}
+
+/// An input longer than the bound: one line, or a whole file read at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLong {
+    /// The 1-based line that was too long, or `None` for a whole file.
+    pub line: Option<usize>,
+    /// The bound, in bytes.
+    pub limit: usize,
+}
+
+impl fmt::Display for TooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.line {
+            Some(n) => format!("line {n} is"),
+            None => "the file is".to_string(),
+        };
+        write!(
+            f,
+            "{what} longer than {} bytes ({}), the most schedlm reads (a file without line \
+             ends, such as /dev/zero, or not JSON Lines?); {MAX_LINE_BYTES_ENV} raises the bound",
+            self.limit,
+            human(self.limit)
+        )
+    }
+}
+
+impl std::error::Error for TooLong {}
+
+/// `64 MiB`, `1.5 KiB`, `12 bytes`.
+fn human(bytes: usize) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = "bytes";
+    for u in UNITS {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = u;
+    }
+    if unit == "bytes" {
+        format!("{bytes} bytes")
+    } else if value.fract() == 0.0 {
+        format!("{value} {unit}")
+    } else {
+        format!("{value:.1} {unit}")
+    }
+}
+
+/// The whole text of `path`, refused once it passes [`max_line_bytes`] (an error of kind
+/// `InvalidData` holding a [`TooLong`]) instead of growing with an endless input. Bytes that
+/// are not UTF-8 are an `InvalidData` error as in [`std::fs::read_to_string`].
+pub fn read_bounded(path: &Path) -> io::Result<String> {
+    read_to_string_bounded(std::fs::File::open(path)?)
+}
+
+/// [`read_bounded`] of any reader (standard input).
+pub fn read_to_string_bounded<R: Read>(mut reader: R) -> io::Result<String> {
+    let limit = max_line_bytes().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let mut bytes = Vec::new();
+    // Grown here, doubling up to exactly the bound, as in `read_line_bounded`.
+    loop {
+        if bytes.len() == bytes.capacity() {
+            let grow = bytes.capacity().max(8 << 10).min(limit + 1 - bytes.len());
+            bytes.reserve_exact(grow);
+        }
+        let step = (bytes.capacity() - bytes.len()).min(limit + 1 - bytes.len());
+        let got = (&mut reader).take(step as u64).read_to_end(&mut bytes)?;
+        if got == 0 || bytes.len() > limit {
+            break;
+        }
+    }
+    if bytes.len() > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            TooLong { line: None, limit },
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 text: byte 0x{:02X} at offset {at}",
+                e.as_bytes()[at]
+            ),
+        )
+    })
+}
 
 /// Most characters of input an error message quotes ([`excerpt`]).
 pub const EXCERPT_CHARS: usize = 80;
@@ -60,14 +200,65 @@ impl TextLine {
     }
 }
 
-/// The lines of `reader`; the iterator yields an I/O error (and then stops) when reading fails.
+/// The lines of `reader`, each at most [`max_line_bytes`] long; the iterator yields an I/O
+/// error (and then stops) when reading fails, when a line is longer (kind `InvalidData`,
+/// holding a [`TooLong`] with the line's number) or when [`MAX_LINE_BYTES_ENV`] is not a size.
 pub fn text_lines<R: BufRead>(reader: R) -> TextLines<R> {
     TextLines {
         reader,
         number: 0,
         buf: Vec::new(),
         failed: false,
+        limit: max_line_bytes(),
     }
+}
+
+/// [`text_lines`] with an explicit bound on the bytes of one line (its end not counted).
+pub fn text_lines_bounded<R: BufRead>(reader: R, limit: usize) -> TextLines<R> {
+    TextLines {
+        limit: Ok(limit),
+        ..text_lines(reader)
+    }
+}
+
+/// Reads one line of at most `limit` bytes (its `\n` not counted) into `buf`, with its `\n`
+/// when it has one, as [`BufRead::read_until`] does; returns the bytes read (0 at the end).
+/// A longer line is an `InvalidData` error holding [`TooLong`] with `number`, after reading at
+/// most `limit + 1` bytes of it: the one bounded line read behind every reader of schedlm.
+pub fn read_line_bounded<R: BufRead + ?Sized>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    limit: usize,
+    number: usize,
+) -> io::Result<usize> {
+    let start = buf.len();
+    // `read_until` into a Vec grows it by doubling past the bound (to 128 MiB for a 64 MiB
+    // bound), and an allocator that keeps freed pages keeps every smaller copy too: grow it
+    // here instead, doubling up to exactly the bound.
+    let mut n = 0;
+    loop {
+        if buf.len() == buf.capacity() {
+            let grow = buf.capacity().max(8 << 10).min(limit + 1 - n);
+            buf.reserve_exact(grow);
+        }
+        let step = (buf.capacity() - buf.len()).min(limit + 1 - n);
+        let got = (&mut *reader).take(step as u64).read_until(b'\n', buf)?;
+        n += got;
+        if got == 0 || buf.last() == Some(&b'\n') || n > limit {
+            break;
+        }
+    }
+    if n > limit && buf.last() != Some(&b'\n') {
+        buf.truncate(start);
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            TooLong {
+                line: Some(number),
+                limit,
+            },
+        ));
+    }
+    Ok(n)
 }
 
 /// Iterator over the lines of a reader; see [`text_lines`].
@@ -76,6 +267,7 @@ pub struct TextLines<R> {
     number: usize,
     buf: Vec<u8>,
     failed: bool,
+    limit: Result<usize, String>,
 }
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -88,7 +280,14 @@ impl<R: BufRead> Iterator for TextLines<R> {
             return None;
         }
         self.buf.clear();
-        match self.reader.read_until(b'\n', &mut self.buf) {
+        let limit = match &self.limit {
+            Ok(limit) => *limit,
+            Err(e) => {
+                self.failed = true;
+                return Some(Err(io::Error::new(io::ErrorKind::InvalidInput, e.clone())));
+            }
+        };
+        match read_line_bounded(&mut self.reader, &mut self.buf, limit, self.number + 1) {
             Ok(0) => return None,
             Ok(_) => {}
             Err(e) => {
@@ -179,6 +378,64 @@ mod tests {
         assert!(err.contains("0xFF") && err.contains("column 7"), "{err}");
         assert!(!got[1].is_blank());
         assert_eq!(got[2].text.as_deref(), Ok("{\"c\":3}"));
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_an_error_naming_it() {
+        let input: &[u8] = b"abcd\nabcde\nabcdef\nx\n";
+        let mut lines = text_lines_bounded(input, 5);
+        assert_eq!(lines.next().unwrap().unwrap().text.as_deref(), Ok("abcd"));
+        assert_eq!(lines.next().unwrap().unwrap().text.as_deref(), Ok("abcde"));
+        let e = lines.next().unwrap().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        let too_long = e.get_ref().and_then(|e| e.downcast_ref::<TooLong>());
+        assert_eq!(
+            too_long,
+            Some(&TooLong {
+                line: Some(3),
+                limit: 5
+            })
+        );
+        assert!(e
+            .to_string()
+            .starts_with("line 3 is longer than 5 bytes (5 bytes)"));
+        assert!(lines.next().is_none(), "the reader stops at the error");
+        // A last line without its end counts the same.
+        let mut lines = text_lines_bounded(&b"abcdef"[..], 5);
+        assert!(lines.next().unwrap().is_err());
+    }
+
+    #[test]
+    fn an_endless_line_is_read_only_up_to_the_bound() {
+        let mut endless = io::BufReader::new(io::repeat(0));
+        let mut buf = Vec::new();
+        let e = read_line_bounded(&mut endless, &mut buf, 1 << 20, 1).unwrap_err();
+        assert!(e.to_string().contains("1048576 bytes (1 MiB)"), "{e}");
+        assert!(
+            buf.is_empty() && buf.capacity() <= 4 << 20,
+            "{}",
+            buf.capacity()
+        );
+    }
+
+    #[test]
+    fn sizes_and_the_whole_file_bound() {
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("256K"), Some(256 << 10));
+        assert_eq!(parse_size("64 MiB"), Some(64 << 20));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("0"), None);
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("5T"), None);
+        assert_eq!(human(64 << 20), "64 MiB");
+        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(human(12), "12 bytes");
+        let dir = std::env::temp_dir().join(format!("schedlm-lines-{}", std::process::id()));
+        std::fs::write(&dir, "short").unwrap();
+        assert_eq!(read_bounded(&dir).unwrap(), "short");
+        std::fs::remove_file(&dir).unwrap();
+        let e = read_to_string_bounded(io::repeat(b'x')).unwrap_err();
+        assert!(e.to_string().starts_with("the file is longer than"), "{e}");
     }
 
     #[test]

@@ -1,18 +1,19 @@
 //! Orders of the queue (SPEC section 2): checking, mapping ids, and the dependency repair.
 
+use crate::lines::excerpt;
 use crate::problem::Problem;
 
 /// Why a list of jobs is not an order of the queue.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OrderError {
-    #[error("the order names \"{0}\", which is not a queued job")]
+    #[error("the order names {}, which is not a queued job", excerpt(.0))]
     /// An id in the order (see [`order_from_ids`]) is not the id of a queued job; the field
     /// is that id.
     UnknownJob(String),
-    #[error("the order lists \"{0}\" twice")]
+    #[error("the order lists {} twice", excerpt(.0))]
     /// The order lists a queued job more than once; the field is the job's id.
     Duplicate(String),
-    #[error("the order misses queued job \"{0}\"")]
+    #[error("the order misses queued job {}", excerpt(.0))]
     /// The order leaves out a queued job; the field is the id of the first one missed, in
     /// queue order.
     Missing(String),

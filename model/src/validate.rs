@@ -6,7 +6,8 @@
 
 use std::collections::HashMap;
 
-use crate::instance::{Instance, Time};
+use crate::instance::{Instance, Time, UnknownField, UnknownFields};
+use crate::lines::excerpt;
 
 /// Largest magnitude accepted for a time, a walltime or a resource amount (2^40, about
 /// 35,000 years in seconds). It keeps every sum the dispatcher forms inside `i64`.
@@ -18,7 +19,7 @@ pub enum InstanceError {
     #[error("`resources` is empty: an instance needs at least one resource")]
     /// `resources` is empty: there is nothing to measure capacity and demand in.
     NoResources,
-    #[error("`resources` lists \"{0}\" twice")]
+    #[error("`resources` lists {} twice", excerpt(.0))]
     /// A name appears twice in `resources`; the field is that name.
     DuplicateResource(String),
     #[error("`servers` is empty: an instance needs at least one server")]
@@ -27,7 +28,7 @@ pub enum InstanceError {
     #[error("`queue` is empty: an instance needs at least one queued job to order")]
     /// `queue` is empty: there is no order to decide.
     EmptyQueue,
-    #[error("id \"{id}\" is used twice (as {first} and as {second}); ids must be unique across servers, running and queue")]
+    #[error("id {} is used twice (as {first} and as {second}); ids must be unique across servers, running and queue", excerpt(.id))]
     /// Two of the servers, running jobs and queued jobs share an id (SPEC section 1 wants
     /// ids unique across all three).
     DuplicateId {
@@ -40,7 +41,7 @@ pub enum InstanceError {
         second: &'static str,
     },
     #[error(
-        "{kind} \"{id}\": `{field}` has {found} entries, expected {expected} (one per resource)"
+        "{kind} {}: `{field}` has {found} entries, expected {expected} (one per resource)", excerpt(.id)
     )]
     /// A capacity or demand vector does not have one entry per resource.
     WrongLength {
@@ -55,7 +56,7 @@ pub enum InstanceError {
         /// The vector's actual length.
         found: usize,
     },
-    #[error("{kind} \"{id}\": `{field}[{index}]` is {value}; resource amounts must be non-negative integers")]
+    #[error("{kind} {}: `{field}[{index}]` is {value}; resource amounts must be non-negative integers", excerpt(.id))]
     /// An entry of a capacity or demand vector is below 0.
     NegativeAmount {
         /// What holds it: `"server"`, `"running job"` or `"job"` (a queued job).
@@ -89,7 +90,7 @@ pub enum InstanceError {
         /// The rejected value (seconds for a time, else a resource amount).
         value: i64,
     },
-    #[error("job \"{job}\": `walltime` is {walltime}; it must be at least 1 second")]
+    #[error("job {}: `walltime` is {walltime}; it must be at least 1 second", excerpt(.job))]
     /// A queued job's `walltime` is below 1 second.
     WalltimeTooShort {
         /// Id of the queued job.
@@ -97,7 +98,7 @@ pub enum InstanceError {
         /// The rejected walltime, in seconds.
         walltime: Time,
     },
-    #[error("job \"{job}\": `runtime` is {runtime}; it must be non-negative")]
+    #[error("job {}: `runtime` is {runtime}; it must be non-negative", excerpt(.job))]
     /// A queued job's optional `runtime` (its true length) is negative.
     NegativeRuntime {
         /// Id of the queued job.
@@ -105,7 +106,7 @@ pub enum InstanceError {
         /// The rejected runtime, in seconds.
         runtime: Time,
     },
-    #[error("job \"{job}\": `submit` is {submit}, after `now` ({now}); queued jobs must have been submitted by now")]
+    #[error("job {}: `submit` is {submit}, after `now` ({now}); queued jobs must have been submitted by now", excerpt(.job))]
     /// A queued job was submitted after the snapshot (SPEC section 1 wants `submit` <= `now`).
     SubmitAfterNow {
         /// Id of the queued job.
@@ -115,7 +116,7 @@ pub enum InstanceError {
         /// The instance's snapshot time `now`, in seconds.
         now: Time,
     },
-    #[error("running job \"{job}\": `end` is {end}, not after `now` ({now}); a running job must end after the snapshot")]
+    #[error("running job {}: `end` is {end}, not after `now` ({now}); a running job must end after the snapshot", excerpt(.job))]
     /// A running job's `end` is at or before `now` (SPEC section 1 wants `end` > `now`).
     EndNotAfterNow {
         /// Id of the running job.
@@ -125,7 +126,7 @@ pub enum InstanceError {
         /// The instance's snapshot time `now`, in seconds.
         now: Time,
     },
-    #[error("job \"{job}\": `weight` is {weight}; it must be a finite number greater than 0")]
+    #[error("job {}: `weight` is {weight}; it must be a finite number greater than 0", excerpt(.job))]
     /// A queued job's `weight` is not a finite number above 0 (zero, negative, NaN or infinite).
     BadWeight {
         /// Id of the queued job.
@@ -133,7 +134,7 @@ pub enum InstanceError {
         /// The rejected weight.
         weight: f64,
     },
-    #[error("running job \"{job}\": `server` \"{server}\" is not a server of this instance")]
+    #[error("running job {}: `server` {} is not a server of this instance", excerpt(.job), excerpt(.server))]
     /// A running job's `server` is not the id of a server of the instance.
     UnknownServer {
         /// Id of the running job.
@@ -141,7 +142,7 @@ pub enum InstanceError {
         /// The id it gives as its server.
         server: String,
     },
-    #[error("job \"{job}\": `deps` names \"{dep}\", which is not a running or queued job")]
+    #[error("job {}: `deps` names {}, which is not a running or queued job", excerpt(.job), excerpt(.dep))]
     /// A queued job's `deps` names an id that is neither a running nor a queued job (an unknown
     /// id or a server's).
     UnknownDependency {
@@ -150,7 +151,7 @@ pub enum InstanceError {
         /// The id that names no job.
         dep: String,
     },
-    #[error("job \"{job}\": `deps` form a cycle: {}", cycle.join(" -> "))]
+    #[error("job {}: `deps` form a cycle: {}", excerpt(.job), chain(.cycle))]
     /// The queued jobs' `deps` form a cycle, so no order can respect them. Reported only when
     /// the instance has no other problem.
     DependencyCycle {
@@ -161,7 +162,7 @@ pub enum InstanceError {
         cycle: Vec<String>,
     },
     #[error(
-        "job \"{job}\": `demand` {demand:?} fits on no server (each server lacks some resource)"
+        "job {}: `demand` {demand:?} fits on no server (each server lacks some resource)", excerpt(.job)
     )]
     /// A queued job's `demand` exceeds, in some resource, the capacity of every server, so it could
     /// never start.
@@ -171,7 +172,7 @@ pub enum InstanceError {
         /// The job's demand, one amount per resource.
         demand: Vec<i64>,
     },
-    #[error("server \"{server}\": running jobs use {used} of resource `{resource}` but `capacity` is {capacity}")]
+    #[error("server {}: running jobs use {used} of resource {} but `capacity` is {capacity}", excerpt(.server), excerpt(.resource))]
     /// The running jobs on a server together use more of a resource than the server's
     /// capacity.
     ServerOverloaded {
@@ -196,16 +197,25 @@ pub fn validate(instance: &Instance) -> Result<(), InstanceError> {
 
 /// Parses one JSON line as an instance and validates it: the one instance parser of every
 /// command that reads instances. The error is `not an instance: ...` for JSON that does not
-/// fit the schema, else every problem found, `; `-separated.
+/// fit the schema, every unknown field with its job (`queue job "j3": unknown field "dep"
+/// (known: ...)`), else every problem found, `; `-separated.
 pub fn parse_valid(text: &str) -> Result<Instance, String> {
-    let instance = Instance::from_json(text)
-        .map_err(|e| format!("not an instance: {}", crate::lines::bounded(&e.to_string())))?;
+    parse_valid_with(text, UnknownFields::Reject).map(|(instance, _)| instance)
+}
+
+/// [`parse_valid`] with fields the schema does not know rejected or ignored as `unknown`
+/// says; the ignored ones are returned, for a warning.
+pub fn parse_valid_with(
+    text: &str,
+    unknown: UnknownFields,
+) -> Result<(Instance, Vec<UnknownField>), String> {
+    let (instance, ignored) = Instance::from_json_with(text, unknown).map_err(|e| e.to_string())?;
     let found = problems(&instance);
     if !found.is_empty() {
         let reasons: Vec<String> = found.iter().map(|e| e.to_string()).collect();
         return Err(reasons.join("; "));
     }
-    Ok(instance)
+    Ok((instance, ignored))
 }
 
 /// Every problem of an instance, in a stable order (structure, then values, then references).
@@ -350,8 +360,28 @@ fn owner(kind: &str, id: &str) -> String {
     if kind == "instance" {
         "the instance".to_string()
     } else {
-        format!("{kind} \"{id}\"")
+        format!("{kind} {}", excerpt(id))
     }
+}
+
+/// Most ids of a dependency cycle its message lists ([`chain`]).
+const CYCLE_IDS: usize = 12;
+
+/// A cycle's ids as its message lists them, each an [`excerpt`], `->`-separated; a longer
+/// cycle shows its first ids, `…`, the number of jobs and its last id.
+fn chain(cycle: &[String]) -> String {
+    let ids: Vec<String> = if cycle.len() <= CYCLE_IDS {
+        cycle.iter().map(|id| excerpt(id)).collect()
+    } else {
+        let mut ids: Vec<String> = cycle[..CYCLE_IDS - 1]
+            .iter()
+            .map(|id| excerpt(id))
+            .collect();
+        ids.push(format!("… ({} jobs)", cycle.len() - 1));
+        ids.extend(cycle.last().map(|id| excerpt(id)));
+        ids
+    };
+    ids.join(" -> ")
 }
 
 /// The lowest accepted value of a field, as the range message writes it.

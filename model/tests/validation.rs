@@ -69,17 +69,46 @@ fn optional_fields_default() {
     assert_eq!(validate(&instance), Ok(()));
 }
 
+const EXTRA_FIELDS: &str = r#"{"now": 0, "resources": ["cores"], "comment": "extra", "version": 3,
+    "servers": [{"id": "n0", "capacity": [4], "rack": "A1"}],
+    "running": [{"id": "r", "server": "n0", "demand": [1], "end": 9, "start": -5}],
+    "queue": [{"id": "a", "submit": 0, "demand": [1], "walltime": 1,
+               "priority": 7, "extra": {"nested": [1, 2]}, "meta": {"free": ["json"]}}]}"#;
+
 #[test]
-fn unknown_extra_fields_are_tolerated() {
-    let instance = parse(
-        r#"{"now": 0, "resources": ["cores"], "comment": "extra", "version": 3,
-            "servers": [{"id": "n0", "capacity": [4], "rack": "A1"}],
-            "running": [{"id": "r", "server": "n0", "demand": [1], "end": 9, "start": -5}],
-            "queue": [{"id": "a", "submit": 0, "demand": [1], "walltime": 1,
-                       "priority": 7, "extra": {"nested": [1, 2]}}]}"#,
+fn unknown_fields_are_rejected_naming_each_with_its_job() {
+    assert!(Instance::from_json(EXTRA_FIELDS).is_err());
+    let err = schedlm_model::parse_valid(EXTRA_FIELDS).unwrap_err();
+    let parts: Vec<&str> = err.split("; ").collect();
+    assert_eq!(
+        parts,
+        [
+            "the instance: unknown field \"comment\" (known: now, resources, servers, running, queue)",
+            "the instance: unknown field \"version\" (known: now, resources, servers, running, queue)",
+            "server \"n0\": unknown field \"rack\" (known: id, capacity)",
+            "running job \"r\": unknown field \"start\" (known: id, server, demand, end)",
+            "queue job \"a\": unknown field \"priority\" (known: id, submit, demand, walltime, runtime, deps, weight, user, meta)",
+            "queue job \"a\": unknown field \"extra\" (known: id, submit, demand, walltime, runtime, deps, weight, user, meta)",
+        ]
     );
+}
+
+#[test]
+fn unknown_fields_pass_when_asked_and_are_reported_back() {
+    let (instance, ignored) =
+        schedlm_model::parse_valid_with(EXTRA_FIELDS, schedlm_model::UnknownFields::Ignore)
+            .unwrap();
+    assert_eq!(ignored.len(), 6);
     assert_eq!(validate(&instance), Ok(()));
     assert!(Problem::new(&instance).is_ok());
+    assert!(
+        !instance.to_json().contains("priority"),
+        "ignored fields are not carried"
+    );
+    assert!(
+        instance.to_json().contains("\"free\""),
+        "meta is kept whole"
+    );
 }
 
 #[test]
@@ -418,7 +447,7 @@ fn dependency_cycle() {
             job: "b".into(),
             cycle: vec!["b".into(), "c".into(), "b".into()],
         },
-        &["job \"b\"", "`deps`", "b -> c -> b"],
+        &["job \"b\"", "`deps`", "\"b\" -> \"c\" -> \"b\""],
     );
     // A job that depends on itself.
     rejects(
@@ -464,7 +493,7 @@ fn server_overloaded() {
             used: 5,
             capacity: 4,
         },
-        &["server \"n0\"", "`cores`", "`capacity`"],
+        &["server \"n0\"", "resource \"cores\"", "`capacity`"],
     );
 }
 
@@ -519,4 +548,47 @@ fn parse_valid_names_the_schema_error_or_every_problem() {
     let err = schedlm_model::parse_valid(two).unwrap_err();
     assert_eq!(err.matches("job \"a\"").count(), 2, "{err}");
     assert!(err.contains("; "), "{err}");
+}
+
+/// Ids in messages are bounded and escaped (docs/design.md): a 5 MB id is quoted as 80
+/// characters and its length, ESC and BEL as escapes, and a long cycle by its first ids.
+#[test]
+fn ids_in_messages_are_bounded_and_escaped() {
+    let huge = "y".repeat(5 << 20);
+    let text = format!(
+        r#"{{"now": 0, "resources": ["cores"], "servers": [{{"id": "n0", "capacity": [1]}}],
+            "queue": [{{"id": "{huge}", "submit": 0, "demand": [1], "walltime": 0}},
+                      {{"id": "e\u001b[2J\u0007", "submit": 0, "demand": [1], "walltime": 1,
+                        "deps": ["x\u001b"]}}]}}"#
+    );
+    let err = schedlm_model::parse_valid(&text).unwrap_err();
+    assert!(err.len() < 500, "{} bytes", err.len());
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err}");
+    assert!(
+        err.contains(&format!("…\" ({} bytes): `walltime` is 0", 5 << 20)),
+        "{err}"
+    );
+    assert!(
+        err.contains("job \"e\\u{1b}[2J\\u{7}\": `deps` names \"x\\u{1b}\""),
+        "{err}"
+    );
+
+    // A cycle through 1,000 jobs lists 12 ids.
+    let n = 1000;
+    let jobs: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"id": "j{i}", "submit": 0, "demand": [1], "walltime": 1, "deps": ["j{}"]}}"#,
+                (i + 1) % n
+            )
+        })
+        .collect();
+    let text = format!(
+        r#"{{"now": 0, "resources": ["cores"], "servers": [{{"id": "n0", "capacity": [1]}}],
+            "queue": [{}]}}"#,
+        jobs.join(",")
+    );
+    let err = schedlm_model::parse_valid(&text).unwrap_err();
+    assert!(err.len() < 300, "{err}");
+    assert!(err.contains("-> … (1000 jobs) -> \"j0\""), "{err}");
 }

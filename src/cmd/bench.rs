@@ -445,11 +445,11 @@ fn solve(args: &SolveBenchArgs) -> Result<()> {
         tables(args, run_milp, milp_limit, &summaries, &results)
     )?;
     if let Some(dir) = &args.out {
-        eprintln!(
+        args.progress.say(format_args!(
             "wrote {}-<N>.jsonl and results.json to {}",
             args.family.name(),
             dir.display()
-        );
+        ));
     }
     Ok(())
 }

@@ -180,6 +180,10 @@ pub struct BuildCmd {
     #[command(flatten)]
     pub progress: crate::io::ProgressArgs,
 
+    /// With --from: what is done with instance fields the schema does not know.
+    #[command(flatten)]
+    pub instances: crate::io::InstanceArgs,
+
     /// Output directory.
     #[arg(visible_alias = "output", long, short = 'o')]
     pub out: PathBuf,
@@ -272,9 +276,13 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
                     given.join(", ")
                 );
             }
+            if a.instances.allow_unknown_fields {
+                crate::io::warn_unknown_fields_in(path)?;
+            }
             Source::File {
                 path: path.clone(),
                 label: a.label.clone().unwrap_or_else(|| stem(path)),
+                unknown_fields: a.instances.unknown(),
             }
         }
         None => {
@@ -393,11 +401,11 @@ fn run_build(a: &BuildCmd) -> Result<()> {
     bar.finish_and_clear();
     let m = &report.manifest;
     if report.already_complete {
-        eprintln!(
+        a.progress.say(format_args!(
             "{} already holds this build ({} records); nothing to do",
             a.out.display(),
             m.total()
-        );
+        ));
         return Ok(());
     }
     let secs = started.elapsed().as_secs_f64();

@@ -345,11 +345,11 @@ impl EvalArgs {
             let log = AnswerLog::open(&self.report, self.resume)
                 .with_context(|| format!("cannot write the report to {}", self.report.display()))?;
             if log.kept_count() > 0 {
-                eprintln!(
+                self.progress_args.say(format_args!(
                     "eval: resuming with {} answers from {}",
                     log.kept_count(),
                     log.path().display()
-                );
+                ));
             }
             Some(Arc::new(log))
         } else {
@@ -395,10 +395,10 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) ->
             bail!("--limit 0 leaves no record to evaluate");
         }
         if n < data.records.len() {
-            eprintln!(
+            args.progress_args.say(format_args!(
                 "eval: the first {n} of {} records (--limit)",
                 data.records.len()
-            );
+            ));
             data.records.truncate(n);
         }
     }
@@ -432,7 +432,8 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) ->
         written.push(log.path().to_path_buf());
     }
     for path in written {
-        eprintln!("wrote {}", path.display());
+        args.progress_args
+            .say(format_args!("wrote {}", path.display()));
     }
     let dead: Vec<String> = summary
         .stats
@@ -486,7 +487,8 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
         );
     }
     for path in written {
-        eprintln!("wrote {}", path.display());
+        args.progress_args
+            .say(format_args!("wrote {}", path.display()));
     }
     Ok(())
 }

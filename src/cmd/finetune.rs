@@ -208,7 +208,8 @@ fn resumed_options(args: &FinetuneArgs, o: &mut TrainOptions) {
 
 fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
     if args.resume && args.out.join(STATE_FILE).is_file() {
-        eprintln!("finetune: resuming {}", args.out.display());
+        args.progress
+            .say(format_args!("finetune: resuming {}", args.out.display()));
         let mut t = Trainer::resume(&args.out, None, device)?;
         resumed_options(args, &mut t.state.options);
         return Ok(t);
@@ -318,19 +319,23 @@ pub fn run(args: &FinetuneArgs) -> Result<()> {
     };
     let held_out = trainer.set_held_out(&val.1)?;
     let tokens: usize = train.iter().map(|e| e.tokens.len()).sum();
-    eprintln!(
+    args.progress.say(format_args!(
         "finetune: {} training records ({tokens} tokens), {} validation records, \
          {held_out} answered at each evaluation point",
         train.len(),
         val.0.len()
-    );
+    ));
     let done = trainer.state.history.len();
     trainer.fit(&train, &val.0, Some(&args.out))?;
     report(&trainer, done)?;
     if args.merge {
         let path = save_merged(&trainer.loaded, &args.out)?;
-        eprintln!("finetune: wrote {}", path.display());
+        args.progress
+            .say(format_args!("finetune: wrote {}", path.display()));
     }
-    eprintln!("finetune: run saved in {}", args.out.display());
+    args.progress.say(format_args!(
+        "finetune: run saved in {}",
+        args.out.display()
+    ));
     Ok(())
 }

@@ -38,6 +38,9 @@ pub struct GenerateArgs {
     #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
+
     /// Cut snapshots from an online replay of this SWF trace (plain or gzipped) instead of
     /// sampling a family: at the selected events (instants with a waiting queue), the state
     /// after that instant's completions and arrivals and before the start rule starts jobs,
@@ -111,12 +114,12 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &instances)?;
     if let Some(path) = &args.output {
-        eprintln!(
+        args.progress.say(format_args!(
             "wrote {} {} snapshots to {}",
             instances.len(),
             family.name(),
             path.display()
-        );
+        ));
     }
     Ok(())
 }
@@ -166,7 +169,8 @@ fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
         .with_context(|| format!("cannot cut snapshots from {}", path.display()))?;
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &cut.instances)?;
-    eprintln!("{}: {}", path.display(), cut.report);
+    args.progress
+        .say(format_args!("{}: {}", path.display(), cut.report));
     Ok(())
 }
 

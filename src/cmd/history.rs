@@ -1,6 +1,5 @@
 //! `schedlm history`: past training jobs in an SQLite file; similar jobs and predicted durations.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -381,13 +380,11 @@ pub fn open_existing(path: &Path) -> Result<History> {
 /// Reads the output of `schedlm extract` from a file or standard input (`-`).
 fn read_job(path: &Path) -> Result<Extraction> {
     let (name, text) = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
+        let text = schedlm_model::lines::read_to_string_bounded(std::io::stdin())
             .context("cannot read the job's facts from standard input")?;
         ("standard input".to_string(), text)
     } else {
-        let text = std::fs::read_to_string(path)
+        let text = schedlm_model::lines::read_bounded(path)
             .with_context(|| format!("cannot read the job's facts from {}", path.display()))?;
         (path.display().to_string(), text)
     };

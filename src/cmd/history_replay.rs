@@ -295,8 +295,8 @@ fn print(args: &ReplayArgs, planner: &Planner, errors: &[PlanRow], rows: &[Row])
 /// The filter's settings (`schedlm-submit.conf`), as `slurm/job_submit.lua` reads them:
 /// `key = value` lines, anything else ignored.
 fn read_conf(path: &Path) -> Result<HashMap<String, String>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = schedlm_model::lines::read_bounded(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let known = [
         "schedlm",
         "db",

@@ -28,6 +28,9 @@ pub struct ImportPsplibArgs {
     /// when absent or `-`.
     #[arg(visible_alias = "out", long, short = 'o')]
     pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 pub fn psplib(args: &ImportPsplibArgs) -> Result<()> {
@@ -38,14 +41,17 @@ pub fn psplib(args: &ImportPsplibArgs) -> Result<()> {
     }
     let mut instances = Vec::with_capacity(files.len());
     for file in &files {
-        let text = std::fs::read_to_string(file)
+        let text = schedlm_model::lines::read_bounded(file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let instance = parse_sm(&text).with_context(|| format!("{}", file.display()))?;
         instances.push(instance);
     }
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &instances)?;
-    eprintln!("imported {} PSPLIB instance(s)", instances.len());
+    args.progress.say(format_args!(
+        "imported {} PSPLIB instance(s)",
+        instances.len()
+    ));
     Ok(())
 }
 

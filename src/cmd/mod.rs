@@ -200,6 +200,8 @@ mod tests {
             "estimate",
             "dataset build",
             "bench solve",
+            "generate",
+            "import psplib",
         ] {
             let mut command = &cli;
             for name in path.split(' ') {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 use crate::args::DispatcherArgs;
-use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
+use crate::io::{create_output, parse_instance, read_instance_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
 pub struct ScheduleArgs {
@@ -35,6 +35,9 @@ pub struct ScheduleArgs {
     /// JSON Lines file of instances (`-` for standard input).
     pub file: PathBuf,
 
+    #[command(flatten)]
+    pub instances: crate::io::InstanceArgs,
+
     /// Output file: one JSON object per valid instance with `line`, `policy`, `variant`,
     /// `order` (queued ids in dispatch order), `starts`, `ends` and `servers` (id -> value) and
     /// `objectives` (`bsld`, `wait`, `flow`, `makespan`). Standard output when absent or `-`.
@@ -57,7 +60,7 @@ pub struct ScheduleRecord {
 
 pub fn run(args: &ScheduleArgs) -> Result<()> {
     let variant = args.dispatcher.variant();
-    let lines = read_lines(&args.file)?;
+    let lines = read_instance_lines(&args.file, args.instances)?;
     let results: Vec<Result<ScheduleRecord, String>> = lines
         .par_iter()
         .enumerate()

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::args::{parse_duration, DispatcherArgs};
-use crate::io::{create_output, parse_instance, read_lines, report_skipped, write_jsonl};
+use crate::io::{create_output, parse_instance, read_instance_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
 pub struct SolveArgs {
@@ -69,6 +69,9 @@ pub struct SolveArgs {
 
     /// JSON Lines file of instances (`-` for standard input).
     pub file: PathBuf,
+
+    #[command(flatten)]
+    pub instances: crate::io::InstanceArgs,
 
     /// Output file: one JSON object per valid instance with `line`, `solver`, `objective`,
     /// `variant`, `order` (queued ids), `value`, `lower_bound`, `gap` ((value - bound) / bound),
@@ -164,7 +167,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     options
         .check()
         .context("--solver, --work-limit, --time-limit")?;
-    let lines = read_lines(&args.file)?;
+    let lines = read_instance_lines(&args.file, args.instances)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()

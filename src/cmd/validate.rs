@@ -4,16 +4,19 @@ use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
 
-use crate::io::{parse_instance, read_lines};
+use crate::io::{parse_instance, read_instance_lines, InstanceArgs};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// JSON Lines file of instances (`-` for standard input).
     pub file: PathBuf,
+
+    #[command(flatten)]
+    pub instances: InstanceArgs,
 }
 
 pub fn run(args: &ValidateArgs) -> Result<()> {
-    let lines = read_lines(&args.file)?;
+    let lines = read_instance_lines(&args.file, args.instances)?;
     let mut invalid = 0;
     for line in &lines {
         if let Err(reason) = parse_instance(line) {

@@ -547,10 +547,14 @@ pub fn parse_swf_with_waits(
     let mut seen: HashSet<i64> = HashSet::new();
     let mut buf: Vec<u8> = Vec::with_capacity(256);
     let mut line = 0usize;
+    let limit = schedlm_model::lines::max_line_bytes().map_err(|e| SwfError::Io {
+        name: name.to_string(),
+        line: 0,
+        source: io::Error::new(io::ErrorKind::InvalidInput, e),
+    })?;
     loop {
         buf.clear();
-        let n = text
-            .read_until(b'\n', &mut buf)
+        let n = schedlm_model::lines::read_line_bounded(&mut text, &mut buf, limit, line + 1)
             .map_err(|source| SwfError::Io {
                 name: name.to_string(),
                 line,

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::instance::Time;
+use crate::lines::excerpt;
 
 /// One job of a trace to replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,7 +69,7 @@ impl SimJob {
 /// Why a replay cannot be set up or run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
-    #[error("job \"{job}\": a policy configured it with another id or submit time")]
+    #[error("job {}: a policy configured it with another id or submit time", excerpt(.job))]
     /// A policy's configuration of an arriving job ([`super::Policy::arrive`]) changed its id
     /// or submit time.
     Reconfigured {
@@ -81,7 +82,7 @@ pub enum SimError {
     #[error("`servers` is empty: a replay needs at least one server")]
     /// The list of servers is empty.
     NoServers,
-    #[error("server \"{server}\": `capacity` has {found} entries, expected {expected} (one per resource)")]
+    #[error("server {}: `capacity` has {found} entries, expected {expected} (one per resource)", excerpt(.server))]
     /// A server's `capacity` does not have one entry per resource.
     ServerShape {
         /// Id of the server.
@@ -92,7 +93,7 @@ pub enum SimError {
         found: usize,
     },
     #[error(
-        "server \"{server}\": `capacity` {capacity:?} has a negative amount or one above 2^40"
+        "server {}: `capacity` {capacity:?} has a negative amount or one above 2^40", excerpt(.server)
     )]
     /// A server's `capacity` has an amount below 0 or above [`crate::MAX_MAGNITUDE`] (2^40).
     BadCapacity {
@@ -101,10 +102,10 @@ pub enum SimError {
         /// The server's whole capacity vector.
         capacity: Vec<i64>,
     },
-    #[error("id \"{0}\" is used twice; job ids must be unique and differ from server ids")]
+    #[error("id {} is used twice; job ids must be unique and differ from server ids", excerpt(.0))]
     /// Two servers, two jobs, or a server and a job share an id; the field is that id.
     DuplicateId(String),
-    #[error("job \"{job}\": `demand` has {found} entries, expected {expected} (one per resource)")]
+    #[error("job {}: `demand` has {found} entries, expected {expected} (one per resource)", excerpt(.job))]
     /// A job's `demand` does not have one entry per resource.
     DemandShape {
         /// Id of the job.
@@ -114,7 +115,7 @@ pub enum SimError {
         /// The demand vector's actual length.
         found: usize,
     },
-    #[error("job \"{job}\": `demand` {demand:?} has a negative amount or one above 2^40")]
+    #[error("job {}: `demand` {demand:?} has a negative amount or one above 2^40", excerpt(.job))]
     /// A job's `demand` has an amount below 0 or above [`crate::MAX_MAGNITUDE`] (2^40).
     BadDemand {
         /// Id of the job.
@@ -122,7 +123,7 @@ pub enum SimError {
         /// The job's whole demand vector.
         demand: Vec<i64>,
     },
-    #[error("job \"{job}\": `demand` {demand:?} fits on no server")]
+    #[error("job {}: `demand` {demand:?} fits on no server", excerpt(.job))]
     /// A job's `demand` exceeds, in some resource, the capacity of every server, so it could never
     /// start.
     FitsNoServer {
@@ -131,7 +132,7 @@ pub enum SimError {
         /// The job's demand, one amount per resource.
         demand: Vec<i64>,
     },
-    #[error("job \"{job}\": `walltime` is {walltime}; it must be between 1 and 2^40")]
+    #[error("job {}: `walltime` is {walltime}; it must be between 1 and 2^40", excerpt(.job))]
     /// A job's `walltime` is outside [1, 2^40] seconds.
     BadWalltime {
         /// Id of the job.
@@ -139,7 +140,7 @@ pub enum SimError {
         /// The rejected walltime, in seconds.
         walltime: Time,
     },
-    #[error("job \"{job}\": `runtime` is {runtime}; it must be between 0 and 2^40")]
+    #[error("job {}: `runtime` is {runtime}; it must be between 0 and 2^40", excerpt(.job))]
     /// A job's `runtime` is outside [0, 2^40] seconds.
     BadRuntime {
         /// Id of the job.
@@ -147,7 +148,7 @@ pub enum SimError {
         /// The rejected runtime, in seconds.
         runtime: Time,
     },
-    #[error("job \"{job}\": `estimate` is {estimate}; it must be between 1 and 2^40")]
+    #[error("job {}: `estimate` is {estimate}; it must be between 1 and 2^40", excerpt(.job))]
     /// A job's `estimate` is set but outside [1, 2^40] seconds.
     BadEstimate {
         /// Id of the job.
@@ -155,7 +156,7 @@ pub enum SimError {
         /// The rejected estimate, in seconds.
         estimate: Time,
     },
-    #[error("job \"{job}\": `submit` is {submit}, outside [-2^40, 2^40]")]
+    #[error("job {}: `submit` is {submit}, outside [-2^40, 2^40]", excerpt(.job))]
     /// A job's `submit` is outside [-2^40, 2^40] seconds.
     BadSubmit {
         /// Id of the job.

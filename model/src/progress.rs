@@ -1,0 +1,96 @@
+//! Where progress bars draw (feature `progress`): in place on a terminal; one line per update,
+//! at most one a second, when standard error is a file or a pipe (a log, CI), so a log holds
+//! readable lines instead of redraws joined by carriage returns.
+
+use std::io::{self, IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Shortest time between two progress lines written to a non-terminal.
+pub const LINE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The draw target of every progress bar of schedlm: standard error redrawn in place when it
+/// is a terminal, else [`LineTerm`].
+pub fn draw_target() -> indicatif::ProgressDrawTarget {
+    if io::stderr().is_terminal() {
+        indicatif::ProgressDrawTarget::stderr()
+    } else {
+        indicatif::ProgressDrawTarget::term_like_with_hz(Box::new(LineTerm::default()), 1)
+    }
+}
+
+/// A progress bar's "terminal" when standard error is not one: each redraw is one
+/// newline-terminated line, and redraws within [`LINE_INTERVAL`] of the last line written are
+/// left out. Cursor moves, carriage returns and the blanks that pad a bar to the terminal's
+/// width are not written.
+#[derive(Debug, Default)]
+pub struct LineTerm {
+    last: Mutex<Option<Instant>>,
+}
+
+impl LineTerm {
+    /// Whether a line may be written now (and notes that one is).
+    fn due(&self) -> bool {
+        let Ok(mut last) = self.last.lock() else {
+            return false;
+        };
+        let now = Instant::now();
+        if last.is_some_and(|t| now.duration_since(t) < LINE_INTERVAL) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
+    fn line(&self, s: &str) -> io::Result<()> {
+        let text = s.trim_matches(|c: char| c.is_whitespace());
+        if text.is_empty() || !self.due() {
+            return Ok(());
+        }
+        writeln!(io::stderr(), "{text}")
+    }
+}
+
+impl indicatif::TermLike for LineTerm {
+    fn width(&self) -> u16 {
+        100
+    }
+    fn move_cursor_up(&self, _n: usize) -> io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_down(&self, _n: usize) -> io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_right(&self, _n: usize) -> io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_left(&self, _n: usize) -> io::Result<()> {
+        Ok(())
+    }
+    fn write_line(&self, s: &str) -> io::Result<()> {
+        self.line(s)
+    }
+    fn write_str(&self, s: &str) -> io::Result<()> {
+        self.line(s)
+    }
+    fn clear_line(&self) -> io::Result<()> {
+        Ok(())
+    }
+    fn flush(&self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_interval() {
+        let term = LineTerm::default();
+        assert!(term.due());
+        assert!(!term.due(), "a second line within the interval");
+        *term.last.lock().unwrap() = Some(Instant::now() - LINE_INTERVAL);
+        assert!(term.due());
+    }
+}
