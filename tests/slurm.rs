@@ -453,16 +453,24 @@ fn history_and_private_folder(d: &Path) -> String {
     schedlm(&["extract", &path_str(&d.join("past")), "-o", &facts]);
     let db = path_str(&d.join("history.sqlite"));
     schedlm(&[
-        "history", "add", "--db", &db, "--job", &facts, "--name", "bert", "--actual", "5400",
-        "--outcome", "completed",
+        "history",
+        "add",
+        "--db",
+        &db,
+        "--job",
+        &facts,
+        "--name",
+        "bert",
+        "--actual",
+        "5400",
+        "--outcome",
+        "completed",
     ]);
     let private = d.join("private");
     std::fs::create_dir_all(&private).unwrap();
     std::fs::write(
         private.join("train.sh"),
-        format!(
-            "#!/bin/bash\n#SBATCH --nodes=1\npython train.py --model_name_or_path {SECRET}\n"
-        ),
+        format!("#!/bin/bash\n#SBATCH --nodes=1\npython train.py --model_name_or_path {SECRET}\n"),
     )
     .unwrap();
     chmod(&private, 0o700);
@@ -610,7 +618,10 @@ fn another_users_private_folder_tells_a_submitter_nothing() {
     let private = path_str(&d.join("private"));
     let (told, id) = sbatch_as(user, &mine, &[&format!("--chdir={private}"), "job.sh"]);
     let job = show_and_cancel(&id);
-    assert!(!told.contains(SECRET) && !job.contains(SECRET), "{told}\n{job}");
+    assert!(
+        !told.contains(SECRET) && !job.contains(SECRET),
+        "{told}\n{job}"
+    );
     assert!(
         told.contains("dir: not read: the directory is not readable by the submitting user"),
         "{told}"

@@ -22,10 +22,10 @@ use schedlm_model::sim::{Fcfs, SimError, SimJob, Simulation, StartRule};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::history::History;
 use crate::history::{
     predict, Accounting, HistoryError, MatchBy, NewJob, Outcome, PastJob, Prediction, Query,
 };
-use crate::history::History;
 use crate::lookup::predict_indexed;
 use crate::planning::facts_of;
 use crate::replay::{dl_workload, jobs_of, ReplayError};

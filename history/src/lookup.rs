@@ -69,9 +69,7 @@ impl Stored {
     /// The stored form of `d` (kinds keep their 64 bits, as signed integers).
     pub(crate) fn of(d: &Descriptor) -> Stored {
         Stored {
-            kinds: d
-                .kinds
-                .map(|k| (k != MISSING_KIND).then_some(k as i64)),
+            kinds: d.kinds.map(|k| (k != MISSING_KIND).then_some(k as i64)),
             sizes: d.sizes.map(|s| (!s.is_nan()).then_some(s)),
         }
     }
@@ -176,7 +174,13 @@ fn term(column: &str, query: Option<Sql>, values: &mut Vec<Sql>) -> String {
 /// The size terms of the distance, summed in slot order.
 fn size_terms(stored: &Stored, values: &mut Vec<Sql>) -> String {
     (0..SLOTS)
-        .map(|slot| term(&format!("d_s{slot}"), stored.sizes[slot].map(Sql::Real), values))
+        .map(|slot| {
+            term(
+                &format!("d_s{slot}"),
+                stored.sizes[slot].map(Sql::Real),
+                values,
+            )
+        })
         .collect::<Vec<_>>()
         .join(" + ")
 }
@@ -191,7 +195,10 @@ impl History {
     /// passed ([`HistoryError::Deadline`]). A file of an older schema is
     /// [`HistoryError::NotIndexed`] (any `schedlm history` command that opens it for writing
     /// upgrades it); the file is never written.
-    pub fn open_for_lookup(path: &Path, deadline: Option<Instant>) -> Result<History, HistoryError> {
+    pub fn open_for_lookup(
+        path: &Path,
+        deadline: Option<Instant>,
+    ) -> Result<History, HistoryError> {
         let shown = path.display().to_string();
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn =
@@ -199,10 +206,14 @@ impl History {
                 what: format!("cannot open {shown}"),
                 source,
             })?;
-        let setup = conn.busy_timeout(Duration::ZERO).and_then(|()| match deadline {
-            Some(deadline) => conn.progress_handler(1_000, Some(move || Instant::now() >= deadline)),
-            None => Ok(()),
-        });
+        let setup = conn
+            .busy_timeout(Duration::ZERO)
+            .and_then(|()| match deadline {
+                Some(deadline) => {
+                    conn.progress_handler(1_000, Some(move || Instant::now() >= deadline))
+                }
+                None => Ok(()),
+            });
         let history = History { conn, path: shown };
         setup.map_err(|e| history.lookup_error("cannot set up the look-up", e))?;
         let version: i64 = history
@@ -275,24 +286,9 @@ impl History {
         let mut found = self.candidates(&sql, &values, &q)?;
         // Every other job differs in a kind: at distance 1 or more.
         if !found.get(k - 1).is_some_and(|c| c.0 < 1.0) {
-            // 2. All of them, by the whole distance.
-            let mut values = Vec::new();
-            let kinds: Vec<String> = (0..SLOTS)
-                .map(|slot| {
-                    term(
-                        &format!("d_k{slot}"),
-                        stored.kinds[slot].map(Sql::Integer),
-                        &mut values,
-                    )
-                })
-                .collect();
-            let sizes = size_terms(&stored, &mut values);
-            let sql = format!(
-                "SELECT {SELECTED} FROM jobs WHERE {USABLE} ORDER BY {} + {sizes}, id DESC \
-                 LIMIT {limit}",
-                kinds.join(" + ")
-            );
-            found = self.candidates(&sql, &values, &q)?;
+            // 2. All of them: one pass over the index (no expression, no sort in SQL), the
+            // distances computed here, the k nearest kept.
+            found = self.scan(&q, k)?;
         }
         found.truncate(k);
         let mut out = Vec::with_capacity(found.len());
@@ -325,6 +321,29 @@ impl History {
         }
         found.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
         Ok(found)
+    }
+
+    /// The `k` nearest of all completed jobs, by one pass over the index: (distance, id),
+    /// nearest first, the most recent first on ties.
+    fn scan(&self, q: &Descriptor, k: usize) -> Result<Vec<(f64, i64)>, HistoryError> {
+        let fail = |e| self.lookup_error("cannot look up the nearest past jobs", e);
+        let sql = format!("SELECT {SELECTED} FROM jobs WHERE {USABLE}");
+        let mut stmt = self.conn.prepare(&sql).map_err(fail)?;
+        let mut rows = stmt.query([]).map_err(fail)?;
+        let mut best: Vec<(f64, i64)> = Vec::with_capacity(k + 1);
+        let before = |a: &(f64, i64), b: &(f64, i64)| a.0 < b.0 || (a.0 == b.0 && a.1 > b.1);
+        while let Some(row) = rows.next().map_err(fail)? {
+            let id: i64 = row.get(0).map_err(fail)?;
+            let d = Stored::read(row, 1).map_err(fail)?.descriptor();
+            let candidate = (similar::distance(q, &d) + unshared(q, &d), id);
+            if best.len() == k && !before(&candidate, &best[k - 1]) {
+                continue;
+            }
+            let at = best.partition_point(|b| before(b, &candidate));
+            best.insert(at, candidate);
+            best.truncate(k);
+        }
+        Ok(best)
     }
 
     /// Job `id` as a neighbour at `distance`, with its facts.
@@ -587,10 +606,11 @@ mod tests {
              AND d_k2 IS NULL AND d_k3 IS NULL AND d_k4 IS NULL AND d_k5 IS NULL \
              ORDER BY abs(d_s0 - 1.0), id DESC LIMIT 3"
         ));
-        assert!(same.contains("USING COVERING INDEX jobs_nearest (d_k0=?"), "{same}");
-        let all = plan(&format!(
-            "SELECT {SELECTED} FROM jobs WHERE {USABLE} ORDER BY abs(d_s0 - 1.0), id DESC LIMIT 3"
-        ));
+        assert!(
+            same.contains("USING COVERING INDEX jobs_nearest (d_k0=?"),
+            "{same}"
+        );
+        let all = plan(&format!("SELECT {SELECTED} FROM jobs WHERE {USABLE}"));
         assert!(all.contains("COVERING INDEX jobs_nearest"), "{all}");
     }
 }

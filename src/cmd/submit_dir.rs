@@ -78,7 +78,9 @@ impl Walk {
             }
         }
         if self.truncated {
-            parts.push(format!("size: only the first {MAX_ENTRIES} entries looked at"));
+            parts.push(format!(
+                "size: only the first {MAX_ENTRIES} entries looked at"
+            ));
         }
         if self.late {
             parts.push("timeout: the walk ran out of time".into());
@@ -246,7 +248,11 @@ pub fn walk(dir: &Path, deadline: Instant) -> Walk {
                     Got::Special => walk.special += 1,
                     Got::Large => walk.large += 1,
                 }
-            } else if kind.is_fifo() || kind.is_socket() || kind.is_block_device() || kind.is_char_device() {
+            } else if kind.is_fifo()
+                || kind.is_socket()
+                || kind.is_block_device()
+                || kind.is_char_device()
+            {
                 walk.special += 1;
             }
         }
@@ -428,7 +434,10 @@ fn read_in_child(dir: &Path, who: Submitter, deadline: Instant) -> Result<Walk> 
         Ok(child) => child,
         Err(e) => {
             return Ok(Walk {
-                refused: Some(format!("the reader could not start as uid {uid} ({})", e.kind())),
+                refused: Some(format!(
+                    "the reader could not start as uid {uid} ({})",
+                    e.kind()
+                )),
                 ..Walk::default()
             })
         }
@@ -515,7 +524,10 @@ mod tests {
         assert_eq!(names, ["configs/a.yaml", "configs/deep/b.yaml", "train.sh"]);
         assert_eq!((walk.links, walk.special, walk.large), (2, 1, 1));
         let summary = walk.summary().unwrap();
-        assert!(!summary.contains("passwd") && !summary.contains("big"), "{summary}");
+        assert!(
+            !summary.contains("passwd") && !summary.contains("big"),
+            "{summary}"
+        );
         // Through the frames and back.
         let mut bytes = Vec::new();
         walk.write(&mut bytes).unwrap();
