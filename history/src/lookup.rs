@@ -11,13 +11,14 @@
 //! 1. the past jobs whose kinds all equal the new job's (an index range): every other job
 //!    differs in at least one kind and so lies at distance 1 or more; when the `k` nearest of
 //!    the range are all nearer than 1, they are the answer;
-//! 2. otherwise one pass over the index (no table rows, no facts parsed) ordered by the same
-//!    distance computed in SQL.
+//! 2. otherwise one pass over the index (no table rows, no facts parsed, no expression
+//!    evaluated by SQLite), each entry's distance computed here.
 //!
-//! Either step fetches a few more rows than asked for, recomputes their distances with the
-//! matcher's own function and keeps the `k` nearest (the most recent first on ties), so the
-//! answer is the one [`crate::history::neighbours`] gives over [`History::jobs`]; only those
-//! `k` rows' facts are read.
+//! Step 1 orders the range by the size terms in SQL and fetches a few more rows than asked
+//! for; both steps compute the distances with the matcher's own function and keep the `k`
+//! nearest (the most recent first on ties), so the answer is the one
+//! [`crate::history::neighbours`] gives over [`History::jobs`]; only those `k` rows' facts are
+//! read.
 //!
 //! [`History::open_for_lookup`] opens the file read only, never waits for a lock (a locked
 //! file is [`HistoryError::Busy`] at once), skips the integrity check (it reads the whole file)
