@@ -42,8 +42,10 @@ done
 stop
 # A fresh cluster each time: no job or node state from an earlier one.
 rm -rf "$dir/state" "$dir/spool"
-mkdir -p "$dir/state" "$dir/spool" "$dir/munge" "$dir/log"
+mkdir -p "$dir/state" "$dir/spool" "$dir/munge" "$dir/munge-socket" "$dir/log"
 chmod 700 "$dir/munge"
+# The socket's folder is open to every user (the key's is not): tests submit as a second user.
+chmod 755 "$dir" "$dir/munge-socket"
 if [ ! -s "$dir/munge/munge.key" ]; then
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
 fi
@@ -58,7 +60,7 @@ SlurmctldHost=$host(127.0.0.1)
 SlurmUser=$user
 SlurmdUser=$user
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.socket
+AuthInfo=socket=$dir/munge-socket/munge.socket
 CredType=cred/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -95,7 +97,7 @@ mkdir -p "$dir/dev"
 for i in 0 1 2 3 4 5 6 7; do ln -sfn /dev/null "$dir/dev/gpu$i"; done
 echo "NodeName=$host Name=gpu File=$dir/dev/gpu[0-7]" > "$dir/gres.conf"
 
-if ! munged --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+if ! munged --socket="$dir/munge-socket/munge.socket" --key-file="$dir/munge/munge.key" \
   --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed" \
   --force 2>"$dir/log/munged.err"; then
   echo "slurm/cluster.sh: munged did not start: $(cat "$dir/log/munged.err")" >&2

@@ -7,18 +7,25 @@
 --   the job's model (`schedlm advise fill`), when the runs file holds that model.
 --
 -- Every filled value goes into the job's comment (`scontrol show job`) and a line the
--- submitting user sees. A job the filter cannot read is submitted unchanged, with a warning.
--- `schedlm submit fill` runs under `timeout`: submission waits at most that long. A user opts
--- out with `--comment=schedlm=off`.
+-- submitting user sees. `schedlm submit fill` reads the job script Slurm passes (written to a
+-- private temporary file) and the job's directory only with the submitting user's rights
+-- (`--uid`, `--gid`), within a budget (`budget_ms`, default 100 ms); past it, or when the
+-- history is locked, the job is submitted unchanged with the cause. The plugin itself waits at
+-- most `timeout` seconds (default 1) and then kills the filler and everything it started, so
+-- slurmctld is never held longer. A job the filter cannot read is submitted unchanged, with a
+-- warning. A user opts out with `--comment=schedlm=off`.
 --
 -- Installation: this file as job_submit.lua next to slurm.conf, `JobSubmitPlugins=lua` in
 -- slurm.conf, and schedlm-submit.conf beside them (key=value lines: schedlm, db, runs, margin,
--- max_time, timeout, gpus_per_node); `scontrol reconfigure`.
+-- max_time, budget_ms, timeout, gpus_per_node); `scontrol reconfigure`.
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 
 local function settings()
-  local s = { schedlm = "schedlm", margin = "1.5", max_time = "7d", timeout = "5", gpus_per_node = "8" }
+  local s = {
+    schedlm = "schedlm", margin = "1.5", max_time = "7d", budget_ms = "100", timeout = "1",
+    gpus_per_node = "8",
+  }
   local file = io.open(here .. "schedlm-submit.conf", "r")
   if file then
     for line in file:lines() do
@@ -52,19 +59,42 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     slurm.log_user("schedlm: no db in %sschedlm-submit.conf: job submitted unchanged", here)
     return slurm.SUCCESS
   end
+  -- The script Slurm holds, for the filler to read (os.tmpname makes a private file).
+  local script = os.tmpname()
+  local file = io.open(script, "w")
+  if file then
+    file:write(job_desc.script:sub(1, 1048577))
+    file:close()
+  end
   local command = string.format(
-    "timeout %s %s submit fill --dir %s --db %s --margin %s --max-time %s --gpus-per-node %s",
-    s.timeout, quote(s.schedlm), quote(job_desc.work_dir), quote(s.db), s.margin, s.max_time,
-    s.gpus_per_node)
+    "timeout -s KILL %s %s submit fill --script %s --dir %s --uid %d --db %s --margin %s "
+      .. "--max-time %s --gpus-per-node %s --budget-ms %s",
+    quote(s.timeout), quote(s.schedlm), quote(script), quote(job_desc.work_dir), submit_uid,
+    quote(s.db), quote(s.margin), quote(s.max_time), quote(s.gpus_per_node), quote(s.budget_ms))
+  if job_desc.group_id ~= nil and job_desc.group_id ~= slurm.NO_VAL then
+    command = command .. " --gid " .. string.format("%d", job_desc.group_id)
+  end
   if s.runs then command = command .. " --runs " .. quote(s.runs) end
   if has_time then command = command .. " --has-time" end
   if has_gpus then command = command .. " --has-gpus" end
   local pipe = io.popen(command .. " 2>&1")
   local out = pipe and pipe:read("*a") or ""
-  local ok = pipe and pipe:close()
+  local ok, how, code = false, nil, nil
+  if pipe then ok, how, code = pipe:close() end
+  os.remove(script)
+  if how == "signal" or code == 124 or code == 137 then
+    slurm.log_user("schedlm: submitted unchanged: timeout: the filter did not answer within %s s",
+      s.timeout)
+    return slurm.SUCCESS
+  end
   if not ok or not out:find("^{") then
     slurm.log_user("schedlm: could not read the job (%s): submitted unchanged",
       (out:gsub("%s+$", "")):sub(1, 300))
+    return slurm.SUCCESS
+  end
+  local cause = out:match('"unchanged":"(.-)"')
+  if cause then
+    slurm.log_user("schedlm: submitted unchanged: %s", cause)
     return slurm.SUCCESS
   end
   local minutes = tonumber(out:match('"time_limit_min":(%d+)'))

@@ -2,8 +2,14 @@
 //! and the merge job of `slurm/merge.sbatch` after it (`--dependency=afterok`) give the same
 //! files as one unsharded build, also when a shard is requeued in the middle of its build.
 //!
+//! The job_submit filter (`slurm/job_submit.lua`, `schedlm submit fill`) fills a job from the
+//! history, reads only what the submitting user may read, and leaves a job unchanged, with the
+//! cause, when the history is locked.
+//!
 //! Needs a running cluster: `scripts/test.sh` starts one with `slurm/cluster.sh` and exports
 //! `SLURM_CONF`; without one (or without the Slurm commands) the tests are skipped, and say so.
+//! The tests of another user's rights need root (to start the reader as that user, and to
+//! create the user `schedlm-test2`); without it they are skipped.
 
 mod common;
 
@@ -316,7 +322,7 @@ fn the_job_submit_plugin_fills_time_gpus_and_batch_from_the_history() {
     let runs = repo().join("tests/data/knowledge/runs/pollux-throughput.csv");
     let settings = |db: &str| {
         format!(
-            "schedlm = {}\ndb = {db}\nruns = {}\nmargin = 1.5\ntimeout = 20\n",
+            "schedlm = {}\ndb = {db}\nruns = {}\nmargin = 1.5\ntimeout = 20\nbudget_ms = 10000\n",
             env!("CARGO_BIN_EXE_schedlm"),
             path_str(&runs)
         )
@@ -388,4 +394,272 @@ fn the_job_submit_plugin_fills_time_gpus_and_batch_from_the_history() {
         )),
         "{table}"
     );
+}
+
+/// Whether this process runs as root; skips the calling test (counted) when not.
+fn root() -> bool {
+    let out = Command::new("id").arg("-u").output();
+    let root = out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        schedlm_model::skips::skip("not root: another user's rights cannot be taken");
+    }
+    root
+}
+
+/// The uid and gid of `user`, creating it (no home, no login) when missing.
+fn user_ids(user: &str) -> (String, String) {
+    let id = |flag: &str| {
+        Command::new("id")
+            .args([flag, user])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    if id("-u").is_none() {
+        let made = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", user])
+            .output()
+            .expect("useradd runs");
+        assert!(
+            made.status.success(),
+            "useradd {user}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+    (id("-u").unwrap(), id("-g").unwrap())
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A secret only root may read: a folder (mode 700) whose job names it as its model.
+const SECRET: &str = "secret-root-model-4242";
+
+/// A history of one BERT run (1.5 h) in `d/history.sqlite`, and a root-only folder
+/// `d/private` (mode 700) whose script trains the secret model; `d` is left open to all
+/// (mode 755) and the history readable by all.
+fn history_and_private_folder(d: &Path) -> String {
+    chmod(d, 0o755);
+    std::fs::create_dir_all(d.join("past")).unwrap();
+    std::fs::write(
+        d.join("past/train.sh"),
+        "#!/bin/bash\npython train.py --model_name_or_path bert --num_train_epochs 2\n",
+    )
+    .unwrap();
+    let facts = path_str(&d.join("bert.json"));
+    schedlm(&["extract", &path_str(&d.join("past")), "-o", &facts]);
+    let db = path_str(&d.join("history.sqlite"));
+    schedlm(&[
+        "history",
+        "add",
+        "--db",
+        &db,
+        "--job",
+        &facts,
+        "--name",
+        "bert",
+        "--actual",
+        "5400",
+        "--outcome",
+        "completed",
+    ]);
+    let private = d.join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(
+        private.join("train.sh"),
+        format!("#!/bin/bash\n#SBATCH --nodes=1\npython train.py --model_name_or_path {SECRET}\n"),
+    )
+    .unwrap();
+    chmod(&private, 0o700);
+    db
+}
+
+/// `schedlm submit fill` run as root for another user (`nobody`): it reads the job script it
+/// is given and the folder only with that user's rights, so a folder of root's (mode 700)
+/// gives nothing, and what it could not read is said without its names or contents; a file of
+/// root's in a folder the user may list is counted, not read. Root's own submission reads
+/// everything (the same folder gives the secret model).
+#[test]
+fn submit_fill_as_root_reads_the_folder_only_with_the_submitters_rights() {
+    if !root() {
+        return;
+    }
+    let dir = tempdir();
+    let d = dir.path();
+    let db = history_and_private_folder(d);
+    let runs = path_str(&repo().join("tests/data/knowledge/runs/pollux-throughput.csv"));
+    let (uid, gid) = user_ids("nobody");
+    let fill = |dir: &Path, script: Option<&Path>, who: Option<(&str, &str)>| {
+        let mut args = vec![
+            "submit".to_string(),
+            "fill".into(),
+            "--dir".into(),
+            path_str(dir),
+            "--db".into(),
+            db.clone(),
+            "--runs".into(),
+            runs.clone(),
+            "--budget-ms".into(),
+            "10000".into(),
+        ];
+        if let Some(script) = script {
+            args.extend(["--script".into(), path_str(script)]);
+        }
+        if let Some((uid, gid)) = who {
+            args.extend(["--uid".into(), uid.into(), "--gid".into(), gid.into()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        common::run(&args).ok().stdout_text()
+    };
+    let private = d.join("private");
+    // Root's own job: the folder is read.
+    let own = fill(&private, None, None);
+    assert!(own.contains(SECRET), "{own}");
+    // nobody's job with --chdir there: nothing of it.
+    let theirs = fill(&private, None, Some((&uid, &gid)));
+    assert!(!theirs.contains(SECRET), "{theirs}");
+    assert!(
+        theirs.contains("dir: not read: the directory is not readable by the submitting user"),
+        "{theirs}"
+    );
+    // The script Slurm passes is read (it is the user's own): BERT, 1.5 x 5,400 s.
+    let script = d.join("script.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\npython train.py --model_name_or_path bert --num_train_epochs 2\n",
+    )
+    .unwrap();
+    let with_script = fill(&private, Some(&script), Some((&uid, &gid)));
+    assert!(
+        with_script.contains("\"time_limit_min\":135") && !with_script.contains(SECRET),
+        "{with_script}"
+    );
+    // A folder nobody may list, holding a file only root may read and a link out.
+    let open = d.join("open");
+    std::fs::create_dir_all(&open).unwrap();
+    chmod(&open, 0o755);
+    std::fs::write(open.join("train.sh"), std::fs::read(&script).unwrap()).unwrap();
+    std::fs::write(
+        open.join("secret.yaml"),
+        format!("model_name_or_path: {SECRET}\n"),
+    )
+    .unwrap();
+    chmod(&open.join("secret.yaml"), 0o600);
+    std::os::unix::fs::symlink(private.join("train.sh"), open.join("link.sh")).unwrap();
+    let listed = fill(&open, None, Some((&uid, &gid)));
+    assert!(
+        !listed.contains(SECRET) && !listed.contains("secret.yaml") && !listed.contains("link.sh"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("1 not readable by the submitting user")
+            && listed.contains("1 links (never followed)")
+            && listed.contains("\"time_limit_min\":135"),
+        "{listed}"
+    );
+}
+
+/// `sbatch` run as `user` (with this process's environment: SLURM_CONF).
+fn sbatch_as(user: &str, dir: &Path, args: &[&str]) -> (String, String) {
+    let out = Command::new("runuser")
+        .args(["-u", user, "--", "sbatch", "--parsable", "--hold"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("runuser runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "sbatch as {user}: {err}");
+    (err, String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The settings file of the test cluster's plugin.
+fn plugin_settings(db: &str) -> PathBuf {
+    let conf_dir = PathBuf::from(std::env::var("SLURM_CONF").unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let conf = conf_dir.join("schedlm-submit.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "schedlm = {}\ndb = {db}\nmargin = 1.5\ntimeout = 20\nbudget_ms = 10000\n",
+            env!("CARGO_BIN_EXE_schedlm")
+        ),
+    )
+    .unwrap();
+    conf
+}
+
+/// Through slurmctld: a second user submitting with `--chdir` to root's private folder learns
+/// nothing of it (not in what sbatch prints, not in the job's comment), and is told that the
+/// folder was not read; its own script is still read.
+#[test]
+fn another_users_private_folder_tells_a_submitter_nothing() {
+    if !cluster() || !root() {
+        return;
+    }
+    let user = "schedlm-test2";
+    user_ids(user);
+    let dir = tempdir();
+    let d = dir.path();
+    let db = history_and_private_folder(d);
+    plugin_settings(&db);
+    let mine = d.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    chmod(&mine, 0o755);
+    std::fs::write(
+        mine.join("job.sh"),
+        "#!/bin/bash\npython train.py --model_name_or_path bert --num_train_epochs 2\n",
+    )
+    .unwrap();
+    let private = path_str(&d.join("private"));
+    let (told, id) = sbatch_as(user, &mine, &[&format!("--chdir={private}"), "job.sh"]);
+    let job = show_and_cancel(&id);
+    assert!(
+        !told.contains(SECRET) && !job.contains(SECRET),
+        "{told}\n{job}"
+    );
+    assert!(
+        told.contains("dir: not read: the directory is not readable by the submitting user"),
+        "{told}"
+    );
+    assert_eq!(field(&job, "TimeLimit"), Some("02:15:00"), "{job}\n{told}");
+}
+
+/// Through slurmctld: a history locked by a writer is not waited for: the job goes in
+/// unchanged at once, and the user is told why.
+#[test]
+fn a_locked_history_leaves_the_job_unchanged_with_the_cause() {
+    if !cluster() {
+        return;
+    }
+    let dir = tempdir();
+    let d = dir.path();
+    let db = history_and_private_folder(d);
+    plugin_settings(&db);
+    let mine = d.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(
+        mine.join("job.sh"),
+        "#!/bin/bash\npython train.py --model_name_or_path bert --num_train_epochs 2\n",
+    )
+    .unwrap();
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let (told, id) = submit_held(&mine, "job.sh", &[]);
+    writer.execute_batch("ROLLBACK").unwrap();
+    let job = show_and_cancel(&id);
+    assert!(
+        told.contains("schedlm: submitted unchanged: lock: the history")
+            && told.contains("is locked by a writer"),
+        "{told}"
+    );
+    assert_eq!(field(&job, "TimeLimit"), Some("UNLIMITED"), "{job}");
+    // Unlocked, the same job is filled.
+    let (_, id) = submit_held(&mine, "job.sh", &[]);
+    let job = show_and_cancel(&id);
+    assert_eq!(field(&job, "TimeLimit"), Some("02:15:00"), "{job}");
 }

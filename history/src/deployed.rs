@@ -22,9 +22,11 @@ use schedlm_model::sim::{Fcfs, SimError, SimJob, Simulation, StartRule};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::history::History;
 use crate::history::{
     predict, Accounting, HistoryError, MatchBy, NewJob, Outcome, PastJob, Prediction, Query,
 };
+use crate::lookup::predict_indexed;
 use crate::planning::facts_of;
 use crate::replay::{dl_workload, jobs_of, ReplayError};
 
@@ -53,6 +55,9 @@ pub enum DeployedError {
     #[error(transparent)]
     Generate(#[from] schedlm_generator::GenError),
 }
+
+/// The nearest jobs a filled limit's prediction lists.
+const NEAREST: usize = 3;
 
 /// How the filter sets a time limit: the history's prediction times a margin, capped, in
 /// whole minutes (Slurm's unit).
@@ -109,7 +114,21 @@ impl TimeFill {
             facts,
             embedding: None,
         };
-        let prediction = predict(past, query, None, 3, MatchBy::Meta)?;
+        self.limit(predict(past, query, None, NEAREST, MatchBy::Meta)?)
+    }
+
+    /// [`TimeFill::fill`] from the history file's index ([`crate::lookup`]): the same limit,
+    /// reading only the nearest jobs (what `schedlm submit fill` runs at a submission).
+    pub fn fill_indexed(
+        &self,
+        history: &History,
+        facts: &JobFacts,
+    ) -> Result<FilledTime, HistoryError> {
+        self.limit(predict_indexed(history, facts, None, NEAREST)?)
+    }
+
+    /// The limit from a prediction.
+    fn limit(&self, prediction: Prediction) -> Result<FilledTime, HistoryError> {
         if prediction.basis == "request" {
             return Err(HistoryError::Nothing);
         }

@@ -52,7 +52,7 @@ use schedlm_knowledge::facts::{Field, JobFacts};
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// How past jobs are matched with a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -178,6 +178,30 @@ pub enum HistoryError {
         "the job has no embedding to match by text: extract it with `schedlm extract --embed DIR`"
     )]
     NoEmbedding,
+    /// The history is locked by a writer: a look-up does not wait ([`History::open_for_lookup`]).
+    #[error("{path} is locked by a writer (a look-up does not wait)")]
+    Busy {
+        /// The file.
+        path: String,
+    },
+    /// A look-up ran past its deadline and was stopped ([`History::open_for_lookup`]).
+    #[error("the look-up in {path} ran past its deadline")]
+    Deadline {
+        /// The file.
+        path: String,
+    },
+    /// The file is of an older schema, without the look-ups' indexes: a look-up never writes,
+    /// so it is not upgraded there.
+    #[error(
+        "{path} has history schema version {found}, without the look-up indexes: any \
+         `schedlm history` command that writes (`history add`) upgrades it"
+    )]
+    NotIndexed {
+        /// The file.
+        path: String,
+        /// Its `user_version`.
+        found: i64,
+    },
     /// Nothing to predict from: no completed job with an actual run time, and no request.
     #[error(
         "no prediction: the history has no completed job with an actual run time, and the job \
@@ -232,8 +256,8 @@ pub struct PastJob {
 
 /// An open history file.
 pub struct History {
-    conn: Connection,
-    path: String,
+    pub(crate) conn: Connection,
+    pub(crate) path: String,
 }
 
 impl History {
@@ -282,12 +306,16 @@ impl History {
                         embedding BLOB,
                         submit INTEGER,
                         start INTEGER,
-                        gpus INTEGER
+                        gpus INTEGER,
+                        {columns}
                     );
-                    PRAGMA user_version = {SCHEMA_VERSION};"
+                    {indexes}
+                    PRAGMA user_version = {SCHEMA_VERSION};",
+                    columns = crate::lookup::COLUMNS_SQL,
+                    indexes = crate::lookup::INDEXES_SQL,
                 ))
                 .map_err(|e| history.error("cannot create the jobs table", e))?;
-        } else if version == 1 || version == 2 {
+        } else if (1..SCHEMA_VERSION).contains(&version) {
             history.check_integrity()?;
             history.upgrade(version)?;
         } else if version != SCHEMA_VERSION {
@@ -322,18 +350,39 @@ impl History {
         }
     }
 
-    /// Version 1 had no embeddings, version 2 no accounting: the columns are added (every job
-    /// without them) in one transaction that first takes the write lock and reads the version
-    /// again, so an interrupted or concurrent upgrade leaves the old version or the new one,
-    /// never half of it.
+    /// Version 1 had no embeddings, version 2 no accounting, version 3 no stored descriptors
+    /// and indexes (what the submission filter's look-ups read, [`crate::lookup`]): the
+    /// columns are added (every job without embedding or accounting, each job's descriptor
+    /// computed from its facts) in one transaction that first takes the write lock and reads
+    /// the version again, so an interrupted or concurrent upgrade leaves the old version or
+    /// the new one, never half of it.
     fn upgrade(&self, from: i64) -> Result<(), HistoryError> {
         let what = format!("cannot upgrade the schema from version {from}");
         let fail = |e| self.error(&what, e);
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let result = self.upgrade_locked();
+        match result {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(fail),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(match e {
+                    HistoryError::Sqlite { source, .. } => fail(source),
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// [`History::upgrade`] inside its transaction.
+    fn upgrade_locked(&self) -> Result<(), HistoryError> {
+        let fail = |e| self.error("upgrade", e);
         let version: i64 = self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(fail)?;
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
         let mut upgrade = String::new();
         if version == 1 {
             upgrade.push_str(
@@ -341,23 +390,34 @@ impl History {
                  ALTER TABLE jobs ADD COLUMN embedding BLOB;",
             );
         }
-        if version == 1 || version == 2 {
-            upgrade.push_str(&format!(
+        if version <= 2 {
+            upgrade.push_str(
                 "ALTER TABLE jobs ADD COLUMN submit INTEGER;
                  ALTER TABLE jobs ADD COLUMN start INTEGER;
-                 ALTER TABLE jobs ADD COLUMN gpus INTEGER;
-                 PRAGMA user_version = {SCHEMA_VERSION};"
-            ));
+                 ALTER TABLE jobs ADD COLUMN gpus INTEGER;",
+            );
         }
-        upgrade.push_str("COMMIT");
-        if let Err(e) = self.conn.execute_batch(&upgrade) {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            return Err(fail(e));
+        for column in crate::lookup::COLUMNS_SQL.split(',') {
+            upgrade.push_str(&format!("ALTER TABLE jobs ADD COLUMN {};", column.trim()));
         }
-        Ok(())
+        self.conn.execute_batch(&upgrade).map_err(fail)?;
+        crate::lookup::fill_descriptors(&self.conn).map_err(|e| match e {
+            crate::lookup::Fill::Sqlite(e) => fail(e),
+            crate::lookup::Fill::Facts { id, message } => HistoryError::Row {
+                id,
+                column: "facts",
+                message,
+            },
+        })?;
+        self.conn
+            .execute_batch(&format!(
+                "{}\nPRAGMA user_version = {SCHEMA_VERSION};",
+                crate::lookup::INDEXES_SQL
+            ))
+            .map_err(fail)
     }
 
-    fn error(&self, what: &str, source: rusqlite::Error) -> HistoryError {
+    pub(crate) fn error(&self, what: &str, source: rusqlite::Error) -> HistoryError {
         HistoryError::Sqlite {
             what: format!("{}: {what}", self.path),
             source,
@@ -369,6 +429,31 @@ impl History {
     /// its id is returned, so an `add` retried after a kill (committed, id not yet printed)
     /// leaves one row. Checked and inserted in one write transaction.
     pub fn add(&self, job: &NewJob) -> Result<i64, HistoryError> {
+        Ok(self.add_all(std::slice::from_ref(job))?[0])
+    }
+
+    /// Adds each of `jobs` as [`History::add`] does, all in one write transaction (one sync of
+    /// the file, not one per job: `history synth` writes 100,000 jobs in seconds); their ids in
+    /// order. Nothing is added when one of them is refused.
+    pub fn add_all(&self, jobs: &[NewJob]) -> Result<Vec<i64>, HistoryError> {
+        let fail = |e| self.error("cannot add the job", e);
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let mut ids = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            match self.add_locked(job) {
+                Ok(id) => ids.push(id),
+                Err(e) => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+        }
+        self.conn.execute_batch("COMMIT").map_err(fail)?;
+        Ok(ids)
+    }
+
+    /// One job of [`History::add_all`], inside its transaction.
+    fn add_locked(&self, job: &NewJob) -> Result<i64, HistoryError> {
         for (field, value) in [("requested_s", job.requested_s), ("actual_s", job.actual_s)] {
             if let Some(v) = value.filter(|&v| v <= 0) {
                 return Err(HistoryError::Seconds { field, value: v });
@@ -386,6 +471,7 @@ impl History {
             message: e.to_string(),
         })?;
         let fail = |e| self.error("cannot add the job", e);
+        let stored = crate::lookup::Stored::of(&descriptor(&job.facts));
         let values = params![
             job.name,
             job.user,
@@ -399,7 +485,6 @@ impl History {
             a.start,
             a.gpus,
         ];
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
         let found = self
             .conn
             .query_row(
@@ -411,30 +496,22 @@ impl History {
                 values,
                 |r| r.get::<_, i64>(0),
             )
-            .optional();
-        let result = match found {
-            Ok(Some(id)) => Ok(id),
-            Ok(None) => self
-                .conn
-                .execute(
-                    "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
-                                       embedding_model, embedding, submit, start, gpus)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                    values,
-                )
-                .map(|_| self.conn.last_insert_rowid()),
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(id) => {
-                self.conn.execute_batch("COMMIT").map_err(fail)?;
-                Ok(id)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(fail(e))
-            }
+            .optional()
+            .map_err(fail)?;
+        if let Some(id) = found {
+            return Ok(id);
         }
+        self.conn
+            .execute(
+                "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
+                                   embedding_model, embedding, submit, start, gpus)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                values,
+            )
+            .map_err(fail)?;
+        let id = self.conn.last_insert_rowid();
+        stored.write(&self.conn, id).map_err(fail)?;
+        Ok(id)
     }
 
     /// Every job, in the order added.
@@ -566,7 +643,7 @@ pub fn descriptor(facts: &JobFacts) -> Descriptor {
 /// What a past job adds to its distance for each fact the query states and it does not
 /// ([`UNSHARED`] each, on top of [`similar::distance`]'s 1): a record with few facts is not
 /// near everything.
-fn unshared(query: &Descriptor, past: &Descriptor) -> f64 {
+pub(crate) fn unshared(query: &Descriptor, past: &Descriptor) -> f64 {
     let kinds = query
         .kinds
         .iter()
@@ -585,7 +662,7 @@ fn unshared(query: &Descriptor, past: &Descriptor) -> f64 {
 /// Extra distance of a fact the query states and a past job does not: with it a missing fact
 /// weighs 3, as much as a factor of 20 in one size, so that a nearly empty record ranks below
 /// a job of the same model whose sizes differ.
-const UNSHARED: f64 = 2.0;
+pub(crate) const UNSHARED: f64 = 2.0;
 
 /// A value as text (lists joined with `+`, in order).
 fn text(value: &Value) -> String {
@@ -744,10 +821,25 @@ pub fn predict(
     by: MatchBy,
 ) -> Result<Prediction, HistoryError> {
     let matches = neighbours(history, query, k.max(1), true, by)?;
+    let nearest = matches
+        .first()
+        .and_then(|m| history.iter().find(|p| p.id == m.id))
+        .map(|p| &p.job.facts);
+    predict_from(query.facts, matches, nearest, requested_s)
+}
+
+/// The prediction from the nearest completed jobs `matches` (nearest first) and the facts of
+/// the first (`nearest`): [`predict`]'s rule, shared with the indexed look-up
+/// ([`crate::lookup::predict_indexed`]).
+pub(crate) fn predict_from(
+    facts: &JobFacts,
+    matches: Vec<Neighbour>,
+    nearest: Option<&JobFacts>,
+    requested_s: Option<i64>,
+) -> Result<Prediction, HistoryError> {
     let nearest = matches.first().and_then(|m| {
         let run = m.actual_s?;
-        let past = history.iter().find(|p| p.id == m.id)?;
-        let (factor, note) = work_scale(query.facts, &past.job.facts);
+        let (factor, note) = work_scale(facts, nearest?);
         Some((((run as f64) * factor).round().max(1.0) as i64, note))
     });
     let (seconds, basis) = match (nearest, requested_s) {

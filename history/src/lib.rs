@@ -8,13 +8,15 @@
 //! advice is worth in an online replay, run on the model crate's simulator
 //! (`schedlm_model::sim`, the project's one replay loop); [`snapshot`] turns extracted jobs into
 //! the queue of a scheduling snapshot; [`deployed`] is the time limit the Slurm filter sets and
-//! the replay of a recorded history under it. docs/knowledge.md is the reference.
+//! the replay of a recorded history under it; [`lookup`] answers the filter's question from the
+//! history's indexes, in a fixed budget. docs/knowledge.md is the reference.
 
 #![warn(missing_docs)]
 
 pub mod advice;
 pub mod deployed;
 pub mod history;
+pub mod lookup;
 pub mod planning;
 pub mod replay;
 pub mod snapshot;

@@ -255,9 +255,7 @@ fn synth(args: &SynthArgs) -> Result<()> {
             args.db.display()
         );
     }
-    for job in &jobs {
-        history.add(job)?;
-    }
+    history.add_all(&jobs)?;
     outln!("{}", jobs.len())?;
     Ok(())
 }

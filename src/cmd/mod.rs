@@ -21,6 +21,7 @@ mod schedule;
 mod shell_docs;
 mod solve;
 mod submit;
+mod submit_dir;
 mod validate;
 mod version;
 

@@ -1,39 +1,63 @@
-//! `schedlm submit fill`: job facts at submission (issue #36, docs/slurm.md). Reads a job's
-//! directory as `schedlm extract` does and fills what the submission leaves out: the time limit
+//! `schedlm submit fill`: job facts at submission (issue #36, docs/slurm.md). Reads the job
+//! script Slurm passes and, with the submitting user's rights only, a bounded part of the
+//! job's directory ([`super::submit_dir`]), extracts the job's facts from them as `schedlm
+//! extract` does, and fills what the submission leaves out, within a fixed budget: the time limit
 //! from the history's prediction (`history predict`, times a margin, capped), and the GPU count
 //! and batch size per GPU from past runs of the job's model (`advise fill`). It prints one JSON
 //! object for the Slurm plugin `slurm/job_submit.lua`, which applies it and writes the comment
 //! into the job; anything it cannot do is said in `notes`, never guessed.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use schedlm_history::advice::{advise, read_runs, Knowledge, Request};
 use schedlm_history::deployed::TimeFill;
-use schedlm_history::history::HistoryError;
+use schedlm_history::history::{History, HistoryError};
 use schedlm_knowledge::facts::Field;
 use serde::Serialize;
+
+use super::submit_dir::{self, Submitter};
 
 #[derive(Debug, Subcommand)]
 pub enum SubmitCommand {
     /// Fill a submitted job's time limit (from the history) and GPU count and batch size (from
     /// past runs of its model), and print them as one JSON object: `time_limit_min`, `gpus`,
     /// `batch_per_gpu` (each null when not filled), `comment` (what was filled and from what,
-    /// for the job's comment) and `notes` (what could not be filled, and why). Used by the
-    /// Slurm job_submit plugin `slurm/job_submit.lua` (docs/slurm.md).
+    /// for the job's comment), `notes` (what could not be filled, and why) and `unchanged`
+    /// (null, or why the job is to be left as submitted: timeout, lock). Used by the Slurm
+    /// job_submit plugin `slurm/job_submit.lua` (docs/slurm.md).
     Fill(FillArgs),
+    /// (Internal: the directory reader `submit fill` starts with the submitter's rights.)
+    #[command(hide = true)]
+    ReadDir(ReadDirArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct FillArgs {
-    /// The job's working directory, read as `schedlm extract DIR` reads it (its script,
-    /// configs; nothing outside it).
+    /// The job's working directory. Read only with the submitting user's rights (`--uid`; as
+    /// root, by a child process that has dropped to them), at most 256 entries, 3 levels,
+    /// regular files of at most 256 KiB and 2 MiB in all, no link followed.
     #[arg(long, value_name = "DIR")]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
 
-    /// The job history (SQLite, `schedlm history add`) the time limit is predicted from.
+    /// The job script as Slurm passes it (the job_submit plugin's `job_desc.script`, written
+    /// to a file): read first, at most 1 MiB.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+
+    /// The submitting user: the directory is read with this uid's rights (and its groups).
+    #[arg(long, value_name = "UID")]
+    pub uid: Option<u32>,
+
+    /// The submission's group (the primary group of the reader when the user belongs to it).
+    #[arg(long, value_name = "GID", requires = "uid")]
+    pub gid: Option<u32>,
+
+    /// The job history (SQLite, `schedlm history add`) the time limit is predicted from. Read
+    /// only, through its index; a history locked by a writer leaves the job unchanged at once.
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
 
@@ -62,6 +86,21 @@ pub struct FillArgs {
     /// GPUs per node of the cluster (a filled GPU count never exceeds it).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
+
+    /// The whole fill's budget, milliseconds: half of it for the directory, the rest for the
+    /// history; past it the job is left unchanged (`unchanged`: timeout).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadDirArgs {
+    /// The directory.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Time left, milliseconds.
+    #[arg(long)]
+    pub time_ms: u64,
 }
 
 /// What `submit fill` prints.
@@ -77,6 +116,9 @@ pub struct Filled {
     pub comment: String,
     /// What could not be filled, and why.
     pub notes: Vec<String>,
+    /// Why the job is to be left as submitted (nothing else is then filled): the budget ran
+    /// out (`timeout: ...`) or the history is locked (`lock: ...`).
+    pub unchanged: Option<String>,
 }
 
 pub fn run(command: &SubmitCommand) -> Result<()> {
@@ -86,19 +128,81 @@ pub fn run(command: &SubmitCommand) -> Result<()> {
             outln!("{}", serde_json::to_string(&filled)?)?;
             Ok(())
         }
+        SubmitCommand::ReadDir(args) => submit_dir::read_dir_command(&args.dir, args.time_ms),
+    }
+}
+
+/// The largest job script read.
+const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+
+/// The name the job script gets among the directory's files when none of them holds it.
+const SCRIPT_NAME: &str = "sbatch-script.sh";
+
+/// The job left as submitted, for `cause`.
+fn unchanged(cause: String) -> Filled {
+    Filled {
+        unchanged: Some(cause),
+        ..Filled::default()
     }
 }
 
 /// Fills what `args` says the submission leaves out.
 pub fn fill(args: &FillArgs) -> Result<Filled> {
+    let started = Instant::now();
+    let budget = Duration::from_millis(args.budget_ms);
+    let deadline = started + budget;
     let time_fill = TimeFill::new(args.margin, i64::try_from(args.max_time.as_secs())?)?;
-    let extraction = schedlm_knowledge::extract(&args.dir, None, &[])?;
-    let facts = &extraction.facts;
+    if !args.has_time && !args.db.exists() {
+        bail!(
+            "{}: no such history (`schedlm history add` creates it)",
+            args.db.display()
+        );
+    }
     let mut filled = Filled::default();
+    let job = tempfile::Builder::new()
+        .prefix("schedlm-submit-")
+        .tempdir()
+        .context("cannot make a private folder for the job's files")?;
+    let script = match &args.script {
+        Some(path) => read_script(path, &mut filled.notes)?,
+        None => None,
+    };
+    if let Some(dir) = &args.dir {
+        let who = args.uid.map(|uid| Submitter { uid, gid: args.gid });
+        let walk = submit_dir::read_as(dir, who, started + budget / 2)?;
+        if let Some(refused) = &walk.refused {
+            filled.notes.push(format!("dir: not read: {refused}"));
+        }
+        filled.notes.extend(walk.summary());
+        submit_dir::materialise(&walk, job.path())?;
+        let known = walk.files.iter().any(|(_, b)| Some(b) == script.as_ref());
+        if let (Some(script), false) = (&script, known) {
+            write_script(job.path(), script)?;
+        }
+    } else if let Some(script) = &script {
+        write_script(job.path(), script)?;
+    }
+    if Instant::now() >= deadline {
+        return Ok(unchanged(timeout(args, "reading the job")));
+    }
+    // The extractor runs beside this thread, which waits for it until the deadline only (a
+    // script made to be slow to interpret does not hold the submission).
+    let (send, receive) = std::sync::mpsc::channel();
+    let folder = job.path().to_path_buf();
+    std::thread::spawn(move || {
+        let _ = send.send(schedlm_knowledge::extract(&folder, None, &[]));
+    });
+    let Ok(extraction) = receive.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+    else {
+        return Ok(unchanged(timeout(args, "extracting the job's facts")));
+    };
+    let extraction = extraction?;
+    let facts = &extraction.facts;
     let mut said = Vec::new();
     if !args.has_time {
-        let past = crate::cmd::history::open_existing(&args.db)?.jobs()?;
-        match time_fill.fill(&past, facts) {
+        let time = History::open_for_lookup(&args.db, Some(deadline))
+            .and_then(|history| time_fill.fill_indexed(&history, facts));
+        match time {
             Ok(f) => {
                 filled.time_limit_min = Some(f.minutes);
                 let p = &f.prediction;
@@ -112,6 +216,14 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
                     if f.capped { ", capped" } else { "" }
                 ));
             }
+            Err(HistoryError::Busy { path }) => {
+                return Ok(unchanged(format!(
+                    "lock: the history {path} is locked by a writer (not waited for)"
+                )))
+            }
+            Err(HistoryError::Deadline { .. }) => {
+                return Ok(unchanged(timeout(args, "looking up the history")))
+            }
             Err(HistoryError::Nothing) => filled
                 .notes
                 .push("time: no completed past job to predict from".into()),
@@ -121,10 +233,43 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
     if !args.has_gpus {
         fill_gpus(args, facts, &mut filled, &mut said)?;
     }
+    if Instant::now() >= deadline {
+        return Ok(unchanged(timeout(args, "filling")));
+    }
     if !said.is_empty() {
         filled.comment = format!("schedlm filled: {}", said.join("; "));
     }
     Ok(filled)
+}
+
+/// The cause of a job left unchanged at the budget, in `stage`.
+fn timeout(args: &FillArgs, stage: &str) -> String {
+    format!(
+        "timeout: the filter's budget of {} ms ran out while {stage}",
+        args.budget_ms
+    )
+}
+
+/// The job script at `path` (at most [`MAX_SCRIPT_BYTES`]; a longer one is not read, and
+/// said so).
+fn read_script(path: &Path, notes: &mut Vec<String>) -> Result<Option<Vec<u8>>> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the job script {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SCRIPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the job script {}", path.display()))?;
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        notes.push("script: not read: size: over 1 MiB".into());
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+/// Writes the job script into the job's private folder.
+fn write_script(into: &Path, script: &[u8]) -> Result<()> {
+    let path = into.join(SCRIPT_NAME);
+    std::fs::write(&path, script).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The GPU count and batch size per GPU of the fastest configuration of the job's model among
