@@ -594,6 +594,56 @@ fn extract_reads_a_job_directory() {
     assert!(no_log.stderr.contains("gone.log"), "{}", no_log.stderr);
 }
 
+/// `extract` on directories that hold nothing to read, hostile names and many files: an empty
+/// directory is an error; names reach standard error escaped; `--max-entries` caps the walk and
+/// the rest is counted, not listed.
+#[test]
+fn extract_refuses_empty_directories_and_escapes_names() {
+    let dir = tempdir();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = run(&["extract", &path_str(&empty)]).failed();
+    assert!(out.stderr.contains("nothing readable in"), "{}", out.stderr);
+    // Files, none of them readable: the same error, with the files listed.
+    std::fs::write(empty.join("model.gin"), "x = 1\n").unwrap();
+    let out = run(&["extract", &path_str(&empty)]).failed();
+    assert!(out.stderr.contains("nothing readable in"), "{}", out.stderr);
+    assert!(out.stderr.contains("model.gin"), "{}", out.stderr);
+    // A command alone is something to read.
+    run(&[
+        "extract",
+        &path_str(&empty),
+        "--cmd",
+        "torchrun --nproc_per_node 2 t.py",
+    ])
+    .ok();
+
+    let job = dir.path().join("job");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::write(
+        job.join("train.sh"),
+        "torchrun --nproc_per_node 4 train.py\n",
+    )
+    .unwrap();
+    std::fs::write(job.join("evil\n\u{1b}[2J\u{1b}[31mname.gin"), "x = 1\n").unwrap();
+    for k in 0..50 {
+        std::fs::write(job.join(format!("z{k:02}.gin")), "x = 1\n").unwrap();
+    }
+    let out = run(&["extract", &path_str(&job)]).ok();
+    assert!(!out.stderr.contains('\u{1b}'), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("evil\\n\\u{1b}[2J\\u{1b}[31mname.gin"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["extract", &path_str(&job), "--max-entries", "3"]).ok();
+    assert!(out.stderr.contains("49 more entries of"), "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(out.stdout_text().trim()).unwrap();
+    assert_eq!(v["not_walked"], 49);
+    assert_eq!(v["facts"]["gpus_per_node"]["value"], 4);
+    run(&["extract", &path_str(&job), "--max-entries", "0"]).failed();
+}
+
 /// `schedlm history`: jobs extracted from the corpus go into an SQLite file; the same setup
 /// submitted again matches its past run at distance 0 and is predicted to take as long
 /// (capped at its request); bad input fails with what is wrong.

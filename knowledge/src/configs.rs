@@ -49,8 +49,9 @@ pub fn read_config(
     syntax: Syntax,
     facts: &mut JobFacts,
 ) -> Result<(), Unreadable> {
+    let mut duplicates = Vec::new();
     let tree = match syntax {
-        Syntax::Yaml => parse_yaml(text)?,
+        Syntax::Yaml => parse_yaml(text, &mut duplicates)?,
         Syntax::Json => serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?,
         Syntax::Toml => {
             let table: toml::Table =
@@ -59,7 +60,59 @@ pub fn read_config(
         }
     };
     read_tree(name, text, &tree, facts);
+    note_duplicates(name, &duplicates, facts);
     Ok(())
+}
+
+/// A key given twice in one YAML mapping: PyYAML, OmegaConf and LightningCLI take the last
+/// value, and so does the reader; the earlier value and the later line are noted here.
+#[derive(Debug, Clone, PartialEq)]
+struct Duplicate {
+    /// The key.
+    key: String,
+    /// The value given first (the one not taken).
+    first: Value,
+    /// The value given last (the one taken).
+    last: Value,
+    /// The line of the key given last (the one taken).
+    line: usize,
+}
+
+/// For each duplicated key that gives a field of this file: the fact cites the key taken (the
+/// last), and notes the earlier value in `also`.
+fn note_duplicates(name: &str, duplicates: &[Duplicate], facts: &mut JobFacts) {
+    for d in duplicates {
+        let key = d.key.replace('-', "_").to_ascii_lowercase();
+        let (Some((field, first, _)), Some((_, last, _))) = (
+            setting(&key, d.first.clone()),
+            setting(&key, d.last.clone()),
+        ) else {
+            continue;
+        };
+        // The fact this file gave from the key taken (not one from another section).
+        let Some(fact) = facts.get(field) else {
+            continue;
+        };
+        if !fact.source.starts_with(&format!("{name}:")) || fact.value != last {
+            continue;
+        }
+        let taken = format!("{name}:{}", d.line);
+        if fact.source != taken {
+            if let Some(old) = facts.remove(field) {
+                facts.set(field, old.value, taken, old.confidence, old.strength);
+                for note in old.also {
+                    facts.note(field, note);
+                }
+            }
+        }
+        facts.note(
+            field,
+            format!(
+                "{first} @ {name} (the key `{}` is given twice; the last is taken, as PyYAML does)",
+                crate::confine::escape(&d.key)
+            ),
+        );
+    }
 }
 
 /// Reads a parsed configuration `tree` of file `name` (its `text`, for the lines to cite)
@@ -75,6 +128,9 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
     // accumulation from them; their `accumulate_grad_batches: 1` is a placeholder.
     let has = |k: &str| leaves.iter().any(|(_, key, _)| key == k);
     let megatron_batches = has("global_batch_size") && has("micro_batch_size");
+    // NVIDIA's Transformer-XL splits its `batch_size` into `batch_chunk` chunks accumulated on
+    // each GPU: beside `batch_chunk`, `batch_size` is the global batch.
+    let chunked = has("batch_chunk");
     let mut ids = Vec::new();
     dataset_ids(tree, &mut ids);
     if !ids.is_empty() {
@@ -179,8 +235,28 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             (Some("fsdp_config"), "mixed_precision") => continue,
             _ => key,
         };
-        if let Some((field, value, confidence)) = setting(&name, value) {
-            facts.set(field, value, source(), confidence, Strength::Config);
+        let accumulation = name.contains("accum") && value.as_u64().is_some_and(|n| n > 1);
+        let name = if chunked && name == "batch_size" {
+            "global_batch_size".to_string()
+        } else {
+            name
+        };
+        match setting(&name, value.clone()) {
+            Some((field, value, confidence)) => {
+                facts.set(field, value, source(), confidence, Strength::Config)
+            }
+            // A count under a name that says accumulation and is not read as one: the
+            // accumulation is not known (no global batch derived as if it were 1).
+            None if accumulation => facts.set(
+                Field::GradientAccumulationUnknown,
+                json!(format!(
+                    "{name}: {value} (a name that says accumulation, not understood)"
+                )),
+                source(),
+                1.0,
+                Strength::Config,
+            ),
+            None => {}
         }
     }
 }
@@ -339,28 +415,36 @@ fn line_of(text: &str, key: &str) -> usize {
         .map_or(1, |i| i + 1)
 }
 
-/// Most nodes a YAML file may have once its aliases are expanded: a few hundred bytes of
-/// nested aliases ("billion laughs") otherwise expand to gigabytes.
-const MAX_YAML_NODES: u64 = 100_000;
+/// Most nodes a YAML file's aliases may add once expanded: a few hundred bytes of nested
+/// aliases ("billion laughs") otherwise expand to gigabytes. Nodes written out are not
+/// counted (a file is at most 1 MiB).
+const MAX_ALIAS_NODES: u64 = 100_000;
 
-/// A YAML document as a JSON tree (the first document of the file). A file whose aliases
-/// expand beyond [`MAX_YAML_NODES`] nodes is refused before anything is expanded.
-fn parse_yaml(text: &str) -> Result<Value, Unreadable> {
+/// A YAML document as a JSON tree (the first document of the file); the keys given twice in
+/// a mapping into `duplicates` (the last value is taken). A file whose aliases would add more
+/// than [`MAX_ALIAS_NODES`] nodes is refused before anything is expanded.
+fn parse_yaml(text: &str, duplicates: &mut Vec<Duplicate>) -> Result<Value, Unreadable> {
+    let invalid = |e: yaml_rust2::ScanError| format!("not valid YAML: {e}");
     let mut count = Expansion::default();
     yaml_rust2::parser::Parser::new_from_str(text)
         .load(&mut count, true)
-        .map_err(|e| format!("not valid YAML: {e}"))?;
-    if count.total > MAX_YAML_NODES {
+        .map_err(invalid)?;
+    if count.aliased > MAX_ALIAS_NODES {
         return Err(format!(
-            "YAML whose aliases expand to more than {MAX_YAML_NODES} nodes (refused unexpanded)"
+            "YAML whose aliases would add {} nodes once expanded, over the limit of \
+             {MAX_ALIAS_NODES} (refused unexpanded)",
+            count.aliased
         ));
     }
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
-    Ok(docs.first().map_or(Value::Null, yaml_to_json))
+    let mut loader = Loader::default();
+    yaml_rust2::parser::Parser::new_from_str(text)
+        .load(&mut loader, true)
+        .map_err(invalid)?;
+    *duplicates = loader.duplicates;
+    Ok(loader.docs.first().map_or(Value::Null, yaml_to_json))
 }
 
-/// The nodes of a YAML stream once its aliases are expanded, counted from the parser's events
+/// The nodes that a YAML stream's aliases add once expanded, counted from the parser's events
 /// without expanding anything (an alias adds its anchor's count); saturating.
 #[derive(Default)]
 struct Expansion {
@@ -368,8 +452,8 @@ struct Expansion {
     sizes: HashMap<usize, u64>,
     /// Open sequences and mappings: (anchor, nodes so far).
     open: Vec<(usize, u64)>,
-    /// Nodes of the closed top-level documents.
-    total: u64,
+    /// Nodes the aliases add.
+    aliased: u64,
 }
 
 impl Expansion {
@@ -377,9 +461,8 @@ impl Expansion {
         if anchor > 0 {
             self.sizes.insert(anchor, nodes);
         }
-        match self.open.last_mut() {
-            Some((_, n)) => *n = n.saturating_add(nodes),
-            None => self.total = self.total.saturating_add(nodes),
+        if let Some((_, n)) = self.open.last_mut() {
+            *n = n.saturating_add(nodes);
         }
     }
 }
@@ -391,6 +474,7 @@ impl yaml_rust2::parser::EventReceiver for Expansion {
             Event::Scalar(_, _, anchor, _) => self.add(anchor, 1),
             Event::Alias(id) => {
                 let nodes = self.sizes.get(&id).copied().unwrap_or(1);
+                self.aliased = self.aliased.saturating_add(nodes);
                 self.add(0, nodes);
             }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
@@ -403,6 +487,118 @@ impl yaml_rust2::parser::EventReceiver for Expansion {
             }
             _ => {}
         }
+    }
+}
+
+/// Builds the documents of a YAML stream as `yaml_rust2`'s loader does, except that a key
+/// given twice in one mapping takes its last value (as PyYAML does) and is recorded, where
+/// `yaml_rust2` refuses the whole file.
+#[derive(Default)]
+struct Loader {
+    docs: Vec<yaml_rust2::Yaml>,
+    /// Open nodes: (node, anchor).
+    stack: Vec<(yaml_rust2::Yaml, usize)>,
+    /// For each open mapping: the key waiting for its value, with its line.
+    keys: Vec<Option<(yaml_rust2::Yaml, usize)>>,
+    anchors: HashMap<usize, yaml_rust2::Yaml>,
+    duplicates: Vec<Duplicate>,
+}
+
+impl Loader {
+    fn insert(&mut self, node: yaml_rust2::Yaml, anchor: usize, line: usize) {
+        use yaml_rust2::Yaml;
+        if anchor > 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        let Some((parent, _)) = self.stack.last_mut() else {
+            self.docs.push(node);
+            return;
+        };
+        match parent {
+            Yaml::Array(items) => items.push(node),
+            Yaml::Hash(map) => match self.keys.last_mut() {
+                Some(slot @ None) => *slot = Some((node, line)),
+                Some(slot) => {
+                    if let Some((key, key_line)) = slot.take() {
+                        let name = key.as_str().map(str::to_string);
+                        let last = map.contains_key(&key).then(|| yaml_to_json(&node));
+                        if let (Some(old), Some(name), Some(last)) =
+                            (map.insert(key, node), name, last)
+                        {
+                            self.duplicates.push(Duplicate {
+                                key: name,
+                                first: yaml_to_json(&old),
+                                last,
+                                line: key_line,
+                            });
+                        }
+                    }
+                }
+                None => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+impl yaml_rust2::parser::MarkedEventReceiver for Loader {
+    fn on_event(&mut self, event: yaml_rust2::parser::Event, mark: yaml_rust2::scanner::Marker) {
+        use yaml_rust2::parser::Event;
+        use yaml_rust2::Yaml;
+        let line = mark.line();
+        match event {
+            Event::SequenceStart(anchor, _) => self.stack.push((Yaml::Array(Vec::new()), anchor)),
+            Event::MappingStart(anchor, _) => {
+                self.stack
+                    .push((Yaml::Hash(yaml_rust2::yaml::Hash::new()), anchor));
+                self.keys.push(None);
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if matches!(event, Event::MappingEnd) {
+                    self.keys.pop();
+                }
+                if let Some((node, anchor)) = self.stack.pop() {
+                    self.insert(node, anchor, line);
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let node = scalar(text, style, tag);
+                self.insert(node, anchor, line);
+            }
+            Event::Alias(id) => {
+                let node = self.anchors.get(&id).cloned().unwrap_or(Yaml::BadValue);
+                self.insert(node, 0, line);
+            }
+            Event::DocumentEnd if self.stack.is_empty() && self.docs.is_empty() => {
+                self.docs.push(Yaml::BadValue);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A scalar as `yaml_rust2`'s loader reads it: quoted text is text; a plain scalar with a core
+/// tag (`!!int`, `!!float`, `!!bool`, `!!null`, `!!str`) is of that type; other plain
+/// scalars are typed by their look.
+fn scalar(
+    text: String,
+    style: yaml_rust2::scanner::TScalarStyle,
+    tag: Option<yaml_rust2::parser::Tag>,
+) -> yaml_rust2::Yaml {
+    use yaml_rust2::Yaml;
+    if style != yaml_rust2::scanner::TScalarStyle::Plain {
+        return Yaml::String(text);
+    }
+    match tag {
+        Some(tag) if tag.handle == "tag:yaml.org,2002:" => match tag.suffix.as_str() {
+            "bool" | "int" | "float" | "null" => match Yaml::from_str(&text) {
+                typed @ (Yaml::Boolean(_) | Yaml::Integer(_) | Yaml::Real(_) | Yaml::Null) => typed,
+                _ => Yaml::BadValue,
+            },
+            _ => Yaml::String(text),
+        },
+        Some(_) => Yaml::String(text),
+        None => Yaml::from_str(&text),
     }
 }
 
@@ -520,10 +716,62 @@ mod tests {
         }
         let mut facts = JobFacts::default();
         let e = read_config("bomb.yaml", &bomb, Syntax::Yaml, &mut facts).unwrap_err();
-        assert!(e.contains("expand to more than"), "{e}");
+        assert!(e.contains("aliases would add"), "{e}");
         let text = "base: &b\n  learning_rate: 0.001\ntrain: *b\n";
         read_config("ok.yaml", text, Syntax::Yaml, &mut facts).unwrap();
         assert_eq!(facts.get(Field::LearningRate).unwrap().value, json!(0.001));
+    }
+
+    #[test]
+    fn many_plain_anchors_are_no_bomb() {
+        let mut text = String::from("items:\n");
+        for k in 0..100_001 {
+            text += &format!("  - &a{k} {k}\n");
+        }
+        text += "learning_rate: 0.01\n";
+        let mut facts = JobFacts::default();
+        read_config("anchors.yaml", &text, Syntax::Yaml, &mut facts).unwrap();
+        assert_eq!(facts.get(Field::LearningRate).unwrap().value, json!(0.01));
+        // Aliases that add more than the limit are refused, and the message says so.
+        let mut bomb = String::from("a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb: [");
+        bomb += &vec!["*a"; 10_001].join(", ");
+        bomb += "]\n";
+        let e = read_config("bomb.yaml", &bomb, Syntax::Yaml, &mut facts).unwrap_err();
+        assert!(e.contains("aliases would add 110011 nodes"), "{e}");
+        assert!(e.contains("over the limit of 100000"), "{e}");
+    }
+
+    #[test]
+    fn a_duplicated_yaml_key_takes_the_last_value_with_a_note() {
+        let text = "model_name_or_path: org/a\nlearning_rate: 0.1\ntrain:\n  epochs: 3\n  epochs: 5\nlearning_rate: 0.2\n";
+        let mut facts = JobFacts::default();
+        read_config("cfg.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        let lr = facts.get(Field::LearningRate).unwrap();
+        assert_eq!(lr.value, json!(0.2));
+        assert_eq!(lr.source, "cfg.yaml:6");
+        assert_eq!(
+            lr.also,
+            ["0.1 @ cfg.yaml (the key `learning_rate` is given twice; the last is taken, as PyYAML does)"]
+        );
+        let epochs = facts.get(Field::Epochs).unwrap();
+        assert_eq!(
+            (epochs.value.clone(), epochs.source.as_str()),
+            (json!(5), "cfg.yaml:5")
+        );
+        assert_eq!(facts.get(Field::Model).unwrap().value, json!("org/a"));
+        // An accumulation under a name not understood is unknown, not 1.
+        let mut facts = JobFacts::default();
+        let text = "grad_accum_dtype: fp32\naccum_iter: 4\n";
+        read_config("a.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        assert_eq!(facts.value(Field::GradientAccumulation), Some(&json!(4)));
+        assert!(facts.get(Field::GradientAccumulationUnknown).is_none());
+        let mut facts = JobFacts::default();
+        let text = "grad_accumulation_interval: 8\n";
+        read_config("b.yaml", text, Syntax::Yaml, &mut facts).unwrap();
+        assert!(
+            facts.get(Field::GradientAccumulationUnknown).is_some(),
+            "{facts:?}"
+        );
     }
 
     #[test]

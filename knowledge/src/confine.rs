@@ -11,7 +11,13 @@
 //! - a file is opened without following a final link and without blocking (a FIFO swapped in
 //!   after the check does not hang the reader), checked again on the open handle to be a
 //!   regular file, and read up to a per-file limit;
-//! - all reads of one job share a byte budget ([`JOB_BYTES`]); a file beyond it is skipped.
+//! - all reads of one job share a byte budget ([`JOB_BYTES`]); a file beyond it is skipped;
+//! - a regular file with more than one hard link is not read unless asked for
+//!   ([`Confined::follow_hard_links`]): a hard link may name a file outside the directory
+//!   (another user's config), and nothing on the link says where the other names are.
+//!
+//! Names and error texts from the directory are shown through [`escape`] and [`excerpt`]:
+//! control characters (newlines, ESC) escaped, and long texts cut.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
@@ -37,6 +43,7 @@ pub enum Kind {
 pub struct Confined {
     root: PathBuf,
     left: u64,
+    hard_links: bool,
 }
 
 impl Confined {
@@ -45,6 +52,27 @@ impl Confined {
         Ok(Confined {
             root: dir.canonicalize()?,
             left: JOB_BYTES,
+            hard_links: false,
+        })
+    }
+
+    /// Reads files with more than one hard link too (`extract --follow-hard-links`): only for
+    /// a directory whose files are known not to be links to files outside it.
+    pub fn follow_hard_links(mut self, follow: bool) -> Confined {
+        self.hard_links = follow;
+        self
+    }
+
+    /// Why a regular file with metadata `meta` is not read: more than one hard link, unless
+    /// asked for.
+    fn linked(&self, meta: &fs::Metadata) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        (!self.hard_links && meta.nlink() > 1).then(|| {
+            format!(
+                "a file with {} hard links (it may be a file outside the job directory; \
+                 --follow-hard-links reads it)",
+                meta.nlink()
+            )
         })
     }
 
@@ -81,7 +109,7 @@ impl Confined {
                 return Kind::Skip("a symbolic link that leads outside the job directory".into());
             }
             return match fs::metadata(&target) {
-                Ok(m) if m.is_file() => Kind::File,
+                Ok(m) if m.is_file() => self.linked(&m).map_or(Kind::File, Kind::Skip),
                 Ok(m) if m.is_dir() => {
                     Kind::Skip("a symbolic link to a folder (not followed)".into())
                 }
@@ -92,7 +120,7 @@ impl Confined {
         if kind.is_dir() {
             Kind::Dir
         } else if kind.is_file() {
-            Kind::File
+            self.linked(&meta).map_or(Kind::File, Kind::Skip)
         } else {
             Kind::Skip(format!("not a regular file: {}", special(&kind)))
         }
@@ -125,6 +153,9 @@ impl Confined {
                 special(&meta.file_type())
             ));
         }
+        if let Some(reason) = self.linked(&meta) {
+            return Err(reason);
+        }
         Ok((file, meta))
     }
 
@@ -150,6 +181,59 @@ impl Confined {
         self.left -= bytes.len() as u64;
         Ok(bytes)
     }
+}
+
+/// `text` with what a terminal would act on shown escaped: control characters (newline,
+/// tab, carriage return, ESC, DEL, ...) and the invisible direction and width marks
+/// (U+200B-U+200F, U+202A-U+202E, U+2060-U+206F, U+FEFF) as Rust writes them (`\n`,
+/// `\u{1b}`); everything else as it is. For file names and texts of a job directory shown on
+/// standard error or in messages.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}');
+        if c.is_control() || invisible {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Characters of one line kept by [`excerpt`].
+pub const EXCERPT_LINE_CHARS: usize = 200;
+
+/// Characters kept by [`excerpt`] in all.
+pub const EXCERPT_CHARS: usize = 1000;
+
+/// An error text or a name from a job directory, fit to show: each line cut to
+/// [`EXCERPT_LINE_CHARS`] characters and the whole to [`EXCERPT_CHARS`] (saying how much was
+/// cut), then [`escape`]d (so its line breaks show as `\n`).
+pub fn excerpt(text: &str) -> String {
+    let mut kept = String::new();
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            kept.push('\n');
+        }
+        let chars = line.chars().count();
+        if chars > EXCERPT_LINE_CHARS {
+            kept.extend(line.chars().take(EXCERPT_LINE_CHARS));
+            kept.push_str(&format!(
+                "... ({} more characters)",
+                chars - EXCERPT_LINE_CHARS
+            ));
+        } else {
+            kept.push_str(line);
+        }
+    }
+    let chars = kept.chars().count();
+    if chars > EXCERPT_CHARS {
+        let mut cut: String = kept.chars().take(EXCERPT_CHARS).collect();
+        cut.push_str(&format!("... ({} more characters)", chars - EXCERPT_CHARS));
+        kept = cut;
+    }
+    escape(&kept)
 }
 
 /// At most `limit` bytes of `file` (a file that grew after its size was checked is cut there).

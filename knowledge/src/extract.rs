@@ -19,7 +19,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::configs::Syntax;
-use crate::confine::{Confined, Kind};
+use crate::confine::{escape, excerpt, Confined, Kind};
 use crate::facts::{Field, JobFacts, Strength};
 use crate::shell::commands;
 use crate::{configs, launch, logs, python, scheduler};
@@ -71,11 +71,42 @@ const QUIET_EXTENSIONS: &[&str] = &[
     "html",
 ];
 
+/// Entries of a job directory looked at, at most, by default ([`ExtractOptions`]).
+pub const MAX_ENTRIES: usize = 20_000;
+
+/// Files listed one by one in [`Extraction::skipped`], at most; the others are counted in
+/// [`Extraction::skipped_more`].
+pub const MAX_LISTED: usize = 1_000;
+
+/// Entries counted past [`ExtractOptions::max_entries`], at most (a count that reaches it
+/// means "at least").
+pub const MAX_COUNTED: usize = 1_000_000;
+
+/// How a job directory is walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtractOptions {
+    /// Entries (files, folders, links) looked at, at most, in path order; the rest are
+    /// counted in [`Extraction::not_walked`], not looked at.
+    pub max_entries: usize,
+    /// Read files with more than one hard link (by default they are skipped and listed: a hard
+    /// link may name a file outside the directory).
+    pub follow_hard_links: bool,
+}
+
+impl Default for ExtractOptions {
+    fn default() -> ExtractOptions {
+        ExtractOptions {
+            max_entries: MAX_ENTRIES,
+            follow_hard_links: false,
+        }
+    }
+}
+
 /// What went wrong reading a job's files.
 #[derive(Debug, thiserror::Error)]
 pub enum ExtractError {
     /// The job directory cannot be listed.
-    #[error("cannot read the job directory {path}: {source}")]
+    #[error("cannot read the job directory {}: {source}", escape(&path.display().to_string()))]
     Dir {
         /// The directory.
         path: PathBuf,
@@ -83,7 +114,7 @@ pub enum ExtractError {
         source: std::io::Error,
     },
     /// A log given with `--log` cannot be read.
-    #[error("cannot read the log {path}: {source}")]
+    #[error("cannot read the log {}: {source}", escape(&path.display().to_string()))]
     Log {
         /// The log file.
         path: PathBuf,
@@ -101,8 +132,15 @@ pub struct Extraction {
     pub facts: JobFacts,
     /// Files read (relative to the directory; logs as given).
     pub read: Vec<String>,
-    /// Files under the directory not read, with the reason.
+    /// Files under the directory not read, with the reason (the first [`MAX_LISTED`]).
     pub skipped: Vec<Skipped>,
+    /// Files not read beyond those listed in `skipped`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_more: usize,
+    /// Entries not looked at: the walk stopped at [`ExtractOptions::max_entries`] (counted up
+    /// to 1,000,000).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_walked: usize,
     /// Scripts and configs parsed in this run.
     pub parsed: usize,
     /// Scripts and configs whose facts came from the cache (their content had not changed).
@@ -156,7 +194,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 13;
+pub const CACHE_VERSION: u32 = 14;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -198,6 +236,10 @@ pub struct Skipped {
     pub reason: String,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// Reads the job scripts under `dir`, then `command` (the launch command, strongest), then
 /// each log, and derives what follows from them (GPUs per node from a total, the global batch).
 pub fn extract(
@@ -217,6 +259,17 @@ pub fn extract_cached(
     log_files: &[PathBuf],
     cache: &mut Cache,
 ) -> Result<Extraction, ExtractError> {
+    extract_with(dir, command, log_files, cache, ExtractOptions::default())
+}
+
+/// [`extract_cached`] with the walk's [`ExtractOptions`] (the cap on entries, hard links).
+pub fn extract_with(
+    dir: &Path,
+    command: Option<&str>,
+    log_files: &[PathBuf],
+    cache: &mut Cache,
+    options: ExtractOptions,
+) -> Result<Extraction, ExtractError> {
     if cache.version != CACHE_VERSION {
         *cache = Cache {
             version: CACHE_VERSION,
@@ -230,17 +283,43 @@ pub fn extract_cached(
         facts: JobFacts::default(),
         read: Vec::new(),
         skipped: Vec::new(),
+        skipped_more: 0,
+        not_walked: 0,
         parsed: 0,
         reused: 0,
         agent: None,
         embedding: None,
     };
-    let mut confined = Confined::new(dir).map_err(|source| ExtractError::Dir {
+    let mut confined = Confined::new(dir)
+        .map_err(|source| ExtractError::Dir {
+            path: dir.to_path_buf(),
+            source,
+        })?
+        .follow_hard_links(options.follow_hard_links);
+    // The directory itself must be listable; a folder under it that is not is skipped.
+    fs::read_dir(dir).map_err(|source| ExtractError::Dir {
         path: dir.to_path_buf(),
         source,
     })?;
-    let mut files = Vec::new();
-    list_files(&confined, dir, dir, 0, &mut files, &mut out.skipped)?;
+    let mut walk = Walk {
+        confined: &confined,
+        top: dir,
+        left: options.max_entries,
+        files: Vec::new(),
+        skipped: Vec::new(),
+        not_walked: 0,
+    };
+    walk.list(dir, 0);
+    let Walk {
+        files,
+        skipped,
+        not_walked,
+        ..
+    } = walk;
+    out.not_walked = not_walked;
+    for s in skipped {
+        out.skip(s.file, s.reason);
+    }
     let mut seen = BTreeMap::new();
     for path in files {
         let rel = relative(dir, &path);
@@ -274,10 +353,7 @@ pub fn extract_cached(
                 out.facts.absorb(facts);
                 out.read.push(rel.clone());
             }
-            Outcome::Skipped { reason } => out.skipped.push(Skipped {
-                file: rel.clone(),
-                reason: reason.clone(),
-            }),
+            Outcome::Skipped { reason } => out.skip(rel.clone(), reason.clone()),
             Outcome::Other => {}
         }
         seen.insert(
@@ -392,46 +468,120 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// Every file under `dir` (sorted, depth-limited, skipped folders left out), seen without
-/// following links ([`Confined::kind`]); what is not to be read is listed in `skipped`,
-/// relative to the job directory `top` as given.
-fn list_files(
-    confined: &Confined,
-    top: &Path,
-    dir: &Path,
-    depth: usize,
-    out: &mut Vec<PathBuf>,
-    skipped: &mut Vec<Skipped>,
-) -> Result<(), ExtractError> {
-    let error = |source| ExtractError::Dir {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .map_err(error)?
-        .collect::<Result<_, _>>()
-        .map_err(error)?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        match confined.kind(&path) {
-            Kind::Dir => {
-                if depth + 1 < MAX_DEPTH
-                    && !name.starts_with('.')
-                    && !SKIPPED_DIRS.contains(&name.as_str())
-                {
-                    list_files(confined, top, &path, depth + 1, out, skipped)?;
-                }
-            }
-            Kind::File => out.push(path),
-            Kind::Skip(reason) => skipped.push(Skipped {
-                file: relative(top, &path),
-                reason,
-            }),
+impl Extraction {
+    /// Lists `file` as not read, for `reason` (cut and escaped: [`excerpt`]); past
+    /// [`MAX_LISTED`] files, only counted.
+    fn skip(&mut self, file: String, reason: String) {
+        if self.skipped.len() < MAX_LISTED {
+            let reason = excerpt(&reason);
+            self.skipped.push(Skipped { file, reason });
+        } else {
+            self.skipped_more += 1;
         }
     }
-    Ok(())
+}
+
+/// A walk of the job directory: every file under it (sorted, depth-limited, skipped folders
+/// left out), seen without following links ([`Confined::kind`]), up to a number of entries.
+struct Walk<'a> {
+    confined: &'a Confined,
+    /// The job directory as given: names are relative to it.
+    top: &'a Path,
+    /// Entries that may still be looked at.
+    left: usize,
+    /// The files to read, in path order.
+    files: Vec<PathBuf>,
+    /// What is not to be read, and why (a folder that cannot be listed among them).
+    skipped: Vec<Skipped>,
+    /// Entries past the cap (counted, not looked at).
+    not_walked: usize,
+}
+
+impl Walk<'_> {
+    /// The entries of `dir` (at folder level `depth`), in name order.
+    fn list(&mut self, dir: &Path, depth: usize) {
+        let entries = match sorted_entries(dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.skipped.push(Skipped {
+                    file: relative(self.top, dir),
+                    reason: format!("a folder that cannot be read: {e}"),
+                });
+                return;
+            }
+        };
+        for (path, name, folder) in entries {
+            if self.left == 0 {
+                // Counted from the listing alone: nothing is opened or followed.
+                if self.not_walked < MAX_COUNTED {
+                    self.not_walked += 1;
+                    if folder && searched(&name, depth) {
+                        let limit = MAX_COUNTED - self.not_walked;
+                        self.not_walked += count_entries(&path, depth + 1, limit);
+                    }
+                }
+                continue;
+            }
+            self.left -= 1;
+            match self.confined.kind(&path) {
+                Kind::Dir => {
+                    if searched(&name, depth) {
+                        self.list(&path, depth + 1);
+                    }
+                }
+                Kind::File => self.files.push(path),
+                Kind::Skip(reason) => self.skipped.push(Skipped {
+                    file: relative(self.top, &path),
+                    reason,
+                }),
+            }
+        }
+    }
+}
+
+/// The entries of folder `dir` (path, name, and whether the listing says it is a folder),
+/// sorted by name; an entry that cannot be read while listing is left out, and a folder's
+/// listing stops at [`MAX_COUNTED`] entries.
+fn sorted_entries(dir: &Path) -> std::io::Result<Vec<(PathBuf, String, bool)>> {
+    let mut entries: Vec<_> = fs::read_dir(dir)?
+        .take(MAX_COUNTED)
+        .filter_map(Result::ok)
+        .map(|e| {
+            let folder = e.file_type().is_ok_and(|t| t.is_dir());
+            (e.path(), e.file_name(), folder)
+        })
+        .collect();
+    entries.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(entries
+        .into_iter()
+        .map(|(path, name, folder)| (path, name.to_string_lossy().into_owned(), folder))
+        .collect())
+}
+
+/// Whether the folder `name`, found at level `depth`, is searched: not too deep, not hidden,
+/// not one of [`SKIPPED_DIRS`].
+fn searched(name: &str, depth: usize) -> bool {
+    depth + 1 < MAX_DEPTH && !name.starts_with('.') && !SKIPPED_DIRS.contains(&name)
+}
+
+/// The entries under folder `dir` (at level `depth`) that a walk would look at, counted by
+/// listing only (nothing opened or followed), at most `limit`.
+fn count_entries(dir: &Path, depth: usize, limit: usize) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for entry in entries.filter_map(Result::ok) {
+        if n >= limit {
+            break;
+        }
+        n += 1;
+        let folder = entry.file_type().is_ok_and(|t| t.is_dir());
+        if folder && searched(&entry.file_name().to_string_lossy(), depth) {
+            n += count_entries(&entry.path(), depth + 1, limit - n);
+        }
+    }
+    n.min(limit)
 }
 
 /// `path` (found by listing `top`) relative to the job directory `top`.
@@ -458,20 +608,17 @@ fn read_bytes(
 ) -> Option<Vec<u8>> {
     if !by_name(path) && !confined.head(path, 2).is_ok_and(|head| head == b"#!") {
         if !QUIET_EXTENSIONS.contains(&extension(path)) {
-            out.skipped.push(Skipped {
-                file: rel.to_string(),
-                reason: format!("not read: {}", unknown_format(path)),
-            });
+            out.skip(
+                rel.to_string(),
+                format!("not read: {}", unknown_format(path)),
+            );
         }
         return None;
     }
     match confined.read(path, MAX_SCRIPT_BYTES) {
         Ok(bytes) => Some(bytes),
         Err(reason) => {
-            out.skipped.push(Skipped {
-                file: rel.to_string(),
-                reason,
-            });
+            out.skip(rel.to_string(), reason);
             None
         }
     }
@@ -672,9 +819,19 @@ fn derive(facts: &mut JobFacts) {
     // Tensor or pipeline parallelism splits the GPUs among fewer data-parallel ranks: the
     // product below would overcount the global batch.
     let model_parallel = number(facts, Field::ModelParallel).is_some_and(|n| n > 1);
-    let accumulation_unknown = facts.get(Field::GradientAccumulation).is_none()
-        && facts.get(Field::GradientAccumulationUnknown).is_some();
-    if facts.get(Field::GlobalBatchSize).is_none() && !model_parallel && !accumulation_unknown {
+    // A factor given as something the files do not resolve (`--gradient_accumulation_steps
+    // $GAS`, a name that says accumulation and is not understood) is unknown: the product is
+    // not derived from the known factors alone.
+    let factors = [
+        Field::BatchSizePerDevice,
+        Field::GpusPerNode,
+        Field::Nodes,
+        Field::GradientAccumulation,
+    ];
+    let factor_unknown = factors
+        .iter()
+        .any(|&f| facts.get(f).is_none() && f.unknown().is_some_and(|m| facts.get(m).is_some()));
+    if facts.get(Field::GlobalBatchSize).is_none() && !model_parallel && !factor_unknown {
         // Only with every factor known: a job script without a node count may be submitted
         // to several nodes (`sbatch --nodes=4 job.slurm`).
         if let (Some(batch), Some(gpus), Some(nodes)) = (
@@ -1095,6 +1252,133 @@ mod tests {
         let out = extract(&job, None, &[]).unwrap();
         let names: Vec<&str> = out.skipped.iter().map(|s| s.file.as_str()).collect();
         assert_eq!(names, ["etc"]);
+    }
+
+    #[test]
+    fn a_quoted_variable_of_launcher_options_over_several_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(
+            dir.path(),
+            "pretrain_gpt.sh",
+            "#!/bin/bash\nGPUS_PER_NODE=8\nNNODES=2\n\
+             DISTRIBUTED_ARGS=\"--nproc_per_node $GPUS_PER_NODE \\\n                  \
+             --nnodes $NNODES \\\n                  --master_port 6000\"\n\
+             torchrun $DISTRIBUTED_ARGS pretrain_gpt.py --micro-batch-size 4 --lr 1e-4\n",
+        );
+        let out = extract(dir.path(), None, &[]).unwrap();
+        let f = &out.facts;
+        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)), "{f:?}");
+        assert_eq!(f.value(Field::Nodes), Some(&json!(2)));
+        assert_eq!(f.value(Field::BatchSizePerDevice), Some(&json!(4)));
+        assert_eq!(f.get(Field::Nodes).unwrap().source, "pretrain_gpt.sh:7");
+        // The quote opened on a line of its own, `NNODES` never set: the line breaks inside
+        // the value are word breaks, not the end of the `torchrun` command.
+        let dir = tempfile::tempdir().unwrap();
+        write_file(
+            dir.path(),
+            "pretrain_gpt.sh",
+            "GPUS_PER_NODE=8\nDISTRIBUTED_ARGS=\"\n    --nproc_per_node $GPUS_PER_NODE \\\n    \
+             --nnodes $NNODES \\\n    --master_port 6000\n\"\n\
+             torchrun $DISTRIBUTED_ARGS pretrain_gpt.py --micro-batch-size 4\n",
+        );
+        let out = extract(dir.path(), None, &[]).unwrap();
+        let f = &out.facts;
+        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)), "{f:?}");
+        assert_eq!(f.value(Field::BatchSizePerDevice), Some(&json!(4)), "{f:?}");
+        assert!(f.get(Field::NodesUnknown).is_some(), "{f:?}");
+        assert_eq!(f.value(Field::GlobalBatchSize), None);
+    }
+
+    #[test]
+    fn a_folder_that_cannot_be_listed_is_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(dir.path(), "a.sh", "python train.py --lr 1\n");
+        let confined = Confined::new(dir.path()).unwrap();
+        let mut walk = Walk {
+            confined: &confined,
+            top: dir.path(),
+            left: 10,
+            files: Vec::new(),
+            skipped: Vec::new(),
+            not_walked: 0,
+        };
+        walk.list(&dir.path().join("gone"), 1);
+        walk.list(dir.path(), 0);
+        assert_eq!(walk.files, [dir.path().join("a.sh")]);
+        assert_eq!(walk.skipped.len(), 1);
+        assert_eq!(walk.skipped[0].file, "gone");
+        assert!(
+            walk.skipped[0]
+                .reason
+                .starts_with("a folder that cannot be read"),
+            "{:?}",
+            walk.skipped
+        );
+    }
+
+    /// Facts of one script, resolved and derived as `extract` does.
+    fn script_facts(script: &str) -> JobFacts {
+        let mut facts = JobFacts::default();
+        scheduler::read_headers("job.sh", script, &mut facts);
+        for c in commands(script, &mut |_| None) {
+            launch::read_command(
+                &c.words,
+                &format!("job.sh:{}", c.line),
+                Strength::Script,
+                &mut facts,
+            );
+        }
+        crate::precedence::resolve(&mut facts);
+        derive(&mut facts);
+        facts
+    }
+
+    #[test]
+    fn visible_devices_count_the_gpus_when_nothing_stronger_does() {
+        for launch in ["deepspeed train.py", "torchrun train.py", "python train.py"] {
+            let f = script_facts(&format!("CUDA_VISIBLE_DEVICES=0,1,2,3 {launch} --lr 1\n"));
+            assert_eq!(f.value(Field::GpusPerNode), Some(&json!(4)), "{launch}");
+        }
+        // The launcher's own count, then the allocation, say more.
+        let f = script_facts("CUDA_VISIBLE_DEVICES=0,1,2,3 deepspeed --num_gpus 2 train.py\n");
+        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(2)));
+        let f =
+            script_facts("#SBATCH --gres=gpu:8\nCUDA_VISIBLE_DEVICES=0,1,2,3 deepspeed train.py\n");
+        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)));
+        for unknown in ["$DEVICES", "", "-1"] {
+            let f = script_facts(&format!(
+                "CUDA_VISIBLE_DEVICES={unknown} deepspeed train.py\n"
+            ));
+            assert_eq!(f.value(Field::GpusPerNode), None, "{unknown}");
+        }
+    }
+
+    #[test]
+    fn accumulation_names_and_products_with_an_unknown_factor() {
+        // MAE's `--accum_iter`: 64 x 8 GPUs x 1 node x 10.
+        let f = script_facts(
+            "torchrun --nnodes 1 --nproc_per_node 8 main_pretrain.py --batch_size 64 --accum_iter 10\n",
+        );
+        assert_eq!(f.value(Field::GradientAccumulation), Some(&json!(10)));
+        assert_eq!(f.value(Field::GlobalBatchSize), Some(&json!(5_120)));
+        // A name that says accumulation and is not understood: no product from the others.
+        let f = script_facts(
+            "torchrun --nnodes 1 --nproc_per_node 8 main.py --batch_size 64 --grad_accumulation_interval 10\n",
+        );
+        assert_eq!(f.value(Field::GlobalBatchSize), None, "{f:?}");
+        assert!(f.get(Field::GradientAccumulationUnknown).is_some(), "{f:?}");
+        // A batch counted in tokens (FunASR's overrides) is no batch of sequences.
+        let f = script_facts(
+            "torchrun --nproc_per_node 8 train_ds.py ++dataset_conf.batch_type=token ++dataset_conf.batch_size=6000\n",
+        );
+        assert_eq!(f.value(Field::BatchSizePerDevice), None, "{f:?}");
+        let f = script_facts("torchrun train_ds.py ++dataset_conf.batch_size=6000\n");
+        assert_eq!(f.value(Field::BatchSizePerDevice), Some(&json!(6000)));
+        // Not accumulation counts.
+        assert!(!launch::is_accumulation("grad_accum_dtype"));
+        assert!(!launch::is_accumulation("batch_size"));
+        assert!(launch::is_accumulation("grad_accum_steps"));
+        assert!(launch::is_accumulation("accum_count"));
     }
 
     #[test]

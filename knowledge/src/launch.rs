@@ -18,13 +18,50 @@ use crate::vocabulary::{
 };
 
 /// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
-/// [`NAMES`].
+/// [`NAMES`]; a name of the accumulation's pattern ([`is_accumulation`]) not in the table is
+/// the gradient accumulation (confidence 0.9).
 pub fn argument(name: &str) -> Option<(Field, f64)> {
     NAMES
         .iter()
         .find(|(arg, ..)| *arg == name)
         .map(|&(_, field, confidence, _)| (field, confidence))
+        .or_else(|| is_accumulation(name).then_some((Field::GradientAccumulation, 0.9)))
 }
+
+/// Whether a setting's name (`-` read as `_`) names a count of gradient accumulation steps
+/// by its words: one starts with `accum` (`accum`, `accumulate`, `accumulation`) and the
+/// others are among [`ACCUMULATION_WORDS`] (MAE's `accum_iter`, `grad_accum_steps`,
+/// OpenNMT's `accum_count`, `num_accumulation_steps`). `grad_accum_dtype` is not one.
+pub fn is_accumulation(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let words: Vec<&str> = name.split('_').filter(|w| !w.is_empty()).collect();
+    words.iter().any(|w| w.starts_with("accum"))
+        && words
+            .iter()
+            .all(|w| w.starts_with("accum") || ACCUMULATION_WORDS.contains(w))
+}
+
+/// Words that may stand beside `accum...` in the name of an accumulation count.
+const ACCUMULATION_WORDS: &[&str] = &[
+    "grad",
+    "grads",
+    "gradient",
+    "gradients",
+    "iter",
+    "iters",
+    "iteration",
+    "iterations",
+    "step",
+    "steps",
+    "freq",
+    "frequency",
+    "count",
+    "num",
+    "n",
+    "batches",
+    "micro",
+    "times",
+];
 
 /// The one rule by which flags, configs and Python sources turn a training setting (`name`,
 /// with `-` read as `_`, and its value) into a fact: `(field, value, confidence)`, or `None`.
@@ -101,10 +138,12 @@ pub fn read_command(
     strength: Strength,
     facts: &mut JobFacts,
 ) -> bool {
+    let all = words;
     let (words, srun) = strip_prefixes(words);
     let Some((first, rest)) = words.split_first() else {
         return false;
     };
+    let prefix = &all[..all.len() - words.len()];
     let base = program(first);
     // Read into a scratch first: a command that runs an evaluation script is not the
     // training run and must not overwrite it (`if [[ $1 == eval ]]; then python eval.py`);
@@ -147,6 +186,31 @@ pub fn read_command(
         None => return false,
     };
     read_arguments(script_args, &mut set);
+    // `CUDA_VISIBLE_DEVICES=0,1,2,3 deepspeed train.py`: the devices the launch may use, when
+    // it says no GPU count of its own. Not above the allocation (`#SBATCH --gres`): strength
+    // `step`.
+    let counted = [
+        Field::GpusPerNode,
+        Field::GpusTotal,
+        Field::GpusPerNodeUnknown,
+        Field::GpusTotalUnknown,
+    ]
+    .iter()
+    .any(|&f| found.get(f).is_some());
+    if let Some(devices) = prefix
+        .iter()
+        .rev()
+        .find_map(|w| visible_devices(w))
+        .filter(|_| !counted)
+    {
+        found.set(
+            Field::GpusPerNode,
+            json!(devices),
+            source.to_string(),
+            0.8,
+            step,
+        );
+    }
     // The user's own `--cmd` is what runs, whatever its script is called.
     let script = found.value(Field::Script).and_then(Value::as_str);
     if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
@@ -155,6 +219,21 @@ pub fn read_command(
         facts.absorb(&found);
     }
     true
+}
+
+/// The devices an assignment `CUDA_VISIBLE_DEVICES=0,1,2,3` (indices or `GPU-`/`MIG-`
+/// UUIDs) makes visible, counted; `None` for another word, an empty list, `-1` or a value
+/// the files do not resolve.
+fn visible_devices(word: &str) -> Option<u64> {
+    let list = word.strip_prefix("CUDA_VISIBLE_DEVICES=")?;
+    let list = list.trim_matches(|c| c == '"' || c == '\'');
+    let devices: Vec<&str> = list.split(',').map(str::trim).collect();
+    let device = |d: &&str| {
+        d.chars().all(|c| c.is_ascii_digit()) && !d.is_empty()
+            || d.starts_with("GPU-")
+            || d.starts_with("MIG-")
+    };
+    (!list.is_empty() && devices.iter().all(device)).then_some(devices.len() as u64)
 }
 
 /// The row of [`LAUNCHERS`] that `words` start with, and how many words it takes (`python`
@@ -487,6 +566,40 @@ fn read_arguments(words: &[String], set: &mut impl FnMut(Field, Value, f64)) {
             many => Value::Array(many.iter().map(|v| typed(v)).collect()),
         };
         settings.push((name, value));
+    }
+    // A batch counted in tokens or frames (`++dataset_conf.batch_type=token
+    // ++dataset_conf.batch_size=6000`, FunASR) is not a number of samples, as in a config.
+    let not_samples: Vec<String> = settings
+        .iter()
+        .filter(|(name, value)| {
+            let last = name.rsplit('.').next().unwrap_or(name);
+            matches!(last, "batch_type" | "batch_size_type")
+                && value.as_str().is_some_and(|t| !t.starts_with("sample"))
+        })
+        .map(|(name, _)| name.rsplit_once('.').map_or("", |(p, _)| p).to_string())
+        .collect();
+    settings.retain(|(name, _)| {
+        let (section, last) = name.rsplit_once('.').unwrap_or(("", name));
+        !(last.contains("batch_size") && not_samples.iter().any(|p| p == section))
+    });
+    // A count under a name that says accumulation and is not read as one
+    // (`--grad_accumulation_interval 8`): the accumulation is not known, so no global batch is
+    // derived as if it were 1.
+    for (name, value) in &settings {
+        let last = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+        let count = value.as_u64().is_some_and(|n| n > 1)
+            || value
+                .as_str()
+                .and_then(|t| t.parse::<u64>().ok())
+                .is_some_and(|n| n > 1);
+        if last.contains("accum") && count && dotted_setting(name, value.clone()).is_none() {
+            unknowns.push((
+                Field::GradientAccumulationUnknown,
+                json!(format!(
+                    "--{name} {value} (a name that says accumulation, not understood)"
+                )),
+            ));
+        }
     }
     let others: Vec<(Field, Value)> = settings
         .iter()

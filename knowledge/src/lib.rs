@@ -39,5 +39,7 @@ pub mod scheduler;
 pub mod shell;
 pub mod vocabulary;
 
-pub use extract::{extract, extract_cached, Cache, ExtractError, Extraction};
+pub use extract::{
+    extract, extract_cached, extract_with, Cache, ExtractError, ExtractOptions, Extraction,
+};
 pub use facts::{Fact, JobFacts, Strength};

@@ -41,6 +41,25 @@ use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::{setting, settle};
 
 /// Calls whose keyword arguments are training settings.
+/// Keywords of submitit's `update_parameters` (without the `slurm_` prefix its
+/// `AutoExecutor` puts on Slurm's own) -> the Slurm option each stands for. `timeout_min` is
+/// minutes, as Slurm's `--time=600` is; `mem_gb` gigabytes.
+const SUBMITIT_OPTIONS: &[(&str, &str)] = &[
+    ("nodes", "nodes"),
+    ("gpus_per_node", "gpus-per-node"),
+    ("tasks_per_node", "ntasks-per-node"),
+    ("ntasks_per_node", "ntasks-per-node"),
+    ("gpus_per_task", "gpus-per-task"),
+    ("cpus_per_task", "cpus-per-task"),
+    ("timeout_min", "time"),
+    ("time", "time"),
+    ("mem_gb", "mem"),
+    ("mem", "mem"),
+    ("gres", "gres"),
+    ("job_name", "job-name"),
+    ("name", "job-name"),
+];
+
 const SETTINGS_CALLS: &[&str] = &[
     "TrainingArguments",
     "Seq2SeqTrainingArguments",
@@ -115,10 +134,15 @@ pub fn read_python_with(
         commands: Vec::new(),
         importer,
         flags: Vec::new(),
+        requests: Vec::new(),
     };
     command_functions(&suite, &mut reader.commands);
     for stmt in &suite {
         reader.statement(stmt, config);
+    }
+    // submitit's `update_parameters(...)`: what the job asks of Slurm, as `#SBATCH` lines do.
+    for (field, value, confidence, source) in std::mem::take(&mut reader.requests) {
+        facts.set(field, value, source, confidence, Strength::Header);
     }
     let mut found = reader.found;
     settle(&mut found, &reader.flags);
@@ -250,6 +274,9 @@ struct Reader<'a> {
     importer: Importer<'a>,
     /// Every `add_argument` flag, with or without a default (`-` read as `_`).
     flags: Vec<String>,
+    /// Requests to Slurm of submitit's `update_parameters(...)`: (field, value, confidence,
+    /// source).
+    requests: Vec<(Field, Value, f64, String)>,
 }
 
 /// Where a value was written: a byte offset in the file being read, or a line of another
@@ -524,6 +551,8 @@ impl Reader<'_> {
         let callee = callee(call);
         if callee == "add_argument" {
             self.add_argument(call);
+        } else if callee == "update_parameters" {
+            self.submitit_parameters(call);
         } else if SETTINGS_CALLS.contains(&callee) {
             for keyword in &call.keywords {
                 let offset = At::Offset(keyword.range.start().to_usize());
@@ -661,6 +690,39 @@ impl Reader<'_> {
         }
     }
 
+    /// submitit's `executor.update_parameters(gpus_per_node=8, nodes=2, timeout_min=600,
+    /// slurm_partition="dev", ...)`: each keyword with a literal value is the Slurm option
+    /// it stands for ([`SUBMITIT_OPTIONS`]), read as an `#SBATCH` line is; the facts cite the
+    /// call.
+    fn submitit_parameters(&mut self, call: &ast::ExprCall) {
+        let at = At::Offset(call.range.start().to_usize());
+        let mut words = Vec::new();
+        for keyword in &call.keywords {
+            let Some(arg) = &keyword.arg else { continue };
+            let name = arg.as_str();
+            let name = name.strip_prefix("slurm_").unwrap_or(name);
+            let Some(&(_, option)) = SUBMITIT_OPTIONS.iter().find(|(k, _)| *k == name) else {
+                continue;
+            };
+            let value = match self.value(&keyword.value, at.clone()).map(|(v, _)| v) {
+                Some(Value::String(t)) => t,
+                Some(Value::Number(n)) if n.is_u64() => n.to_string(),
+                _ => continue,
+            };
+            let value = if name == "mem_gb" {
+                format!("{value}G")
+            } else {
+                value
+            };
+            words.push(format!("--{option}={value}"));
+        }
+        let source = at.cite(self.name, self.text);
+        let requests = &mut self.requests;
+        crate::scheduler::read_options(&words, &mut |field, value, confidence| {
+            requests.push((field, value, confidence, source.clone()));
+        });
+    }
+
     /// A setting `name = value` written `at`.
     fn argument(&mut self, name: &str, value: Value, at: At) {
         let source = at.cite(self.name, self.text);
@@ -760,6 +822,37 @@ fn line_at(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn submitit_parameters_are_the_jobs_request() {
+        let text = r#"import submitit
+NODES = 2
+executor = submitit.AutoExecutor(folder="logs")
+executor.update_parameters(
+    gpus_per_node=8,
+    nodes=NODES,
+    tasks_per_node=8,
+    cpus_per_task=10,
+    timeout_min=600,
+    mem_gb=400,
+    slurm_partition="learnfair",
+    name="mae",
+)
+"#;
+        let mut facts = JobFacts::default();
+        read_python("submitit_pretrain.py", text, &mut facts).unwrap();
+        let v = |f: Field| facts.value(f).cloned();
+        assert_eq!(v(Field::GpusPerNode), Some(json!(8)));
+        assert_eq!(v(Field::Nodes), Some(json!(2)));
+        assert_eq!(v(Field::TasksPerNode), Some(json!(8)));
+        assert_eq!(v(Field::CpusPerTask), Some(json!(10)));
+        assert_eq!(v(Field::RequestedTimeS), Some(json!(36_000)));
+        assert_eq!(v(Field::MemoryMib), Some(json!(400 * 1024)));
+        assert_eq!(v(Field::JobName), Some(json!("mae")));
+        let nodes = facts.get(Field::Nodes).unwrap();
+        assert_eq!(nodes.source, "submitit_pretrain.py:4");
+        assert_eq!(nodes.strength, Strength::Header);
+    }
 
     #[test]
     fn argparse_defaults_trainer_keywords_and_config_assignments() {

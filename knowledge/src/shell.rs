@@ -210,7 +210,7 @@ fn scan(
                 // train.py ...`): the command is read.
                 match shlex::split(&value).as_deref() {
                     Some([one]) if !one.contains('`') => {
-                        vars.insert(name, one.clone());
+                        vars.insert(name, option_lines(one));
                         continue;
                     }
                     Some([_, _, ..]) => {
@@ -241,6 +241,29 @@ fn scan(
         let command = substitute(&text, vars);
         emit(&command, start, vars, source, calls, out);
     }
+}
+
+/// A quoted value written over several lines (`ARGS="` then `--nproc_per_node 8 \` ... then
+/// `"`): its line breaks are word breaks where the value is a list of options, so a value
+/// used as `torchrun $ARGS train.py` stays one command. Blank lines at either end are dropped;
+/// a line break before a line that starts with `-` becomes a space. Other line breaks stay (a
+/// variable holding several commands, `bash -c "$CMD"`).
+fn option_lines(value: &str) -> String {
+    let value = value.trim_matches(|c: char| c == '\n' || c == ' ' || c == '\t');
+    let mut out = String::with_capacity(value.len());
+    let mut lines = value.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        out.push_str(line);
+        if let Some(next) = lines.peek() {
+            let next = next.trim_start();
+            out.push(if next.starts_with('-') || next.is_empty() {
+                ' '
+            } else {
+                '\n'
+            });
+        }
+    }
+    out
 }
 
 /// The simple commands of one expanded line (`command`, starting at line `start`) into `out`,
@@ -327,7 +350,8 @@ pub fn program(word: &str) -> &str {
 /// The simple commands of one line of shell: split at the list operators (`;`, `&&`, `||`,
 /// `|`, `&`, a newline) outside quotes and `$( )`; each split into words (quotes removed;
 /// arithmetic `$(( ))` one word); redirections (`> log`, `2>&1`) left out; the words before
-/// the program that are the shell's own ([`is_prefix_word`]) left out; a command substitution
+/// the program that are the shell's own ([`is_prefix_word`]) left out, except an assignment
+/// of `CUDA_VISIBLE_DEVICES` (kept as the first word); a command substitution
 /// (`$(hostname -I)`, `` `scontrol show hostnames` ``) one word, written `$(...)` without its
 /// spaces (a value not known here). A part whose quotes do not close gives nothing.
 pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
@@ -338,7 +362,16 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
         .map(|words| {
             let words = without_redirections(words);
             let at = words.iter().take_while(|w| is_prefix_word(w)).count();
-            words[at..].to_vec()
+            // The devices the command may use stay before it (`CUDA_VISIBLE_DEVICES=0,1
+            // deepspeed ...`): the launch reader counts them.
+            let devices = words[..at]
+                .iter()
+                .rfind(|w| w.starts_with("CUDA_VISIBLE_DEVICES="))
+                .cloned();
+            devices
+                .into_iter()
+                .chain(words[at..].iter().cloned())
+                .collect::<Vec<_>>()
         })
         .filter(|words| {
             words

@@ -9,9 +9,10 @@ use clap::Args;
 use schedlm_eval::openai::{Client, ClientOptions};
 use schedlm_eval::policy::EvalPolicy;
 use schedlm_knowledge::agent::{self, cache_key, AgentOptions, AgentReport, Chat, ChatReply};
+use schedlm_knowledge::confine::escape;
 use schedlm_knowledge::embed::{cache_key as embed_key, extraction_text, Embedder, Embedding};
 use schedlm_knowledge::extract::{CachedAgent, CachedEmbedding};
-use schedlm_knowledge::{Cache, Extraction};
+use schedlm_knowledge::{Cache, ExtractOptions, Extraction};
 
 use crate::io::create_output;
 
@@ -48,6 +49,18 @@ pub struct ExtractArgs {
     /// be read is reported and rebuilt.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+
+    /// Entries of DIR (files, folders, links) looked at, at most, in path order; the rest are
+    /// counted (`not_walked` in the output), not looked at.
+    #[arg(long, value_name = "N", default_value_t = schedlm_knowledge::extract::MAX_ENTRIES,
+          value_parser = positive)]
+    pub max_entries: usize,
+
+    /// Read files that have more than one hard link. By default they are skipped and listed:
+    /// a hard link may name a file outside DIR (another user's file), and nothing on it says
+    /// so.
+    #[arg(long)]
+    pub follow_hard_links: bool,
 
     /// Output file [default: standard output].
     #[arg(visible_alias = "out", long, short = 'o')]
@@ -100,8 +113,33 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         Some(path) => load_cache(path),
         None => Cache::default(),
     };
-    let mut extraction =
-        schedlm_knowledge::extract_cached(&args.dir, args.cmd.as_deref(), &args.logs, &mut cache)?;
+    let options = ExtractOptions {
+        max_entries: args.max_entries,
+        follow_hard_links: args.follow_hard_links,
+    };
+    let mut extraction = schedlm_knowledge::extract_with(
+        &args.dir,
+        args.cmd.as_deref(),
+        &args.logs,
+        &mut cache,
+        options,
+    )?;
+    let dir = escape(&args.dir.display().to_string());
+    if extraction.read.is_empty() && args.cmd.is_none() {
+        report_skipped(&dir, &extraction);
+        bail!(
+            "nothing readable in {dir}: no job script, configuration or Python file was read \
+             (and no --cmd or --log given){}",
+            if extraction.skipped.is_empty() && extraction.skipped_more == 0 {
+                String::new()
+            } else {
+                format!(
+                    "; {} file(s) skipped, listed above",
+                    extraction.skipped.len() + extraction.skipped_more
+                )
+            }
+        );
+    }
     let agent_failed = match &args.llm {
         Some(spec) => ask_agent(args, spec, &mut cache, &mut extraction)?,
         None => false,
@@ -115,14 +153,7 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
     let mut out = create_output(args.output.as_deref())?;
     let text = serde_json::to_string(&extraction).context("cannot serialise the facts")?;
     writeln!(out, "{text}").context("cannot write the facts")?;
-    for skipped in &extraction.skipped {
-        eprintln!(
-            "extract: skipped {}/{}: {}",
-            args.dir.display(),
-            skipped.file,
-            skipped.reason
-        );
-    }
+    report_skipped(&dir, &extraction);
     eprintln!(
         "extract: {} fact(s) from {} file(s){}; {} script(s)/config(s) parsed, {} reused from the cache",
         extraction.facts.iter().count(),
@@ -135,6 +166,48 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         bail!("every LLM agent run failed (see above); the facts written are the parsers' only");
     }
     Ok(())
+}
+
+/// A whole number >= 1.
+fn positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "expected a whole number >= 1, got {}",
+            escape(text)
+        )),
+    }
+}
+
+/// The files skipped, on standard error: names escaped (a newline or an ESC in a name shows
+/// as `\n`, `\u{1b}`), reasons as the extractor cut and escaped them; past the listed ones, a
+/// count.
+fn report_skipped(dir: &str, extraction: &Extraction) {
+    for skipped in &extraction.skipped {
+        eprintln!(
+            "extract: skipped {dir}/{}: {}",
+            escape(&skipped.file),
+            escape(&skipped.reason)
+        );
+    }
+    if extraction.skipped_more > 0 {
+        eprintln!(
+            "extract: skipped {} more file(s) in {dir}, not listed (the listing stops at {})",
+            extraction.skipped_more,
+            schedlm_knowledge::extract::MAX_LISTED
+        );
+    }
+    if extraction.not_walked > 0 {
+        eprintln!(
+            "extract: {}{} more entries of {dir} not looked at: over --max-entries",
+            if extraction.not_walked >= schedlm_knowledge::extract::MAX_COUNTED {
+                "at least "
+            } else {
+                ""
+            },
+            extraction.not_walked
+        );
+    }
 }
 
 /// The sentence embedding of the job's command and of the scripts and configs extraction read;
