@@ -21,11 +21,24 @@ pub fn draw_target() -> indicatif::ProgressDrawTarget {
 
 /// A progress bar's "terminal" when standard error is not one: each redraw is one
 /// newline-terminated line, and redraws within [`LINE_INTERVAL`] of the last line written are
-/// left out. Cursor moves, carriage returns and the blanks that pad a bar to the terminal's
-/// width are not written.
+/// left out, except the last one, written when the bar is dropped (so a log ends with the
+/// final count). Cursor moves, carriage returns and the blanks that pad a bar to the
+/// terminal's width are not written.
 #[derive(Debug, Default)]
 pub struct LineTerm {
     last: Mutex<Option<Instant>>,
+    /// The latest line left out, written on drop.
+    pending: Mutex<Option<String>>,
+}
+
+impl Drop for LineTerm {
+    fn drop(&mut self) {
+        if let Ok(pending) = self.pending.get_mut() {
+            if let Some(text) = pending.take() {
+                let _ = writeln!(io::stderr(), "{text}");
+            }
+        }
+    }
 }
 
 impl LineTerm {
@@ -44,7 +57,14 @@ impl LineTerm {
 
     fn line(&self, s: &str) -> io::Result<()> {
         let text = s.trim_matches(|c: char| c.is_whitespace());
-        if text.is_empty() || !self.due() {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let due = self.due();
+        if let Ok(mut pending) = self.pending.lock() {
+            *pending = (!due).then(|| text.to_string());
+        }
+        if !due {
             return Ok(());
         }
         writeln!(io::stderr(), "{text}")
