@@ -30,7 +30,7 @@ pub fn argument(name: &str) -> Option<(Field, f64)> {
 
 /// Whether a setting's name (`-` read as `_`) names a count of gradient accumulation steps
 /// by its words: one starts with `accum` (`accum`, `accumulate`, `accumulation`) and the
-/// others are among [`ACCUMULATION_WORDS`] (MAE's `accum_iter`, `grad_accum_steps`,
+/// others are among `ACCUMULATION_WORDS` (MAE's `accum_iter`, `grad_accum_steps`,
 /// OpenNMT's `accum_count`, `num_accumulation_steps`). `grad_accum_dtype` is not one.
 pub fn is_accumulation(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
