@@ -291,6 +291,12 @@ impl Plan {
         self.spent = self.spent.saturating_add(units);
     }
 
+    /// Counts a finished phase's work and merges its result into `best`.
+    fn merge(&mut self, best: Candidate, phase: Candidate) -> Candidate {
+        self.spend(phase.work);
+        best.merge(phase)
+    }
+
     fn work_left(&self) -> Option<u64> {
         self.work.map(|w| w.saturating_sub(self.spent))
     }
@@ -439,8 +445,7 @@ fn auto(
         best.order.clone(),
         plan.part_of_whole(0.1),
     );
-    plan.spend(ls.work);
-    best = best.merge(ls);
+    best = plan.merge(best, ls);
     let milp = cfg!(feature = "milp") && options.variant == Variant::Serial;
     let sum_on_long_queue = problem.jobs() > MILP_HALF && !options.objective.is_max();
     let share = match (milp, sum_on_long_queue) {
@@ -457,8 +462,7 @@ fn auto(
     };
     let start = best.order.clone();
     let searched = run_bnb(problem, options, start, share, options.node_limit);
-    plan.spend(searched.work);
-    best = best.merge(searched);
+    best = plan.merge(best, searched);
     if best.status != SolveStatus::Optimal && milp {
         best = milp_phase(problem, options, best, plan);
     }
@@ -491,14 +495,12 @@ fn spend_the_rest(
             best.order.clone(),
             plan.part_of_left(0.25),
         );
-        plan.spend(ls.work);
-        best = best.merge(ls);
+        best = plan.merge(best, ls);
     }
     if plan.room_for_a_phase() {
         let start = best.order.clone();
         let searched = run_bnb(problem, options, start, plan.rest(), None);
-        plan.spend(searched.work);
-        best = best.merge(searched);
+        best = plan.merge(best, searched);
     }
     best
 }
@@ -516,10 +518,7 @@ fn milp_phase(
     }
     let start = best.order.clone();
     match run_milp(problem, options, Some(start), plan.rest()) {
-        Ok(milp) => {
-            plan.spend(milp.work);
-            best.merge(milp)
-        }
+        Ok(milp) => plan.merge(best, milp),
         Err(_) => best,
     }
 }
