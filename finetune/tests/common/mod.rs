@@ -25,12 +25,23 @@ pub fn texts(records: &[Record]) -> Vec<String> {
         .collect()
 }
 
-/// A very small GPT with its tokenizer trained on `records`.
+/// A very small GPT with its tokenizer trained on `records`, 768 tokens of context.
 pub fn tiny_model(records: &[Record], seed: u64, width: usize, layers: usize) -> Loaded {
+    tiny_model_with_context(records, seed, width, layers, 768)
+}
+
+/// [`tiny_model`] with `context` tokens of context, for prompts longer than its training data.
+pub fn tiny_model_with_context(
+    records: &[Record],
+    seed: u64,
+    width: usize,
+    layers: usize,
+    context: usize,
+) -> Loaded {
     let tokenizer = TextTokenizer::train_bpe(&texts(records), 1000).unwrap();
     let config = GptConfig {
         vocab_size: tokenizer.vocab_size(),
-        context: 768,
+        context,
         layers,
         width,
         heads: 4,
