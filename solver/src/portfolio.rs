@@ -195,8 +195,19 @@ pub fn relative_gap(value: f64, bound: f64) -> f64 {
 
 /// Solves one problem.
 pub fn solve(problem: &Problem, options: &SolveOptions) -> Result<Solution, SolveError> {
+    solve_since(problem, options, Instant::now())
+}
+
+/// Solves one problem with its time limit (if any) counted from `started`, not from now: a
+/// command that read and validated the instance first starts its clock before the reading,
+/// so the limit bounds what the user waits for. The result's `elapsed` counts from
+/// `started` too. Work and node limits are unaffected.
+pub fn solve_since(
+    problem: &Problem,
+    options: &SolveOptions,
+    started: Instant,
+) -> Result<Solution, SolveError> {
     options.check()?;
-    let started = Instant::now();
     let mut plan = Plan::new(options, started);
     let (obj, variant) = (options.objective, options.variant);
     // The classic rules are dispatched once: their values are the baselines, the best of them

@@ -237,6 +237,26 @@ fn a_passed_deadline_returns_the_incumbent_on_a_long_queue() {
     }
 }
 
+/// A time limit counted from an earlier start (`solve_since`: a command that read the instance
+/// first) has less left: one whose start lies past its limit returns the first rule's order at
+/// once, and reports the time since that start.
+#[test]
+fn a_time_limit_counts_from_the_start_it_is_given() {
+    let problem = Problem::new(&generated(Family::Uniform, 4, 300, 0)).unwrap();
+    let options = SolveOptions {
+        time_limit: Some(Duration::from_millis(200)),
+        ..SolveOptions::default()
+    };
+    let started = Instant::now() - Duration::from_millis(500);
+    let s = portfolio::solve_since(&problem, &options, started).unwrap();
+    assert_eq!(s.baselines.len(), 1, "{:?}", s.baselines);
+    assert_eq!(s.status, SolveStatus::TimeLimit);
+    assert!(s.elapsed >= Duration::from_millis(500), "{:?}", s.elapsed);
+    // The same limit counted from now runs every rule.
+    let now = portfolio::solve(&problem, &options).unwrap();
+    assert!(now.baselines.len() > 1, "{:?}", now.baselines);
+}
+
 /// Snapshots as `dataset build` makes them by default: `uniform`, 16..20 queued jobs.
 fn labelled_like_datasets(count: u64, seed: u64) -> Vec<Problem> {
     let mut config = Config::new(Family::Uniform, seed);

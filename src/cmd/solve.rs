@@ -9,7 +9,7 @@ use schedlm_solver::portfolio::{self, Solution, SolveOptions, Solver};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::args::{parse_duration, DispatcherArgs};
 use crate::io::{create_output, parse_instance, read_instance_lines, report_skipped, write_jsonl};
@@ -167,12 +167,16 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     options
         .check()
         .context("--solver, --work-limit, --time-limit")?;
+    // A time limit counts from the moment the input is read: on a huge queue, reading and
+    // validating the line is part of what the user waits for.
+    let reading = Instant::now();
     let lines = read_instance_lines(&args.file, args.instances)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.unwrap_or(0))
         .build()
         .context("cannot start worker threads")?;
-    if lines.len() == 1 {
+    let single = lines.len() == 1;
+    if single {
         options.threads = pool.current_num_threads();
     }
     let bar = args.progress.bar(
@@ -184,8 +188,10 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             .par_iter()
             .progress_with(bar)
             .map(|line| {
+                let began = if single { reading } else { Instant::now() };
                 let (_, problem) = parse_instance(line)?;
-                let solution = portfolio::solve(&problem, &options).map_err(|e| e.to_string())?;
+                let solution =
+                    portfolio::solve_since(&problem, &options, began).map_err(|e| e.to_string())?;
                 Ok(SolveRecord::new(
                     line.number,
                     args.solver,
