@@ -540,7 +540,7 @@ fn an_endpoint_echoing_the_ranking_is_level_with_the_rules_never_better() {
     let ls = format!("ls@{echo}");
     assert_eq!(
         against,
-        vec!["best rule per instance", "sjf", "fcfs", ls.as_str()]
+        vec!["best rule per instance", "ect", "sjf", "fcfs", ls.as_str()]
     );
 }
 

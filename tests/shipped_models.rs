@@ -116,6 +116,74 @@ fn b2_sites_answers_hpc2n_snapshots() {
     answers_validly(&model_dir("b2-sites"), &data, &[]);
 }
 
+/// The B4 step model set against `ect` in its report: the W/T/L, the share of `ect`'s orders,
+/// the decisions leaving the listing, and a headline that says so when the model is `ect`.
+#[test]
+fn a_step_model_is_reported_against_ect() {
+    let dir = tempdir();
+    let data = uniform_test_set(dir.path(), 4, "16..20", &["--work-limit", "200k"]);
+    let model = path_str(&model_dir("b4-uniform"));
+    let test = path_str(&data.join("test.jsonl"));
+    let report = dir.path().join("out");
+    run(&[
+        "eval",
+        "--data",
+        &test,
+        "--policies",
+        &format!("ect,model:{model}"),
+        "--constrained-only",
+        "--quiet",
+        "--report",
+        &path_str(&report),
+    ])
+    .ok();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("summary.json")).unwrap())
+            .unwrap();
+    let find = |name: &str| {
+        summary["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["policy"] == name)
+            .unwrap()
+            .clone()
+    };
+    let n = read_jsonl(&data.join("test.jsonl")).len() as u64;
+    // `ect` the policy is `ect` the reference, and never leaves its own listing.
+    let ect = find("ect");
+    assert_eq!(ect["vs_ect"]["ties"], n);
+    assert_eq!(ect["same_as_ect_order"], 1.0);
+    assert_eq!(ect["listing"]["leaving"], 0);
+    assert!(ect["listing"]["decisions"].as_u64().unwrap() >= n * 14);
+    let m = find(&format!("model:{model}"));
+    let t = &m["vs_ect"];
+    let tally = ["wins", "ties", "losses"].map(|k| t[k].as_u64().unwrap());
+    assert_eq!(tally.iter().sum::<u64>(), n, "{t}");
+    assert!(summary["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["policy"] == format!("model:{model}").as_str() && v["against"] == "ect"));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Against the earliest-completion rule (`ect`)"),
+        "{md}"
+    );
+    assert!(md.contains("mean gap to best known"), "{md}");
+    let leaving = m["listing"]["leaving"].as_u64().unwrap();
+    if m["same_as_ect_order"] == 1.0 {
+        assert_eq!(leaving, 0);
+        assert!(
+            md.contains(&format!("answers `ect`'s order on all {n} records")),
+            "{md}"
+        );
+    } else {
+        assert!(leaving > 0);
+        assert!(md.contains("leaves the listing on"), "{md}");
+    }
+}
+
 /// The B1 model, trained on queues of 6 to 8 jobs, asked about 10 to 12: `eval` and `predict`
 /// say that every instance lies outside its training distribution, and the report counts them.
 #[test]

@@ -13,6 +13,9 @@
 //!   comparisons) are the *ranking rule* of [`schedlm_solver::canonical::ranking`], the same
 //!   rule that orders compact-v2 prompts and canonical labels: ties go to the first rule of
 //!   [`schedlm_solver::canonical::PREFERENCE`] (sjf first); its placed order;
+//! - `ect`, the earliest-completion rule ([`schedlm_solver::greedy::ect`]): the listing of the
+//!   step prompts followed at every state, ties by the ranking; what a step model that never
+//!   leaves its listing answers;
 //! - the *queue order* is the instance's queue listing order (`J1 J2 ... Jn` in the prompt;
 //!   the FCFS order when the queue is listed by submit time, as generated datasets are).
 //!
@@ -22,6 +25,7 @@
 
 use schedlm_model::{repair, Objective, Variant};
 use schedlm_solver::canonical::ranking;
+use schedlm_solver::greedy::earliest_completion;
 use schedlm_solver::rules::{self, Rule, RuleContext};
 
 use crate::data::Loaded;
@@ -44,6 +48,13 @@ pub struct RecordRules {
     pub best_value: f64,
     /// The ranking rule's placed order.
     pub best_order: Vec<usize>,
+    /// The ranking of [`schedlm_solver::canonical::ranking`] (queue indices), which breaks
+    /// the listing's ties.
+    pub rank: Vec<usize>,
+    /// `ect`'s placed order.
+    pub ect_order: Vec<usize>,
+    /// `ect`'s value.
+    pub ect_value: f64,
     /// The queue listing order (queue indices 0..n) after the dependency repair.
     pub queue_order: Vec<usize>,
     /// Whether the record's baselines give a best value that differs (beyond the tolerance)
@@ -84,6 +95,8 @@ pub fn record_rules(r: &Loaded, objective: Objective, variant: Variant) -> Recor
         computed_best
     };
     let all: Vec<usize> = (0..problem.jobs()).collect();
+    let ect = earliest_completion(problem, variant, &best.order);
+    let (ect_order, ect_value) = problem.evaluate(&ect, objective, variant);
     RecordRules {
         record: r.record.id.clone(),
         line: r.line,
@@ -92,6 +105,9 @@ pub fn record_rules(r: &Loaded, objective: Objective, variant: Variant) -> Recor
         best_rule,
         best_value,
         best_order,
+        rank: best.order,
+        ect_order,
+        ect_value,
         queue_order: repair(problem, &all),
         disagrees: from_record && !tied(best_value, computed_best),
     }

@@ -17,6 +17,8 @@
 //! - [`snapshot`]: snapshot evaluation, one [`snapshot::Row`] per (policy, record).
 //! - [`baseline`]: the classic rules on each record (the best rule per instance and the queue
 //!   order), the reference for "does it beat the rules, or just repeat one?".
+//! - [`listing`]: an order read as step decisions against the earliest-completion listing
+//!   (how often a step model leaves it, and whether it is right to).
 //! - [`stats`]: every summary number, computed from the rows alone.
 //! - [`verdict`]: "better than", "level with", "worse than": a paired bootstrap test and a
 //!   practical margin on per-record gaps.
@@ -34,6 +36,7 @@ pub mod answers;
 pub mod baseline;
 pub mod data;
 pub mod error;
+pub mod listing;
 pub mod online;
 pub mod openai;
 pub mod policy;

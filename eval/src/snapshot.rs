@@ -139,6 +139,31 @@ pub struct Row {
     /// Whether the placed order equals the best rule's placed order; always false for an
     /// invalid answer.
     pub same_as_best_rule_order: bool,
+    /// `ect`'s value on this record ([`crate::baseline`]).
+    #[serde(default)]
+    pub ect_value: Option<f64>,
+    /// Whether the placed order equals `ect`'s; always false for an invalid answer.
+    #[serde(default)]
+    pub same_as_ect_order: bool,
+    /// The answer read as step decisions against the earliest-completion listing
+    /// ([`crate::listing`]): states with a choice; empty for an invalid answer or a queue
+    /// longer than [`LISTING_MAX_JOBS`].
+    #[serde(default)]
+    pub decisions: Option<usize>,
+    /// Of those, the decisions that leave the listing (take another job than the first
+    /// listed).
+    #[serde(default)]
+    pub leaving: Option<usize>,
+    /// Of those, the decisions that lower the final value ([`crate::listing`]).
+    #[serde(default)]
+    pub leaving_right: Option<usize>,
+    /// The best known value of the record: the least of the label's value and every valid
+    /// answer's value in this evaluation.
+    #[serde(default)]
+    pub best_known: Option<f64>,
+    /// (value - best_known) / best_known; 0 within [`TOLERANCE`]; empty when undefined.
+    #[serde(default)]
+    pub gap_to_best_known: Option<f64>,
     /// How a text policy's answer was decoded (`constrained greedy`, `unconstrained greedy`,
     /// `constrained, best of 8 samples at temperature 1`, `endpoint, temperature 0`, ...);
     /// empty for rules and solvers.
@@ -315,6 +340,7 @@ pub fn evaluate(
             eval.rows.extend(rows);
         }
     }
+    set_best_known(data, &mut eval.rows);
     Ok(eval)
 }
 
@@ -955,6 +981,31 @@ fn score_all(data: &Dataset, rules: &[RecordRules], column: Column) -> Result<Ve
         .collect()
 }
 
+/// Longest queue whose answers are read as step decisions ([`crate::listing`]): the reading
+/// costs two earliest-completion continuations per decision that leaves the listing, about
+/// n^3 placements for an order that leaves it often.
+pub const LISTING_MAX_JOBS: usize = 64;
+
+/// Sets every row's best known value (the least of its record's label value and every valid
+/// answer's value) and its gap to it.
+fn set_best_known(data: &Dataset, rows: &mut [Row]) {
+    let mut best: HashMap<usize, f64> = data
+        .records
+        .iter()
+        .map(|r| (r.line, r.record.value))
+        .collect();
+    for row in rows.iter().filter(|r| r.valid) {
+        if let Some(b) = best.get_mut(&row.line) {
+            *b = b.min(row.value);
+        }
+    }
+    for row in rows.iter_mut() {
+        let known = best.get(&row.line).copied().unwrap_or(row.value);
+        row.best_known = Some(known);
+        row.gap_to_best_known = gap_to(row.value, known).1;
+    }
+}
+
 /// Whether `value` is optimal (within [`TOLERANCE`] of `reference`) and its gap:
 /// (value - reference) / reference, 0 when optimal, `None` when undefined (zero reference,
 /// non-zero value).
@@ -1010,6 +1061,11 @@ fn score_one(
     };
     let (optimal, gap) = gap_to(scored.value, reference);
     let same = |other: &[usize]| scored.valid && scored.order.as_deref() == Some(other);
+    let listing = scored
+        .order
+        .as_deref()
+        .filter(|_| scored.valid && r.problem.jobs() <= LISTING_MAX_JOBS)
+        .map(|order| crate::listing::trace(&r.problem, objective, variant, &rules.rank, order));
     Ok(Row {
         policy: policy.to_string(),
         record: rec.id.clone(),
@@ -1031,6 +1087,13 @@ fn score_one(
         best_rule_value: rules.best_value,
         same_as_queue_order: same(&rules.queue_order),
         same_as_best_rule_order: same(&rules.best_order),
+        ect_value: Some(rules.ect_value),
+        same_as_ect_order: same(&rules.ect_order),
+        decisions: listing.map(|t| t.decisions),
+        leaving: listing.map(|t| t.leaving),
+        leaving_right: listing.map(|t| t.leaving_right),
+        best_known: None,
+        gap_to_best_known: None,
         defects: scored.defects,
         decoding: String::new(),
         unconstrained_valid: None,

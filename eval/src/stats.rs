@@ -28,11 +28,12 @@ use schedlm_solver::rules::Rule;
 use serde::{Deserialize, Serialize};
 
 use crate::baseline::RecordRules;
+use crate::listing::ListingTrace;
 use crate::snapshot::{gap_to, Row};
 use crate::verdict::{compare, Comparison, VerdictRule};
 
 /// Gap statistics of one policy or group.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GapStats {
     /// Mean of the defined gaps, a fraction (0.05 = 5%); `None` when no gap is defined.
     pub mean: Option<f64>,
@@ -82,6 +83,22 @@ pub struct PolicyStats {
     /// Share of rows whose placed order is the best rule per instance's (invalid answers never
     /// are).
     pub same_as_best_rule_order: f64,
+    /// Record by record against `ect`, the earliest-completion rule (the listing of the step
+    /// prompts followed at every state); `None` when the rows do not carry its value.
+    #[serde(default)]
+    pub vs_ect: Option<Tally>,
+    /// Share of rows whose placed order is `ect`'s.
+    #[serde(default)]
+    pub same_as_ect_order: f64,
+    /// The answers read as step decisions against the earliest-completion listing, summed
+    /// over the rows that were read ([`crate::listing`]); `None` when none was.
+    #[serde(default)]
+    pub listing: Option<ListingTrace>,
+    /// Statistics of the gaps to each record's best known value (the least of its label's
+    /// value and every valid answer in the evaluation), beside [`PolicyStats::gap`], which
+    /// is to the reference (a lower bound where the label is unproven).
+    #[serde(default)]
+    pub gap_to_best_known: GapStats,
     /// How the policy's answers were decoded (text policies; see [`Row::decoding`]).
     #[serde(default)]
     pub decoding: Option<String>,
@@ -206,6 +223,9 @@ pub struct Stats {
     /// Gap of the best rule per instance, every record once (`best_rule_value` against the
     /// record's reference).
     pub best_rule_per_instance_gap: GapStats,
+    /// The best rule per instance's gaps to each record's best known value.
+    #[serde(default)]
+    pub best_rule_per_instance_gap_to_best_known: GapStats,
     /// Mean value of the best rule per instance, every record once.
     pub best_rule_per_instance_mean_value: f64,
     /// Gap of FCFS, every record once (`fcfs_value` against the record's reference), whether
@@ -302,6 +322,10 @@ pub fn summarize_with(
                 .iter()
                 .map(|r| gap_to(r.best_rule_value, r.reference).1),
         ),
+        best_rule_per_instance_gap_to_best_known: gap_stats_of(records.iter().map(|r| {
+            r.best_known
+                .and_then(|known| gap_to(r.best_rule_value, known).1)
+        })),
         best_rule_per_instance_mean_value: mean(records.iter().map(|r| r.best_rule_value))
             .unwrap_or(f64::NAN),
         fcfs_gap: gap_stats_of(records.iter().map(|r| gap_to(r.fcfs_value, r.reference).1)),
@@ -334,6 +358,10 @@ impl<'a> Gaps<'a> {
                 gaps.insert((BRPI.to_string(), r.record.as_str()), brpi);
                 let fcfs = gap_to(r.fcfs_value, r.reference).1;
                 gaps.insert((FCFS_REFERENCE.to_string(), r.record.as_str()), fcfs);
+                if let Some(ect) = r.ect_value {
+                    let ect = gap_to(ect, r.reference).1;
+                    gaps.insert((ECT.to_string(), r.record.as_str()), ect);
+                }
             }
             gaps.insert((r.policy.clone(), r.record.as_str()), r.gap);
         }
@@ -368,6 +396,10 @@ impl<'a> Gaps<'a> {
     }
 }
 
+/// The name of the earliest-completion rule in comparisons (a policy of that name, evaluated
+/// in the same run, has the same values).
+pub const ECT: &str = "ect";
+
 /// The reference name of FCFS (the fallback's values, known on every record) in comparisons.
 pub const FCFS_REFERENCE: &str = "fcfs";
 
@@ -388,6 +420,7 @@ fn verdicts(
     };
     for p in per.iter().filter(|p| is_text(&p.policy) && !p.all_failed()) {
         judge(&p.policy, BRPI, BRPI);
+        judge(&p.policy, ECT, ECT);
         if let Some(b) = single.filter(|b| b.rule != "fcfs") {
             let key = if policies.contains(&b.rule) {
                 b.rule.clone()
@@ -539,6 +572,24 @@ fn policy_stats(policy: &str, rows: &[&Row]) -> PolicyStats {
         }),
         same_as_queue_order: share(rows, |r| r.same_as_queue_order),
         same_as_best_rule_order: share(rows, |r| r.same_as_best_rule_order),
+        vs_ect: rows.iter().all(|r| r.ect_value.is_some()).then(|| {
+            rows.iter().fold(Tally::default(), |mut t, r| {
+                t.add(r.value, r.ect_value.unwrap_or(f64::NAN));
+                t
+            })
+        }),
+        same_as_ect_order: share(rows, |r| r.same_as_ect_order),
+        listing: rows.iter().any(|r| r.decisions.is_some()).then(|| {
+            rows.iter().fold(ListingTrace::default(), |mut t, r| {
+                t.add(&ListingTrace {
+                    decisions: r.decisions.unwrap_or(0),
+                    leaving: r.leaving.unwrap_or(0),
+                    leaving_right: r.leaving_right.unwrap_or(0),
+                });
+                t
+            })
+        }),
+        gap_to_best_known: gap_stats_of(rows.iter().map(|r| r.gap_to_best_known)),
         decoding: rows
             .iter()
             .map(|r| r.decoding.as_str())
@@ -710,6 +761,13 @@ mod tests {
             best_rule_value: value,
             same_as_queue_order: false,
             same_as_best_rule_order: false,
+            ect_value: Some(value),
+            same_as_ect_order: false,
+            decisions: None,
+            leaving: None,
+            leaving_right: None,
+            best_known: Some(reference),
+            gap_to_best_known: None,
             decoding: String::new(),
             unconstrained_valid: None,
             outside_training: None,
@@ -920,6 +978,9 @@ mod tests {
                 best_rule: Rule::Ljf,
                 best_value: best,
                 best_order: Vec::new(),
+                rank: Vec::new(),
+                ect_order: Vec::new(),
+                ect_value: fcfs,
                 queue_order: Vec::new(),
                 disagrees: false,
             })

@@ -206,11 +206,79 @@ fn summary_numbers_recompute_from_the_csv() {
             // An invalid answer is never identical.
             assert!(mine.iter().all(|r| r[k] == "false" || r["valid"] == "true"));
         }
+        // Against ect: the tally and the share from the `ect_value` and order columns; the
+        // listing sums from the decision columns.
+        let (mut w, mut t, mut l) = (0u64, 0u64, 0u64);
+        for r in &mine {
+            let (x, y) = (f(r, "value"), f(r, "ect_value"));
+            if tied(x, y) {
+                t += 1;
+            } else if x < y {
+                w += 1;
+            } else {
+                l += 1;
+            }
+        }
+        let v = &p["vs_ect"];
+        assert_eq!(
+            (v["wins"].as_u64(), v["ties"].as_u64(), v["losses"].as_u64()),
+            (Some(w), Some(t), Some(l)),
+            "{name} against ect"
+        );
+        let same = mine
+            .iter()
+            .filter(|r| r["same_as_ect_order"] == "true")
+            .count();
+        close(
+            same as f64 / mine.len() as f64,
+            &p["same_as_ect_order"],
+            name,
+        );
+        let sum = |k: &str| -> u64 {
+            mine.iter()
+                .filter(|r| !r[k].is_empty())
+                .map(|r| r[k].parse::<u64>().unwrap())
+                .sum()
+        };
+        for k in ["decisions", "leaving", "leaving_right"] {
+            assert_eq!(p["listing"][k].as_u64(), Some(sum(k)), "{name} {k}");
+        }
+        for r in &mine {
+            // Two independent computations: ect's order never leaves the listing, and an
+            // answer that leaves it is not ect's order; a right departure is a departure.
+            let count = |k: &str| r[k].parse::<u64>().unwrap();
+            if r["valid"] == "true" {
+                assert_eq!(
+                    r["same_as_ect_order"] == "true",
+                    count("leaving") == 0,
+                    "{name}"
+                );
+                assert!(count("leaving_right") <= count("leaving"));
+                assert!(count("leaving") <= count("decisions"));
+            }
+        }
+        // Gaps to the best known value, which no valid answer of the run beats.
+        let mean_known = mine
+            .iter()
+            .map(|r| (f(r, "value") - f(r, "best_known")).max(0.0) / f(r, "best_known"))
+            .sum::<f64>()
+            / mine.len() as f64;
+        close(mean_known, &p["gap_to_best_known"]["mean"], name);
         if name == "fcfs" {
             // The generated queues are listed by submit time: FCFS is the queue order.
             close(1.0, &p["same_as_queue_order"], name);
             assert_eq!(v["wins"], 0);
         }
+    }
+    for r in rows.iter().filter(|r| r["valid"] == "true") {
+        let same_record = rows.iter().filter(|o| o["record"] == r["record"]);
+        for o in same_record {
+            assert_eq!(
+                o["best_known"], r["best_known"],
+                "one best known per record"
+            );
+        }
+        assert!(f(r, "best_known") <= f(r, "value") + 1e-9, "{r:?}");
     }
     let fcfs_rows: Vec<&Cells> = rows.iter().filter(|r| r["policy"] == "fcfs").collect();
     let mean_gap = |column: &str| {
@@ -371,6 +439,10 @@ fn summary_numbers_recompute_from_the_csv() {
             "fcfs" => {
                 let r = row(names[0]);
                 gap_of(f(r, "fcfs_value"), f(r, "reference"))
+            }
+            "ect" => {
+                let r = row(names[0]);
+                gap_of(f(r, "ect_value"), f(r, "reference"))
             }
             p => row(p)["gap"].parse().ok(),
         }

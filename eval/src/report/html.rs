@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::markdown::{
-    answer_rows, example_rows, group_rows, headline, is_text, pair_rows, policy_key, policy_rows,
-    rules_note, rules_rows, verdict_rows, BEST_RULE_LABEL,
+    answer_rows, ect_note, ect_rows, example_rows, group_rows, headline, is_text, pair_rows,
+    policy_key, policy_rows, rules_note, rules_rows, verdict_rows, BEST_RULE_LABEL,
 };
 use super::plot::{cdf, svg, Chart, Line};
 use super::SnapshotSummary;
@@ -128,6 +128,12 @@ pub fn snapshot(s: &SnapshotSummary, rows: &[Row]) -> Result<String, EvalError> 
     b.push_str("<h2>Against the rules</h2>\n");
     b.push_str(&table(rules_rows(s)));
     let _ = writeln!(b, "<p>{}</p>", escape(&rules_note()));
+    let ect = ect_rows(s);
+    if !ect.1.is_empty() {
+        b.push_str("<h2>Against the earliest-completion rule (ect)</h2>\n");
+        b.push_str(&table(ect));
+        let _ = writeln!(b, "<p>{}</p>", escape(&ect_note()));
+    }
     if !s.stats.verdicts.is_empty() {
         b.push_str("<h2>Verdicts (paired comparisons)</h2>\n");
         b.push_str(&table(verdict_rows(s, true)));

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use schedlm_solver::rules::Rule;
 
 use super::{num, pct, secs, SnapshotSummary};
-use crate::stats::{equal_compute_baselines, tied, Group, PolicyStats, BRPI, FCFS_REFERENCE};
+use crate::stats::{equal_compute_baselines, tied, Group, PolicyStats, BRPI, ECT, FCFS_REFERENCE};
 use crate::verdict::Verdict;
 
 /// The label of the best rule per instance in tables and plots.
@@ -78,6 +78,9 @@ pub fn headline(s: &SnapshotSummary) -> Vec<String> {
             continue;
         }
         out.push(against_rules(s, p));
+        if let Some(line) = against_ect(s, p) {
+            out.push(line);
+        }
         out.push(validity(s, p));
     }
     out.push(format!(
@@ -261,6 +264,115 @@ pub fn against_rules(s: &SnapshotSummary, p: &PolicyStats) -> String {
     )
 }
 
+/// The headline sentence of a text policy against `ect` (the listing of the step prompts
+/// followed at every state): whether it is that rule, and else how it differs and whether
+/// its departures from the listing pay.
+fn against_ect(s: &SnapshotSummary, p: &PolicyStats) -> Option<String> {
+    let t = p.vs_ect?;
+    if p.instances > 0 && p.same_as_ect_order >= 1.0 {
+        return Some(format!(
+            "**{}** answers `ect`'s order on all {} records: it is the earliest-completion \
+             rule (the listing of the step prompts, followed at every state).",
+            p.policy, p.instances
+        ));
+    }
+    let verdict = s
+        .stats
+        .verdicts
+        .iter()
+        .find(|c| c.policy == p.policy && c.against == ECT)
+        .map(|c| {
+            format!(
+                "{} `ect` (sign test p = {:.3})",
+                c.verdict.words(),
+                c.sign_test_p
+            )
+        })
+        .unwrap_or_else(|| "against `ect`".to_string());
+    let listing = p
+        .listing
+        .map(|l| {
+            format!(
+                "; it leaves the listing on {} of {} decisions ({}), {} of them lowering the value",
+                l.leaving,
+                l.decisions,
+                pct((l.decisions > 0).then(|| l.leaving as f64 / l.decisions as f64)),
+                l.leaving_right
+            )
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "**{}** {verdict}: {}, {}, {}; `ect`'s order on {} of records{listing}.",
+        p.policy,
+        count(t.wins, "win", "wins"),
+        count(t.ties, "tie", "ties"),
+        count(t.losses, "loss", "losses"),
+        pct(Some(p.same_as_ect_order)),
+    ))
+}
+
+/// The table of text policies against `ect` (shared with the HTML report).
+pub fn ect_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "policy",
+        "W/T/L against ect",
+        "verdict",
+        "sign test p",
+        "ect's order",
+        "decisions",
+        "leaving the listing",
+        "of those, lowering the value",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let rows = s
+        .stats
+        .policies
+        .iter()
+        .filter(|p| is_text(&p.policy) && !p.all_failed())
+        .filter_map(|p| {
+            let t = p.vs_ect?;
+            let c = s
+                .stats
+                .verdicts
+                .iter()
+                .find(|c| c.policy == p.policy && c.against == ECT);
+            let l = p.listing;
+            let share = |a: usize, b: usize| pct((b > 0).then(|| a as f64 / b as f64));
+            Some(vec![
+                p.policy.clone(),
+                format!("{}/{}/{}", t.wins, t.ties, t.losses),
+                c.map_or("-".into(), |c| c.verdict.words().to_string()),
+                c.map_or("-".into(), |c| format!("{:.3}", c.sign_test_p)),
+                pct(Some(p.same_as_ect_order)),
+                l.map_or("-".into(), |l| l.decisions.to_string()),
+                l.map_or("-".into(), |l| {
+                    format!("{} ({})", l.leaving, share(l.leaving, l.decisions))
+                }),
+                l.map_or("-".into(), |l| {
+                    format!(
+                        "{} ({})",
+                        l.leaving_right,
+                        share(l.leaving_right, l.leaving)
+                    )
+                }),
+            ])
+        })
+        .collect();
+    (header, rows)
+}
+
+/// What the `ect` table's columns mean.
+pub fn ect_note() -> String {
+    "`ect` places, at every state, the job that would end first (ties by the ranking): it is \
+     the first job of every step prompt's listing, so a step model that never leaves its \
+     listing is `ect`. A decision is a state with at least two jobs to choose from; one that \
+     leaves the listing lowers the value when the prefix, that job, then `ect` to the end ends \
+     below the prefix, the listed first job, then `ect` (docs/eval.md)."
+        .to_string()
+}
+
 /// `1 win`, `3 wins`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -328,6 +440,12 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     let _ = writeln!(md, "\n## Against the rules\n");
     md.push_str(&table(rules_rows(s)));
     let _ = writeln!(md, "\n{}", rules_note());
+    let ect = ect_rows(s);
+    if !ect.1.is_empty() {
+        let _ = writeln!(md, "\n## Against the earliest-completion rule (`ect`)\n");
+        md.push_str(&table(ect));
+        let _ = writeln!(md, "\n{}", ect_note());
+    }
     if !s.stats.verdicts.is_empty() {
         let _ = writeln!(md, "\n## Verdicts (paired comparisons)\n");
         md.push_str(&table(verdict_rows(s, true)));
@@ -370,6 +488,7 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         "decoding",
         &format!("mean {}", s.objective),
         "mean gap",
+        "mean gap to best known",
         "median gap",
         "p90 gap",
         "max gap",
@@ -403,6 +522,7 @@ pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
             decoding_cell(p),
             num(p.mean_value),
             pct(p.gap.mean),
+            pct(p.gap_to_best_known.mean),
             pct(p.gap.median),
             pct(p.gap.p90),
             pct(p.gap.max),
@@ -472,7 +592,7 @@ pub fn answer_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
 fn failed_row(p: &PolicyStats) -> Vec<String> {
     let dash = || "-".to_string();
     let mut row = vec![p.policy.clone(), decoding_cell(p)];
-    row.extend((0..6).map(|_| dash()));
+    row.extend((0..7).map(|_| dash()));
     row.extend([pct(Some(0.0)), secs(p.mean_seconds)]);
     row
 }
@@ -487,6 +607,7 @@ fn best_rule_row(s: &SnapshotSummary) -> Vec<String> {
         dash(),
         num(s.stats.best_rule_per_instance_mean_value),
         pct(g.mean),
+        pct(s.stats.best_rule_per_instance_gap_to_best_known.mean),
         pct(g.median),
         pct(g.p90),
         pct(g.max),
