@@ -589,6 +589,13 @@ fn relative(top: &Path, path: &Path) -> String {
     path.strip_prefix(top).unwrap_or(path).display().to_string()
 }
 
+/// Whether [`extract`] reads a file of the job directory at `path` whose bytes start with
+/// `head`: a script, a config or Python by its name, or a file that starts with `#!`. What
+/// it gives of any other file is its name in [`Extraction::skipped`], never a fact.
+pub fn reads(path: &Path, head: &[u8]) -> bool {
+    by_name(path) || head.starts_with(b"#!")
+}
+
 /// Whether a file's name says it is a script, a config or Python: read whole. Other files are
 /// read only when they start with `#!`.
 fn by_name(path: &Path) -> bool {
