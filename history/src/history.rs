@@ -510,17 +510,22 @@ impl History {
         if let Some(id) = found {
             return Ok(id);
         }
+        // The descriptor in the same statement: the triggers that count it run once.
+        let described = stored.values();
+        let mut inserted: Vec<&dyn rusqlite::ToSql> = values.to_vec();
+        inserted.extend(described.iter().map(|v| v as &dyn rusqlite::ToSql));
         self.conn
             .execute(
                 "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
-                                   embedding_model, embedding, submit, start, gpus)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                values,
+                                   embedding_model, embedding, submit, start, gpus,
+                                   d_k0, d_k1, d_k2, d_k3, d_k4, d_k5,
+                                   d_s0, d_s1, d_s2, d_s3, d_s4, d_s5)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                         ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                &*inserted,
             )
             .map_err(fail)?;
-        let id = self.conn.last_insert_rowid();
-        stored.write(&self.conn, id).map_err(fail)?;
-        Ok(id)
+        Ok(self.conn.last_insert_rowid())
     }
 
     /// Every job, in the order added.

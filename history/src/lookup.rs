@@ -147,6 +147,14 @@ impl Stored {
         }
     }
 
+    /// Its values, in the order of the columns (`d_k0` ... `d_s5`).
+    pub(crate) fn values(&self) -> [Sql; 2 * SLOTS] {
+        std::array::from_fn(|i| match i.checked_sub(SLOTS) {
+            None => self.kinds[i].map_or(Sql::Null, Sql::Integer),
+            Some(slot) => self.sizes[slot].map_or(Sql::Null, Sql::Real),
+        })
+    }
+
     /// Writes it into job `id`'s columns.
     pub(crate) fn write(&self, conn: &Connection, id: i64) -> rusqlite::Result<()> {
         let k = &self.kinds;
@@ -320,13 +328,7 @@ impl History {
         while at < distinct.len() && found.len() < k {
             let distance = distinct[at].0;
             while at < distinct.len() && distinct[at].0.total_cmp(&distance).is_eq() {
-                let stored = &distinct[at].1;
-                let values: Vec<Sql> = stored
-                    .kinds
-                    .iter()
-                    .map(|k| k.map_or(Sql::Null, Sql::Integer))
-                    .chain(stored.sizes.iter().map(|s| s.map_or(Sql::Null, Sql::Real)))
-                    .collect();
+                let values = distinct[at].1.values();
                 let ids = stmt
                     .query_map(rusqlite::params_from_iter(values), |r| r.get::<_, i64>(0))
                     .map_err(fail)?;
