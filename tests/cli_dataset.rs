@@ -539,6 +539,11 @@ fn merge_refuses_incomplete_or_mismatched_parts() {
     assert!(e.contains("shard 1/2 given twice"), "{e}");
     let e = merge(&[&p1, &other], "m3").failed().stderr;
     assert!(e.contains("other arguments"), "{e}");
+    // A merge says what it wrote, and nothing with -q.
+    let said = merge(&[&p1, &p2], "m5").ok().stderr;
+    assert!(said.contains("merged 2 parts into"), "{said}");
+    let said = merge(&["-q", &p1, &p2], "m6").ok().stderr;
+    assert_eq!(said, "");
     // A part that lost a record is caught by its manifest.
     let train = Path::new(&p2).join("train.jsonl");
     let text = fs::read_to_string(&train).unwrap();

@@ -52,7 +52,7 @@ use schedlm_knowledge::facts::{Field, JobFacts};
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// How past jobs are matched with a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -310,9 +310,11 @@ impl History {
                         {columns}
                     );
                     {indexes}
+                    {descriptors}
                     PRAGMA user_version = {SCHEMA_VERSION};",
                     columns = crate::lookup::COLUMNS_SQL,
                     indexes = crate::lookup::INDEXES_SQL,
+                    descriptors = crate::lookup::descriptors_sql(),
                 ))
                 .map_err(|e| history.error("cannot create the jobs table", e))?;
         } else if (1..SCHEMA_VERSION).contains(&version) {
@@ -351,9 +353,10 @@ impl History {
     }
 
     /// Version 1 had no embeddings, version 2 no accounting, version 3 no stored descriptors
-    /// and indexes (what the submission filter's look-ups read, [`crate::lookup`]): the
-    /// columns are added (every job without embedding or accounting, each job's descriptor
-    /// computed from its facts) in one transaction that first takes the write lock and reads
+    /// and indexes, version 4 no table of distinct descriptors (what the submission filter's
+    /// look-ups read, [`crate::lookup`]): the columns and tables are added (every job without
+    /// embedding or accounting, each job's descriptor computed from its facts, the distinct
+    /// descriptors counted) in one transaction that first takes the write lock and reads
     /// the version again, so an interrupted or concurrent upgrade leaves the old version or
     /// the new one, never half of it.
     fn upgrade(&self, from: i64) -> Result<(), HistoryError> {
@@ -397,23 +400,29 @@ impl History {
                  ALTER TABLE jobs ADD COLUMN gpus INTEGER;",
             );
         }
-        for column in crate::lookup::COLUMNS_SQL.split(',') {
-            upgrade.push_str(&format!("ALTER TABLE jobs ADD COLUMN {};", column.trim()));
+        if version <= 3 {
+            for column in crate::lookup::COLUMNS_SQL.split(',') {
+                upgrade.push_str(&format!("ALTER TABLE jobs ADD COLUMN {};", column.trim()));
+            }
+            self.conn.execute_batch(&upgrade).map_err(fail)?;
+            crate::lookup::fill_descriptors(&self.conn).map_err(|e| match e {
+                crate::lookup::Fill::Sqlite(e) => fail(e),
+                crate::lookup::Fill::Facts { id, message } => HistoryError::Row {
+                    id,
+                    column: "facts",
+                    message,
+                },
+            })?;
+            self.conn
+                .execute_batch(crate::lookup::INDEXES_SQL)
+                .map_err(fail)?;
         }
-        self.conn.execute_batch(&upgrade).map_err(fail)?;
-        crate::lookup::fill_descriptors(&self.conn).map_err(|e| match e {
-            crate::lookup::Fill::Sqlite(e) => fail(e),
-            crate::lookup::Fill::Facts { id, message } => HistoryError::Row {
-                id,
-                column: "facts",
-                message,
-            },
-        })?;
         self.conn
-            .execute_batch(&format!(
-                "{}\nPRAGMA user_version = {SCHEMA_VERSION};",
-                crate::lookup::INDEXES_SQL
-            ))
+            .execute_batch(&crate::lookup::descriptors_sql())
+            .map_err(fail)?;
+        crate::lookup::fill_distinct(&self.conn).map_err(fail)?;
+        self.conn
+            .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))
             .map_err(fail)
     }
 
@@ -501,17 +510,22 @@ impl History {
         if let Some(id) = found {
             return Ok(id);
         }
+        // The descriptor in the same statement: the triggers that count it run once.
+        let described = stored.values();
+        let mut inserted: Vec<&dyn rusqlite::ToSql> = values.to_vec();
+        inserted.extend(described.iter().map(|v| v as &dyn rusqlite::ToSql));
         self.conn
             .execute(
                 "INSERT INTO jobs (name, user, facts, requested_s, actual_s, outcome,
-                                   embedding_model, embedding, submit, start, gpus)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                values,
+                                   embedding_model, embedding, submit, start, gpus,
+                                   d_k0, d_k1, d_k2, d_k3, d_k4, d_k5,
+                                   d_s0, d_s1, d_s2, d_s3, d_s4, d_s5)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                         ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                &*inserted,
             )
             .map_err(fail)?;
-        let id = self.conn.last_insert_rowid();
-        stored.write(&self.conn, id).map_err(fail)?;
-        Ok(id)
+        Ok(self.conn.last_insert_rowid())
     }
 
     /// Every job, in the order added.

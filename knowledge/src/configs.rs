@@ -632,14 +632,41 @@ fn yaml_to_json(node: &yaml_rust2::Yaml) -> Value {
         Yaml::String(s) => number_or_text(s),
         Yaml::Boolean(b) => json!(b),
         Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
-        Yaml::Hash(map) => Value::Object(
-            map.iter()
-                .filter_map(|(k, v)| k.as_str().map(|k| (k.to_string(), yaml_to_json(v))))
-                .collect(),
-        ),
+        Yaml::Hash(map) => {
+            let mut out = serde_json::Map::new();
+            let mut merged = Vec::new();
+            for (k, v) in map {
+                match k.as_str() {
+                    Some(MERGE_KEY) => merged.push(v),
+                    Some(k) => {
+                        out.insert(k.to_string(), yaml_to_json(v));
+                    }
+                    None => {}
+                }
+            }
+            // PyYAML's merge keys (`<<: *base`, `<<: [*a, *b]`): the keys of the mappings
+            // merged that the mapping does not give itself, the first mapping of a list first.
+            for value in merged {
+                let sources = match value {
+                    Yaml::Array(items) => items.iter().collect(),
+                    one => vec![one],
+                };
+                for source in sources {
+                    if let Value::Object(keys) = yaml_to_json(source) {
+                        for (k, v) in keys {
+                            out.entry(k).or_insert(v);
+                        }
+                    }
+                }
+            }
+            Value::Object(out)
+        }
         _ => Value::Null,
     }
 }
+
+/// YAML 1.1's merge key, which PyYAML (and so every Python training script) reads.
+const MERGE_KEY: &str = "<<";
 
 /// YAML 1.2 reads `5e-5` (no dot) and `100_000` (YAML 1.1's digit groups) as strings;
 /// training configs mean numbers. yacs (detectron2) evaluates a Python tuple written as text,
@@ -720,6 +747,26 @@ mod tests {
         let text = "base: &b\n  learning_rate: 0.001\ntrain: *b\n";
         read_config("ok.yaml", text, Syntax::Yaml, &mut facts).unwrap();
         assert_eq!(facts.get(Field::LearningRate).unwrap().value, json!(0.001));
+    }
+
+    #[test]
+    fn merge_keys_read_as_pyyaml_does() {
+        // PyYAML: {'train': {'learning_rate': 0.0003, 'epochs': 3, 'max_steps': 1000,
+        // 'per_device_train_batch_size': 16}} (the mapping's own keys win; of a list of
+        // merged mappings, the first).
+        let text = "base: &base\n  learning_rate: 0.001\n  epochs: 3\n\
+                    more: &more\n  max_steps: 1000\n  epochs: 9\n\
+                    batch: &batch\n  per_device_train_batch_size: 16\n\
+                    train:\n  <<: [*base, *more]\n  learning_rate: 0.0003\n  \
+                    inner:\n    <<: *batch\n";
+        let mut duplicates = Vec::new();
+        let value = parse_yaml(text, &mut duplicates).unwrap();
+        assert_eq!(
+            value["train"],
+            json!({"learning_rate": 0.0003, "epochs": 3, "max_steps": 1000,
+                   "inner": {"per_device_train_batch_size": 16}})
+        );
+        assert!(duplicates.is_empty(), "{duplicates:?}");
     }
 
     #[test]

@@ -589,6 +589,13 @@ fn relative(top: &Path, path: &Path) -> String {
     path.strip_prefix(top).unwrap_or(path).display().to_string()
 }
 
+/// Whether [`extract`] reads a file of the job directory at `path` whose bytes start with
+/// `head`: a script, a config or Python by its name, or a file that starts with `#!`. What
+/// it gives of any other file is its name in [`Extraction::skipped`], never a fact.
+pub fn reads(path: &Path, head: &[u8]) -> bool {
+    by_name(path) || head.starts_with(b"#!")
+}
+
 /// Whether a file's name says it is a script, a config or Python: read whole. Other files are
 /// read only when they start with `#!`.
 fn by_name(path: &Path) -> bool {
@@ -1345,6 +1352,23 @@ mod tests {
         let f =
             script_facts("#SBATCH --gres=gpu:8\nCUDA_VISIBLE_DEVICES=0,1,2,3 deepspeed train.py\n");
         assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)));
+        // Set for the whole script, exported or not (Slurm exports it): the same; a
+        // command's own assignment wins.
+        for set in [
+            "export CUDA_VISIBLE_DEVICES=0,1,2,3",
+            "CUDA_VISIBLE_DEVICES=\"0,1,2,3\"",
+        ] {
+            let f = script_facts(&format!("{set}\ncd /work\ntorchrun train.py --lr 1\n"));
+            assert_eq!(f.value(Field::GpusPerNode), Some(&json!(4)), "{set}");
+            let f = script_facts(&format!(
+                "{set}\nCUDA_VISIBLE_DEVICES=0,1 deepspeed train.py\n"
+            ));
+            assert_eq!(f.value(Field::GpusPerNode), Some(&json!(2)), "{set}");
+        }
+        let f = script_facts(
+            "#SBATCH --gres=gpu:8\nexport CUDA_VISIBLE_DEVICES=0,1,2,3\ntorchrun train.py\n",
+        );
+        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)));
         for unknown in ["$DEVICES", "", "-1"] {
             let f = script_facts(&format!(
                 "CUDA_VISIBLE_DEVICES={unknown} deepspeed train.py\n"
@@ -1379,6 +1403,42 @@ mod tests {
         assert!(!launch::is_accumulation("batch_size"));
         assert!(launch::is_accumulation("grad_accum_steps"));
         assert!(launch::is_accumulation("accum_count"));
+    }
+
+    #[test]
+    fn fifos_in_the_job_directory_are_listed_never_opened() {
+        // A FIFO without a writer blocks whoever opens it for reading: those named like the
+        // files extract reads (a script, a config), and a link to one, are listed as skipped
+        // from their metadata; the rest of the job is read.
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("run.sh"),
+            "torchrun --nproc_per_node 4 train.py\n",
+        )
+        .unwrap();
+        for name in ["train.sh", "config.yaml", "args.json"] {
+            let path = dir.path().join(name);
+            let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        }
+        std::os::unix::fs::symlink("train.sh", dir.path().join("link.sh")).unwrap();
+        let e = extract(dir.path(), None, &[]).unwrap();
+        assert_eq!(e.facts.value(Field::GpusPerNode), Some(&json!(4)));
+        let mut skipped: Vec<(&str, &str)> = e
+            .skipped
+            .iter()
+            .map(|s| (s.file.as_str(), s.reason.as_str()))
+            .collect();
+        skipped.sort();
+        assert_eq!(
+            skipped,
+            [
+                ("args.json", "not a regular file: a FIFO"),
+                ("config.yaml", "not a regular file: a FIFO"),
+                ("link.sh", "a symbolic link to a FIFO"),
+                ("train.sh", "not a regular file: a FIFO"),
+            ]
+        );
     }
 
     #[test]

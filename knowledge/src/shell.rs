@@ -28,7 +28,9 @@ pub struct Command {
 /// `bash -c` (`srun --nodes=2 bash -c "..."`); a script of the job run with arguments is read
 /// with `$1`, `$2`, ... bound. A file the script sources (`source env.sh`, `. ./env.sh`; its
 /// text from `source`, `None` when it is not to be read) sets variables too, up to
-/// four files deep; its commands are not the job's.
+/// four files deep; its commands are not the job's. The devices set for the script
+/// (`export CUDA_VISIBLE_DEVICES=0,1,2,3`) are each later command's first word, as in the
+/// inline form (`CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun ...`), unless it sets its own.
 pub fn commands(text: &str, source: &mut dyn FnMut(&str) -> Option<String>) -> Vec<Command> {
     let mut out = Vec::new();
     let mut vars: HashMap<String, String> = HashMap::new();
@@ -339,8 +341,23 @@ fn run(
             }
         }
     }
+    // The devices set for the whole script (`export CUDA_VISIBLE_DEVICES=0,1,2,3`) are the
+    // devices of each command after it, unless the command sets its own: the same first word
+    // as the inline form (`CUDA_VISIBLE_DEVICES=0,1 torchrun ...`).
+    let mut words = words;
+    if let Some(devices) = vars.get(DEVICES) {
+        if !words.iter().any(|w| w.starts_with(DEVICES_ASSIGNED)) {
+            words.insert(0, format!("{DEVICES_ASSIGNED}{devices}"));
+        }
+    }
     out.push(Command { line: start, words });
 }
+
+/// The variable that says which GPUs a process sees.
+const DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+
+/// Its assignment's start, as a word.
+const DEVICES_ASSIGNED: &str = "CUDA_VISIBLE_DEVICES=";
 
 /// A program's name without its directory (`/usr/bin/python3` -> `python3`).
 pub fn program(word: &str) -> &str {

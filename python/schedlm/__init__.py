@@ -12,12 +12,16 @@ crates, in-process: every function calls the same Rust code as the ``schedlm`` c
 0.0
 
 Instances are dicts (as ``json.loads`` reads a line of ``schedlm generate``) or JSON text.
-Errors are ``ValueError`` with the command line's message.
+Errors are ``ValueError`` with the command line's message. A field the instance schema does
+not know is such an error, naming it and its job; every function that reads instances takes
+``allow_unknown_fields=True`` to leave such fields out with one ``UserWarning`` that names
+them, as the command line's ``--allow-unknown-fields`` does.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _schedlm
@@ -52,6 +56,27 @@ def instance_json(instance: Instance) -> str:
     if isinstance(instance, str):
         return instance
     return json.dumps(instance)
+
+
+def _accepted(texts: list[str], allow_unknown_fields: bool) -> list[str]:
+    """``texts`` as read: unchanged (a field the schema does not know is an error naming it
+    and its job), or with ``allow_unknown_fields`` without such fields, with one warning
+    that names them, as the command line's ``--allow-unknown-fields`` does."""
+    if not allow_unknown_fields:
+        return texts
+    out: list[str] = []
+    ignored: list[str] = []
+    for text in texts:
+        kept, places = _schedlm.without_unknown_fields(text)
+        out.append(kept)
+        ignored.extend(p for p in places if p not in ignored)
+    if ignored:
+        warnings.warn(
+            "ignored unknown fields (allow_unknown_fields): " + "; ".join(ignored),
+            UserWarning,
+            stacklevel=3,
+        )
+    return out
 
 
 def _settings(
@@ -132,6 +157,7 @@ def render(
     template: str = "compact-v2",
     objective: str = "bsld",
     variant: str = "serial",
+    allow_unknown_fields: bool = False,
 ) -> dict:
     """The prompt of an instance, as ``schedlm dataset build`` renders it.
 
@@ -139,7 +165,8 @@ def render(
     records' ``prompt``), ``messages`` (system and user, the records' conversational form),
     ``template`` and ``ids`` (prompt id such as ``J3`` to the instance's id).
     """
-    return json.loads(_schedlm.render(instance_json(instance), template, objective, variant))
+    (text,) = _accepted([instance_json(instance)], allow_unknown_fields)
+    return json.loads(_schedlm.render(text, template, objective, variant))
 
 
 def score(
@@ -150,6 +177,7 @@ def score(
     variant: Optional[str] = None,
     strict: bool = True,
     reference: Optional[float] = None,
+    allow_unknown_fields: bool = False,
 ) -> dict:
     """Scores a text answer to the instance's prompt, as ``schedlm eval`` scores it.
 
@@ -166,6 +194,7 @@ def score(
     a record the defaults are compact-v2, bsld and serial.
     """
     text, t, o, v, ref = _settings(instance, template, objective, variant, reference)
+    (text,) = _accepted([text], allow_unknown_fields)
     return json.loads(_schedlm.score(text, answer, t, o, v, strict, ref))
 
 
@@ -177,6 +206,7 @@ def score_many(
     variant: Optional[str] = None,
     strict: bool = True,
     references: Optional[Sequence[Optional[float]]] = None,
+    allow_unknown_fields: bool = False,
 ) -> list[dict]:
     """:func:`score` of ``answers[k]`` on ``instances[k]`` (instances or records) for every
     k, on all cores. One template, objective and variant for the whole batch: the first
@@ -188,7 +218,7 @@ def score_many(
     unpacked = [_settings(i, template, objective, variant, r)
                 for i, r in zip(instances, references)]
     _, t, o, v, _ = unpacked[0]
-    texts = [u[0] for u in unpacked]
+    texts = _accepted([u[0] for u in unpacked], allow_unknown_fields)
     refs = [None if u[4] is None else float(u[4]) for u in unpacked]
     out = _schedlm.score_many(texts, list(answers), t, o, v, strict, refs)
     return [json.loads(s) for s in out]
@@ -200,6 +230,7 @@ def reward(
     template: Optional[str] = None,
     objective: Optional[str] = None,
     variant: Optional[str] = None,
+    allow_unknown_fields: bool = False,
 ) -> float:
     """The reward of a text answer: the function ``schedlm rl`` trains with.
 
@@ -215,6 +246,7 @@ def reward(
     are used).
     """
     text, t, o, v, _ = _settings(instance, template, objective, variant)
+    (text,) = _accepted([text], allow_unknown_fields)
     return _schedlm.reward(text, answer, t, o, v)
 
 
@@ -224,6 +256,7 @@ def reward_many(
     template: Optional[str] = None,
     objective: Optional[str] = None,
     variant: Optional[str] = None,
+    allow_unknown_fields: bool = False,
 ) -> list[float]:
     """:func:`reward` of ``answers[k]`` on ``instances[k]`` (instances or records) for every
     k, on all cores, without the GIL. One template, objective and variant for the batch: the
@@ -232,7 +265,8 @@ def reward_many(
         return []
     unpacked = [_settings(i, template, objective, variant) for i in instances]
     _, t, o, v, _ = unpacked[0]
-    return _schedlm.reward_many([u[0] for u in unpacked], list(answers), t, o, v)
+    texts = _accepted([u[0] for u in unpacked], allow_unknown_fields)
+    return _schedlm.reward_many(texts, list(answers), t, o, v)
 
 
 #: ``schedlm dataset build``'s default ``--work-limit``: units of counted search work, about
@@ -249,6 +283,7 @@ def solve(
     node_limit: Optional[int] = None,
     seed: int = 1,
     work_limit: Optional[int] = None,
+    allow_unknown_fields: bool = False,
 ) -> dict:
     """The best order of an instance, as ``schedlm solve`` writes it (without ``line``).
 
@@ -261,9 +296,10 @@ def solve(
     """
     if time_limit is None and work_limit is None:
         time_limit = 10.0
+    (text,) = _accepted([instance_json(instance)], allow_unknown_fields)
     return json.loads(
         _schedlm.solve(
-            instance_json(instance), solver, objective, variant,
+            text, solver, objective, variant,
             None if time_limit is None else float(time_limit), node_limit, seed, work_limit,
         )
     )
@@ -283,6 +319,7 @@ def label(
     answer: str = "canonical",
     plan: bool = False,
     work_limit: Optional[int] = DEFAULT_WORK_LIMIT,
+    allow_unknown_fields: bool = False,
 ) -> dict:
     """The dataset record of an instance, as ``schedlm dataset build`` writes it: ``prompt``,
     ``completion``, ``messages``, ``order``, ``value``, ``lower_bound``,
@@ -292,9 +329,10 @@ def label(
     ``work_limit=None`` and a ``time_limit`` for a label decided by the clock)."""
     if time_limit is None and work_limit is None:
         raise ValueError("give a work_limit or a time_limit")
+    (text,) = _accepted([instance_json(instance)], allow_unknown_fields)
     return json.loads(
         _schedlm.label(
-            instance_json(instance), index, family, template, objective, variant, solver,
+            text, index, family, template, objective, variant, solver,
             None if time_limit is None else float(time_limit), node_limit, seed, answer, plan,
             work_limit,
         )

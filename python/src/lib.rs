@@ -78,6 +78,28 @@ fn drop_nulls(value: &mut Value) {
     }
 }
 
+/// The instance in `instance_json` without the fields its schema does not know, as JSON, and
+/// where each of those was (`queue job field "dep"`, once per place): what the command line's
+/// `--allow-unknown-fields` reads. Null members are taken as absent, as everywhere here. Text
+/// that is no instance for another reason is the parser's error.
+#[pyfunction]
+fn without_unknown_fields(instance_json: &str) -> PyResult<(String, Vec<String>)> {
+    let mut value: Value = serde_json::from_str(instance_json)
+        .map_err(|e| value_error(format!("not an instance: {e}")))?;
+    drop_nulls(&mut value);
+    let (instance, ignored) =
+        Instance::from_json_with(&value.to_string(), schedlm_model::UnknownFields::Ignore)
+            .map_err(value_error)?;
+    let mut places: Vec<String> = Vec::new();
+    for field in ignored {
+        let place = field.place();
+        if !places.contains(&place) {
+            places.push(place);
+        }
+    }
+    Ok((instance.to_json(), places))
+}
+
 /// An instance made ready to score answers to its prompt: parsed, compiled, its prompt ids and
 /// the best rule's value computed once.
 struct Prepared {
@@ -589,5 +611,6 @@ fn _schedlm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reward_many, m)?)?;
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(label, m)?)?;
+    m.add_function(wrap_pyfunction!(without_unknown_fields, m)?)?;
     Ok(())
 }

@@ -4,6 +4,7 @@ import csv
 import json
 import math
 import random
+import warnings
 
 import pytest
 
@@ -112,6 +113,36 @@ def test_errors_carry_the_cli_messages():
     bad = dict(inst, queue=[dict(inst["queue"][0], walltime=-5)] + inst["queue"][1:])
     with pytest.raises(ValueError, match="walltime"):
         schedlm.solve(bad)
+
+
+def test_unknown_fields_are_errors_unless_allowed_with_a_warning():
+    inst = schedlm.generate("uniform", queue=6, count=1, seed=1)[0]
+    job = inst["queue"][0]["id"]
+    newer = dict(inst, origin="v9",
+                 queue=[dict(inst["queue"][0], dep="x")] + inst["queue"][1:])
+    # Without it: the error names the field and its job, as the command line's does.
+    for call in (lambda **a: schedlm.render(newer, **a),
+                 lambda **a: schedlm.score(newer, "J1", **a),
+                 lambda **a: schedlm.reward_many([newer], ["J1"], **a),
+                 lambda **a: schedlm.solve(newer, work_limit=100_000, **a),
+                 lambda **a: schedlm.label(newer, **a)):
+        with pytest.raises(ValueError, match=f'queue job "{job}": unknown field "dep"'):
+            call()
+        # With it: the answer of the instance without them, and one warning naming them.
+        with pytest.warns(UserWarning, match='top-level field "origin"; queue job field "dep"'):
+            call(allow_unknown_fields=True)
+    with pytest.warns(UserWarning, match="allow_unknown_fields"):
+        assert schedlm.render(newer, allow_unknown_fields=True) == schedlm.render(inst)
+    with pytest.warns(UserWarning):
+        assert (schedlm.reward_many([newer, inst], ["J1", "J1"], allow_unknown_fields=True)
+                == schedlm.reward_many([inst, inst], ["J1", "J1"]))
+    with pytest.warns(UserWarning):
+        got = schedlm.label(newer, allow_unknown_fields=True)
+    assert got == schedlm.label(inst)
+    # Nothing unknown: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert schedlm.score(inst, "J1", allow_unknown_fields=True) == schedlm.score(inst, "J1")
 
 
 @pytest.mark.parametrize("solver", ["auto", "bnb", "ls"])

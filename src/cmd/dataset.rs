@@ -198,6 +198,9 @@ pub struct MergeCmd {
     /// Output directory (must not hold a dataset yet).
     #[arg(visible_alias = "output", long, short = 'o')]
     pub out: PathBuf,
+
+    #[command(flatten)]
+    pub progress: crate::io::ProgressArgs,
 }
 
 #[derive(Debug, Args)]
@@ -476,13 +479,13 @@ fn run_build(a: &BuildCmd) -> Result<()> {
 
 fn run_merge(a: &MergeCmd) -> Result<()> {
     let m = merge(&a.parts, &a.out)?;
-    eprintln!(
+    a.progress.say(format_args!(
         "merged {} parts into {}: {} records, {} proven optimal",
         a.parts.len(),
         a.out.display(),
         m.total(),
         m.proven_optimal
-    );
+    ));
     Ok(())
 }
 

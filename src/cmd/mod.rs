@@ -200,6 +200,7 @@ mod tests {
             "rl",
             "estimate",
             "dataset build",
+            "dataset merge",
             "bench solve",
             "generate",
             "import psplib",
@@ -221,6 +222,26 @@ mod tests {
                 "{path}: no --progress"
             );
         }
+    }
+
+    /// Wherever `--quiet` is documented, `-q` is accepted too, and means the same.
+    #[test]
+    fn every_quiet_takes_q() {
+        use clap::CommandFactory;
+        fn walk(command: &clap::Command, path: &str, seen: &mut usize) {
+            for arg in command.get_arguments() {
+                if arg.get_long() == Some("quiet") {
+                    *seen += 1;
+                    assert_eq!(arg.get_short(), Some('q'), "{path}: --quiet without -q");
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), seen);
+            }
+        }
+        let mut seen = 0;
+        walk(&Cli::command(), "schedlm", &mut seen);
+        assert!(seen >= 11, "{seen} commands with --quiet");
     }
 
     /// An option that only means something with another one is refused without it, also when

@@ -175,7 +175,9 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
         }
         filled.notes.extend(walk.summary());
         submit_dir::materialise(&walk, job.path())?;
-        let known = walk.files.iter().any(|(_, b)| Some(b) == script.as_ref());
+        let known = walk.files.iter().any(|(rel, b)| {
+            Some(b) == script.as_ref() && schedlm_knowledge::extract::reads(Path::new(rel), b)
+        });
         if let (Some(script), false) = (&script, known) {
             write_script(job.path(), script)?;
         }

@@ -476,12 +476,18 @@ pub fn read_dir_command(dir: &Path, time_ms: u64) -> Result<()> {
     Ok(())
 }
 
-/// Writes the walk's files into `into` (a private folder), checking each path again.
+/// Writes the walk's files that the extractor reads ([`schedlm_knowledge::extract::reads`]:
+/// scripts, configs, Python, files that start with `#!`) into `into` (a private folder),
+/// checking each path again. The others would give no fact, and writing them costs more than
+/// the rest of a fill (a folder of 200,000 data files gives 256 of them to write).
 pub fn materialise(walk: &Walk, into: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (rel, bytes) in &walk.files {
         if !plain_relative(rel) {
             bail!("a path outside the directory: refused");
+        }
+        if !schedlm_knowledge::extract::reads(Path::new(rel), bytes) {
+            continue;
         }
         let path = into.join(rel);
         if let Some(parent) = path.parent() {
@@ -501,6 +507,30 @@ mod tests {
 
     fn later() -> Instant {
         Instant::now() + Duration::from_secs(10)
+    }
+
+    #[test]
+    fn only_the_files_the_extractor_reads_are_written() {
+        let walk = Walk {
+            files: vec![
+                ("train.sh".into(), b"python train.py\n".to_vec()),
+                ("run".into(), b"#!/bin/bash\ntorchrun train.py\n".to_vec()),
+                ("conf/a.yaml".into(), b"lr: 1\n".to_vec()),
+                ("model.py".into(), b"LR = 1\n".to_vec()),
+                ("data/f1.txt".into(), Vec::new()),
+                ("notes".into(), b"lr 1\n".to_vec()),
+            ],
+            ..Walk::default()
+        };
+        let into = tempfile::tempdir().unwrap();
+        let written = materialise(&walk, into.path()).unwrap();
+        let mut names: Vec<String> = written
+            .iter()
+            .map(|p| p.strip_prefix(into.path()).unwrap().display().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["conf/a.yaml", "model.py", "run", "train.sh"]);
+        assert!(!into.path().join("data").exists());
     }
 
     #[test]
