@@ -192,6 +192,8 @@ fn the_pipeline_dataset_has_headroom() {
         "3..4",
         "--epochs",
         "1",
+        "--shipped-count",
+        "2",
         "-o",
         &path_str(&out_dir),
     ])
@@ -227,6 +229,8 @@ fn pipeline_runs_end_to_end_to_a_report() {
         "30",
         "--epochs",
         "1",
+        "--shipped-count",
+        "2",
         "-o",
         &path_str(&out_dir),
     ])
@@ -252,6 +256,25 @@ fn pipeline_runs_end_to_end_to_a_report() {
         "{}",
         out.stdout_text()
     );
+    // The best shipped model, on unseen snapshots of its own range, against ect and the rest,
+    // and what each model is.
+    let shipped: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("shipped-report/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let verdicts = shipped["verdicts"].as_array().unwrap();
+    for against in ["best rule per instance", "ect"] {
+        assert!(
+            verdicts
+                .iter()
+                .any(|v| v["policy"].as_str().unwrap().contains("b4-uniform")
+                    && v["against"] == against),
+            "{against}: {verdicts:?}"
+        );
+    }
+    let stdout = out.stdout_text();
+    assert!(stdout.contains("the quick model"), "{stdout}");
+    assert!(stdout.contains("the best shipped model (B4)"), "{stdout}");
     for family in FAMILIES {
         let file = out_dir.join(format!("{family}.jsonl"));
         assert!(file.exists(), "{} missing", file.display());

@@ -3,8 +3,10 @@
 //! print a comparison table with each rule's gap to the proven optimum. Then the learning loop
 //! on a small scale, through the same commands a user runs: `dataset build`, `finetune` (a tiny
 //! GPT from scratch), and `eval` of rules, local search, the optimum and the model on the
-//! held-out split, which writes the report. The shipped model of `models/` (trained for an hour
-//! by the command recorded beside it, docs/learning.md) is evaluated next to the quick one.
+//! held-out split, which writes the report. Last, the best model the project ships
+//! (`models/b4-uniform`, a step model trained for an hour by the command recorded beside it,
+//! docs/learning.md) on snapshots of its own training range that it never saw, against the best
+//! rule per instance, `ect` and local search in the same time, in a second report.
 
 use clap::Args;
 use std::path::Path;
@@ -69,6 +71,11 @@ pub struct PipelineArgs {
     /// Training epochs of the tiny GPT.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub epochs: u64,
+
+    /// Snapshots the shipped step model is evaluated on: `uniform`, queues of 16..20 jobs (its
+    /// training range), generator seed 99 (its training data is seed 11); 0 leaves it out.
+    #[arg(long, default_value_t = 30)]
+    pub shipped_count: u64,
 }
 
 const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
@@ -77,8 +84,12 @@ const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
 /// over the best rule per instance (docs/learning.md, "Headroom").
 const DATA_QUEUE: &str = "10..12";
 
-/// The model trained for B1 (docs/learning.md), shipped with the source.
-const SHIPPED_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/b1-uniform");
+/// The best model shipped with the source: B4's step model (docs/learning.md).
+const SHIPPED_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/b4-uniform");
+
+/// The shipped model's training range, and a generator seed its data never used.
+const SHIPPED_QUEUE: &str = "16..20";
+const SHIPPED_SEED: &str = "99";
 
 pub fn run(args: &PipelineArgs) -> Result<()> {
     outln!(
@@ -143,18 +154,8 @@ fn learn(args: &PipelineArgs) -> Result<()> {
     let out = |p: &str| args.out.join(p).display().to_string();
     let (data, model, report) = (out("data"), out("model"), out("report"));
     let seed = args.seed.to_string();
-    let mut policies = format!("fcfs,sjf,saf,f1,wfp3,unicep,ljf,ls,optimal,model:{model}");
-    let shipped = Path::new(SHIPPED_MODEL);
-    if shipped.join("model.safetensors").exists() {
-        policies.push_str(&format!(",model:{}", shipped.display()));
-    } else {
-        outln!(
-            "
-note: the shipped model {} is not there; only the quick model is evaluated",
-            shipped.display()
-        )?;
-    }
-    let steps: [(&str, Vec<String>); 3] = [
+    let policies = format!("fcfs,sjf,saf,f1,wfp3,unicep,ljf,ect,ls,optimal,model:{model}");
+    let mut steps: Vec<(&str, Vec<String>)> = vec![
         (
             "building the dataset",
             strings(&[
@@ -209,17 +210,93 @@ note: the shipped model {} is not there; only the quick model is evaluated",
             ]),
         ),
     ];
+    let shipped = Path::new(SHIPPED_MODEL);
+    let (shipped_data, shipped_report) = (out("shipped-data"), out("shipped-report"));
+    let with_shipped = args.shipped_count > 0 && shipped.join("model.safetensors").exists();
+    if with_shipped {
+        steps.extend(shipped_steps(args, shipped, &shipped_data, &shipped_report));
+    } else if args.shipped_count > 0 {
+        outln!(
+            "\nnote: the shipped model {} is not there; only the quick model is evaluated",
+            shipped.display()
+        )?;
+    }
     for (what, argv) in steps {
         outln!("\n== {what}: schedlm {}", argv.join(" "))?;
         let cli = Cli::try_parse_from(std::iter::once("schedlm".to_string()).chain(argv))
             .map_err(|e| anyhow::anyhow!("pipeline step `{what}`: {e}"))?;
         super::run(cli).with_context(|| format!("pipeline step `{what}`"))?;
     }
+    outln!("\nthe models:")?;
+    outln!(
+        "- {model}: the quick model, a tiny GPT trained here from scratch for {} epoch(s) on \
+         uniform {DATA_QUEUE} snapshots; it shows the loop, not what a model can learn",
+        args.epochs
+    )?;
+    if with_shipped {
+        outln!(
+            "- {}: the best shipped model (B4), a step model trained for an hour on uniform \
+             {SHIPPED_QUEUE} snapshots (docs/learning.md); evaluated on unseen snapshots of that \
+             range; greedy, it answers as the earliest-completion rule `ect` does",
+            shipped.display()
+        )?;
+    }
     outln!(
         "\nreport: {}/report.html (and report.md, summary.json, instances.csv)",
         report
     )?;
+    if with_shipped {
+        outln!("shipped model's report: {shipped_report}/report.html")?;
+    }
     Ok(())
+}
+
+/// The steps that evaluate the shipped step model on snapshots of its training range that it
+/// never saw: the best rule per instance (always in a report), SJF, `ect`, and local search in
+/// the model's own time per snapshot (added by `eval` for every model).
+fn shipped_steps<'a>(
+    args: &PipelineArgs,
+    shipped: &Path,
+    data: &str,
+    report: &str,
+) -> [(&'a str, Vec<String>); 2] {
+    [
+        (
+            "building unseen snapshots in the shipped model's range",
+            strings(&[
+                "dataset",
+                "build",
+                "--family",
+                "uniform",
+                "--queue",
+                SHIPPED_QUEUE,
+                "--count",
+                &args.shipped_count.to_string(),
+                "--split",
+                "0/0/100",
+                "--seed",
+                SHIPPED_SEED,
+                "--work-limit",
+                &args.work_limit.to_string(),
+                "-o",
+                data,
+            ]),
+        ),
+        (
+            "evaluating the shipped step model",
+            strings(&[
+                "eval",
+                "--data",
+                &format!("{data}/test.jsonl"),
+                "--policies",
+                &format!("sjf,ect,model:{}", shipped.display()),
+                "--seed",
+                &args.seed.to_string(),
+                "--out",
+                report,
+            ]),
+        ),
+    ]
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
