@@ -6,27 +6,41 @@
 >>> question, answer = entry["question"], entry["answer"]  # the prompt; the label's order
 >>> data.score_answer(answer, entry)
 1.0
+>>> entry["metadata"]["source_dataset"], entry["metadata"]["source_index"]
+('schedlm', 0)
 
 Entry ``k`` is instance ``k`` of ``schedlm generate`` with the same family, queue, seed and
 shape options, labelled as ``schedlm dataset build`` labels it (``schedlm.label``). Labels are
 solved when first asked for and kept, under ``dataset build``'s default budget (a work limit
 of 12,000,000 units, no time cap): the labels do not depend on the machine's speed or load, so
 a dataset is the same on every machine for a seed.
+
+``score_answer`` is the headroom score (:func:`schedlm.headroom`): 0 for an answer no better
+than what the prompt gives away (its ranking, or the earliest-completion listing), 1 for the
+label, in between by the share of the gap it closes. Entries are reasoning-gym entries
+(``question``, ``answer``, ``metadata`` with ``source_dataset``, ``source_index`` and
+``difficulty``); ``schedlm.reasoning_gym`` registers this dataset with reasoning-gym.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator, Optional, Tuple, Union
 
-from . import DEFAULT_WORK_LIMIT, generate, label, score
+from . import DEFAULT_WORK_LIMIT, generate, headroom, label
 
 
 class Dataset:
     """``size`` scheduling questions drawn from ``seed`` (reasoning-gym style).
 
     Each entry is a dict with ``question`` (the prompt), ``answer`` (the label's completion)
-    and ``metadata`` (``instance``, ``order``, ``value``, ``lower_bound``,
-    ``proven_optimal``, ``brpi_value``, ``template``, ``objective``, ``variant``).
+    and ``metadata``: ``source_dataset`` (``"schedlm"``), ``source_index`` (the entry's
+    index), ``difficulty`` (the settings that make entries harder: ``queue``, the range of
+    queue lengths, and ``family``), ``label_difficulty`` (the label's own, as records hold
+    it: its headroom over the ranking, its deviations from it), ``instance``, ``order``,
+    ``value``, ``lower_bound``, ``proven_optimal``, ``brpi_value``, ``template``,
+    ``objective``, ``variant``. The metadata is a record's fields, so :func:`schedlm.score`,
+    :func:`schedlm.reward`, :func:`schedlm.headroom` and ``schedlm.trl``'s reward functions
+    take an entry (or a ``datasets`` row made of one) as they take a record.
     """
 
     def __init__(
@@ -47,6 +61,7 @@ class Dataset:
         if size < 0:
             raise ValueError(f"size must be 0 or more, not {size}")
         self.family = family
+        self.queue = _queue_range(queue)
         self.size = size
         self.seed = seed
         self.template = template
@@ -77,6 +92,10 @@ class Dataset:
                 "question": rec["prompt"],
                 "answer": rec["completion"],
                 "metadata": {
+                    "source_dataset": SOURCE_DATASET,
+                    "source_index": k,
+                    "difficulty": {"queue": self.queue, "family": self.family},
+                    "label_difficulty": rec.get("difficulty"),
                     "index": k,
                     "instance": inst,
                     "order": rec["order"],
@@ -96,18 +115,21 @@ class Dataset:
             yield self[k]
 
     def score_answer(self, answer: Optional[str], entry: dict) -> float:
-        """A score in [0, 1]: the label's value over the answer's (1.0 for an answer as good
-        as the label, capped at 1 when better), 0.0 for a missing or invalid answer."""
+        """The headroom score of ``answer`` in [0, 1] (:func:`schedlm.headroom`): 0.0 for an
+        answer no better than the prompt's ranking or the earliest-completion listing, and for
+        a missing or invalid one; 1.0 for an answer as good as the label; the share of the gap
+        between them that it closes otherwise."""
         if answer is None:
             return 0.0
-        meta = entry["metadata"]
-        s = score(
-            meta["instance"], answer, template=meta["template"],
-            objective=meta["objective"], variant=meta["variant"],
-        )
-        if not s["valid"]:
-            return 0.0
-        value, best = s["answer_value"], meta["value"]
-        if value <= 0.0:
-            return 1.0
-        return min(1.0, best / value)
+        return headroom(entry, answer)
+
+
+#: The ``source_dataset`` of every entry, and the name ``schedlm.reasoning_gym`` registers.
+SOURCE_DATASET = "schedlm"
+
+
+def _queue_range(queue: Union[int, Tuple[int, int]]) -> Tuple[int, int]:
+    if isinstance(queue, int):
+        return queue, queue
+    lo, hi = queue
+    return int(lo), int(hi)
