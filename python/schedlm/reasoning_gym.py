@@ -63,7 +63,8 @@ DATASET_NAME = SOURCE_DATASET
 class SchedlmConfig:
     """The settings of :class:`SchedlmDataset` (reasoning-gym passes ``create_dataset``'s
     keyword arguments here): the generator's family and queue lengths, the prompt's template,
-    objective and variant, the label's work limit, the seed and the size. ``shape`` holds
+    objective and variant, the label's work limit, the headroom every instance must have
+    (``min_headroom``, :class:`schedlm.Dataset`), the seed and the size. ``shape`` holds
     the generator's other settings (``servers``, ``deps``, ``wide``, ...; docs/generator.md)."""
 
     family: str = "uniform"
@@ -73,6 +74,7 @@ class SchedlmConfig:
     objective: str = "bsld"
     variant: str = "serial"
     work_limit: int = DEFAULT_WORK_LIMIT
+    min_headroom: Optional[float] = None
     shape: dict = field(default_factory=dict)
     seed: Optional[int] = None
     size: int = 500
@@ -86,6 +88,8 @@ class SchedlmConfig:
             )
         if self.size < 0:
             raise ValueError(f"size must be 0 or more, not {self.size}")
+        if self.min_headroom is not None and not self.min_headroom > 0:
+            raise ValueError(f"min_headroom must be a fraction above 0, not {self.min_headroom}")
         if self.work_limit < 1:
             raise ValueError(f"work_limit must be at least 1 unit, not {self.work_limit}")
 
@@ -98,7 +102,8 @@ class SchedlmDataset(_Base):
         self._data = Dataset(
             family=config.family, queue=(config.min_queue, config.max_queue), size=self.size,
             seed=self.seed, template=config.template, objective=config.objective,
-            variant=config.variant, work_limit=config.work_limit, **config.shape,
+            variant=config.variant, work_limit=config.work_limit,
+            min_headroom=config.min_headroom, **config.shape,
         )
 
     def __getitem__(self, idx: int) -> dict:

@@ -10,7 +10,7 @@
 //! the GIL and spread the work over all cores with rayon; each item is computed exactly as
 //! alone.
 //!
-//! `StepEnv` and `StepEnvBatch` wrap [`schedlm_dataset::env::StepEnv`]: one dispatch decided
+//! `StepEnv` and `StepEnvBatch` wrap [`schedlm_dataset::step_env::StepEnv`]: one dispatch decided
 //! one job at a time, each state rendered as `dataset build --records steps` renders it.
 
 use pyo3::exceptions::PyValueError;
@@ -19,12 +19,12 @@ use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
-use schedlm_dataset::env::{EnvError, StepEnv};
 use schedlm_dataset::record::prompt_text;
 use schedlm_dataset::reward::{
     brpi_value, headroom_of_text, headroom_score, reward as reward_of, score_text_against,
     Reference,
 };
+use schedlm_dataset::step_env::{EnvError, StepEnv};
 use schedlm_dataset::{
     make_record, prompt_ids, render as render_prompt, RecordOptions, SplitSpec, Template,
 };

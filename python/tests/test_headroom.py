@@ -51,7 +51,8 @@ def test_dataset_scores_the_share_of_the_headroom():
     for k, entry in enumerate(data):
         meta = entry["metadata"]
         assert (meta["source_dataset"], meta["source_index"]) == ("schedlm", k)
-        assert meta["difficulty"] == {"queue": (6, 7), "family": "hpc"}
+        assert meta["difficulty"] == {"queue": (6, 7), "family": "hpc", "min_headroom": None}
+        assert meta["index"] == k
         assert meta["label_difficulty"]["brpi_value"] == meta["brpi_value"]
         assert data.score_answer(entry["answer"], entry) == 1.0
         assert data.score_answer("no idea", entry) == 0.0
@@ -64,6 +65,32 @@ def test_dataset_scores_the_share_of_the_headroom():
         free.append(s)
     # Settings with headroom: the ranking earns nothing on most entries.
     assert sum(free) < len(free)
+
+
+def test_min_headroom_keeps_the_instances_the_free_answers_do_not_solve():
+    plain = Dataset(family="uniform", queue=(6, 8), size=100, seed=2)
+    data = Dataset(family="uniform", queue=(6, 8), size=2, seed=2, min_headroom=0.01)
+    kept = []
+    for k, entry in enumerate(data):
+        meta = entry["metadata"]
+        free = schedlm.reference(meta["instance"])["reference"]
+        assert free > meta["value"] * 1.01
+        ranking = " ".join(f"J{j}" for j in range(1, len(meta["instance"]["queue"]) + 1))
+        assert data.score_answer(ranking, entry) == 0.0
+        assert data.score_answer(entry["answer"], entry) == 1.0
+        assert meta["source_index"] == k and meta["difficulty"]["min_headroom"] == 0.01
+        # Entry k is the k-th instance of the plain stream with that headroom.
+        other = plain[meta["index"]]
+        assert other["question"] == entry["question"] and other["answer"] == entry["answer"]
+        kept.append(meta["index"])
+    skipped = [i for i in range(kept[-1]) if i not in kept]
+    for i in skipped:
+        meta = plain[i]["metadata"]
+        assert schedlm.reference(meta["instance"])["reference"] <= meta["value"] * 1.01
+    with pytest.raises(ValueError, match="found 0 instance"):
+        Dataset(queue=1, size=2, min_headroom=0.01)[0]
+    with pytest.raises(ValueError, match="min_headroom"):
+        Dataset(min_headroom=0)
 
 
 def test_trl_reward_functions_take_dataset_rows_as_they_are():

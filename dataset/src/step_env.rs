@@ -10,7 +10,7 @@
 //! value of the order (SPEC section 4).
 //!
 //! ```
-//! use schedlm_dataset::env::StepEnv;
+//! use schedlm_dataset::step_env::StepEnv;
 //! use schedlm_dataset::Template;
 //! use schedlm_model::{Instance, Objective, Variant};
 //!
@@ -26,7 +26,7 @@
 //! }
 //! assert_eq!(env.order().len(), 3);
 //! assert!(env.value().is_some());
-//! # Ok::<(), schedlm_dataset::env::EnvError>(())
+//! # Ok::<(), schedlm_dataset::step_env::EnvError>(())
 //! ```
 
 use schedlm_model::{Instance, Objective, Problem, Variant};
