@@ -51,7 +51,7 @@ class Dataset:
     """
 
     #: Instances a ``min_headroom`` dataset looks at, per entry asked for, before it gives up.
-    MAX_TRIES_PER_ENTRY = 50
+    MAX_TRIES_PER_ENTRY = 200
 
     def __init__(
         self,
