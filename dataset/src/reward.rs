@@ -142,6 +142,94 @@ pub fn score_order(
     Scored::new(value, brpi_value(problem, objective, variant))
 }
 
+/// The free answers of a prompt, which a score for reinforcement learning should not pay for:
+/// the value of the best rule per instance (BRPI, the ranking compact-v2 lists as `J1..Jn`)
+/// and of the earliest-completion listing (`ect`, the order step-v2 lists at every step, so
+/// that answering `J1` each time follows it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reference {
+    /// BRPI's value.
+    pub brpi: f64,
+    /// The `ect` policy's value ([`schedlm_solver::greedy::ect`]).
+    pub ect: f64,
+}
+
+impl Reference {
+    /// The values of both free answers on `problem`.
+    pub fn of(problem: &Problem, objective: Objective, variant: Variant) -> Reference {
+        let ect = schedlm_solver::greedy::ect(problem, objective, variant);
+        Reference {
+            brpi: brpi_value(problem, objective, variant),
+            ect: problem
+                .schedule(&ect, objective, variant)
+                .map_or(f64::INFINITY, |(_, v)| v),
+        }
+    }
+
+    /// The better (lower) of the two: the value an answer must beat to earn a
+    /// [`headroom_score`] above 0.
+    pub fn value(&self) -> f64 {
+        self.brpi.min(self.ect)
+    }
+}
+
+/// The share of the headroom an answer wins, in [0, 1], for trainers that want a bounded
+/// score (reasoning-gym's `score_answer`, GRPO with rewards in [0, 1]):
+///
+/// ```text
+/// score = clamp((reference - value) / (reference - best), 0, 1)   valid answer
+/// score = 1                                   valid answer at most `best` (within tolerance)
+/// score = 0                                   not a valid order (value None)
+/// ```
+///
+/// with `reference` the better of the free answers ([`Reference::value`]) and `best` the best
+/// known order's value (a label's). An answer no better than both free answers scores 0, the
+/// best known order 1. On an instance without headroom (`best` not below `reference`) only an
+/// answer as good as `best` scores, and it scores 1.
+///
+/// ```
+/// use schedlm_dataset::reward::headroom_score;
+///
+/// assert_eq!(headroom_score(Some(10.0), 10.0, 8.0), 0.0);  // a free answer
+/// assert_eq!(headroom_score(Some(9.0), 10.0, 8.0), 0.5);   // half-way to the best known
+/// assert_eq!(headroom_score(Some(8.0), 10.0, 8.0), 1.0);   // the best known order
+/// assert_eq!(headroom_score(Some(12.0), 10.0, 8.0), 0.0);  // worse than a free answer
+/// assert_eq!(headroom_score(None, 10.0, 8.0), 0.0);        // not a valid order
+/// ```
+pub fn headroom_score(value: Option<f64>, reference: f64, best: f64) -> f64 {
+    let Some(v) = value else {
+        return 0.0;
+    };
+    if v <= best || tied(v, best) {
+        return 1.0;
+    }
+    if reference <= best || tied(reference, best) {
+        return 0.0;
+    }
+    ((reference - v) / (reference - best)).clamp(0.0, 1.0)
+}
+
+/// [`headroom_score`] of a text answer to a prompt with ids `ids`, parsed strictly and
+/// dispatched, against `reference` ([`Reference::of`] the instance) and the best known value
+/// `best`.
+#[allow(clippy::too_many_arguments)]
+pub fn headroom_of_text(
+    problem: &Problem,
+    text: &str,
+    ids: &IdMap,
+    instance: &Instance,
+    objective: Objective,
+    variant: Variant,
+    reference: &Reference,
+    best: f64,
+) -> f64 {
+    let value = parse_answer(text, ids, instance, Mode::Strict)
+        .ok()
+        .and_then(|p| problem.schedule(&p.order, objective, variant).ok())
+        .map(|(_, v)| v);
+    headroom_score(value, reference.value(), best)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +243,46 @@ mod tests {
         assert_eq!(reward(Some(0.0), 3.0), 1.0);
         assert_eq!(reward(Some(1.0), 0.0), -1.0);
         assert_eq!(reward(None, 0.0), INVALID);
+    }
+
+    #[test]
+    fn headroom_scores_stay_in_the_unit_interval_and_follow_the_value() {
+        assert_eq!(headroom_score(Some(10.0), 10.0, 10.0), 1.0);
+        assert_eq!(headroom_score(Some(11.0), 10.0, 10.0), 0.0);
+        // A best worse than the reference (a weak label): only reaching it scores.
+        assert_eq!(headroom_score(Some(11.0), 10.0, 12.0), 1.0);
+        assert_eq!(headroom_score(Some(13.0), 10.0, 12.0), 0.0);
+        assert_eq!(headroom_score(Some(0.0), 0.0, 0.0), 1.0);
+        let mut last = 1.0;
+        for k in 0..=20 {
+            let s = headroom_score(Some(8.0 + 0.25 * f64::from(k)), 10.0, 8.0);
+            assert!((0.0..=1.0).contains(&s) && s <= last, "{k}: {s}");
+            last = s;
+        }
+    }
+
+    #[test]
+    fn the_free_answers_score_nothing() {
+        let inst = Instance::from_json(
+            r#"{"now": 0, "resources": ["cores"], "servers": [{"id": "n", "capacity": [4]}],
+                "queue": [{"id": "a", "submit": 0, "demand": [4], "walltime": 600},
+                          {"id": "b", "submit": 0, "demand": [2], "walltime": 60},
+                          {"id": "c", "submit": 0, "demand": [2], "walltime": 900}]}"#,
+        )
+        .unwrap();
+        let p = Problem::new(&inst).unwrap();
+        let (o, v) = (Objective::Bsld, Variant::Serial);
+        let reference = Reference::of(&p, o, v);
+        assert_eq!(reference.brpi, brpi_value(&p, o, v));
+        let ect = schedlm_solver::greedy::ect(&p, o, v);
+        assert_eq!(reference.ect, p.schedule(&ect, o, v).unwrap().1);
+        let best = reference.value() * 0.5;
+        let r = render(&inst, o, v, Template::CompactV2);
+        let ranking = "J1 J2 J3";
+        let s = headroom_of_text(&p, ranking, &r.ids, &inst, o, v, &reference, best);
+        assert_eq!(s, 0.0);
+        let s = headroom_of_text(&p, "nonsense", &r.ids, &inst, o, v, &reference, best);
+        assert_eq!(s, 0.0);
     }
 
     #[test]

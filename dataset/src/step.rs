@@ -26,7 +26,7 @@
 //! that job, repeat (the `finetune` crate's predictor does this).
 
 use schedlm_model::{Dispatcher, Instance, Objective, Problem, Time, Variant};
-use schedlm_solver::canonical::ranking;
+use schedlm_solver::canonical::{ranking, Ranking};
 use schedlm_solver::greedy::listing;
 
 use crate::ids::IdMap;
@@ -104,12 +104,30 @@ impl<'p> StepState<'p> {
         objective: Objective,
         variant: Variant,
     ) -> StepState<'p> {
-        let ranked = ranking(problem, objective, variant);
+        StepState::ranked(
+            instance,
+            problem,
+            objective,
+            variant,
+            &ranking(problem, objective, variant),
+        )
+    }
+
+    /// [`StepState::new`] with the instance's ranking already computed (`ranked`, from
+    /// [`schedlm_solver::canonical::ranking`] with the same objective and variant): for
+    /// rebuilding states of one instance many times.
+    pub fn ranked(
+        instance: &'p Instance,
+        problem: &'p Problem,
+        objective: Objective,
+        variant: Variant,
+        ranked: &Ranking,
+    ) -> StepState<'p> {
         StepState {
             instance,
             objective,
             dispatcher: Dispatcher::new(problem, variant),
-            ids: ids_of(instance, Some(&ranked)),
+            ids: ids_of(instance, Some(ranked)),
             rule: ranked.rule.name(),
             rank: ranked.order.clone(),
             template: Template::StepV1,
@@ -137,6 +155,29 @@ impl<'p> StepState<'p> {
         (0..d.problem().jobs())
             .filter(|&j| !d.is_placed(j) && d.is_ready(j))
             .collect()
+    }
+
+    /// The jobs that may be placed next in the order the prompt lists them: by the time they
+    /// would end if placed next for `step-v2` ([`schedlm_solver::greedy::listing`]), in the
+    /// ranking for `step-v1`. Following the first of them at every step is the `ect` policy
+    /// under `step-v2`.
+    pub fn candidates(&self) -> Vec<usize> {
+        let d = &self.dispatcher;
+        if self.template == Template::StepV2 {
+            listing(d, &self.rank).into_iter().map(|(j, _)| j).collect()
+        } else {
+            self.ids
+                .job_order()
+                .iter()
+                .copied()
+                .filter(|&j| !d.is_placed(j) && d.is_ready(j))
+                .collect()
+        }
+    }
+
+    /// The jobs placed so far, in placement order.
+    pub fn placed(&self) -> Vec<usize> {
+        self.dispatcher.placed_order().collect()
     }
 
     /// Places job `j` next if it may be placed (see [`StepState::placeable`]); says whether

@@ -36,10 +36,15 @@ INVALID_REWARD = -1.0
 __all__ = [
     "INVALID_REWARD",
     "Dataset",
+    "StepEnv",
+    "StepEnvBatch",
     "generate",
     "generate_json",
+    "headroom",
+    "headroom_many",
     "instance_json",
     "label",
+    "reference",
     "render",
     "reward",
     "reward_many",
@@ -87,7 +92,9 @@ def _settings(
 
     A dataset record (a dict with an ``instance``) brings its own template, objective and
     variant, and its reference: the label's ``value`` when proven optimal, else its
-    ``lower_bound``. Arguments given explicitly win."""
+    ``lower_bound``. An entry of :class:`Dataset` (``question``, ``answer``, ``metadata``)
+    counts as its metadata. Arguments given explicitly win."""
+    item = _record(item)
     if isinstance(item, Mapping) and "instance" in item:
         if reference is None:
             proven = item.get("proven_optimal")
@@ -101,6 +108,30 @@ def _settings(
         )
     return (instance_json(item), template or "compact-v2", objective or "bsld",
             variant or "serial", reference)
+
+
+def _record(item: Any) -> Any:
+    """A record as it is; a :class:`Dataset` entry (or a reasoning-gym entry of
+    ``schedlm.reasoning_gym``) as its ``metadata``, which holds the record's fields."""
+    if isinstance(item, Mapping) and "instance" not in item:
+        meta = item.get("metadata")
+        if isinstance(meta, Mapping) and "instance" in meta:
+            return meta
+    return item
+
+
+def _best(item: Any, best: Optional[float]) -> float:
+    """The best known value of an answer's instance: ``best`` when given, else the record's
+    label ``value``."""
+    if best is not None:
+        return float(best)
+    item = _record(item)
+    if isinstance(item, Mapping) and item.get("value") is not None:
+        return float(item["value"])
+    raise ValueError(
+        "the headroom score needs the best known value: pass best=, or a record or Dataset "
+        "entry (its label's value)"
+    )
 
 
 def _queue(queue: Union[int, Tuple[int, int], Sequence[int]]) -> Tuple[int, int]:
@@ -269,6 +300,60 @@ def reward_many(
     return _schedlm.reward_many(texts, list(answers), t, o, v)
 
 
+def headroom(
+    instance: Instance,
+    answer: str,
+    best: Optional[float] = None,
+    template: Optional[str] = None,
+    objective: Optional[str] = None,
+    variant: Optional[str] = None,
+) -> float:
+    """The share of the headroom a text answer wins, in [0, 1]: a score for trainers that
+    want one (reasoning-gym's ``score_answer``, GRPO with bounded rewards). With ``v`` the
+    answer's value, ``r`` the better of the prompt's free answers (:func:`reference`: the
+    ranking compact-v2 lists and the listing step-v2 follows) and ``best`` the best known
+    value::
+
+        score = clamp((r - v) / (r - best), 0, 1)   valid answer
+        score = 1                                   valid answer at most best
+        score = 0                                   not a valid order
+
+    ``instance`` may be a record or a :class:`Dataset` entry, whose label's ``value`` is
+    ``best``; otherwise ``best`` is required. Parsed strictly, as :func:`reward`.
+    """
+    return headroom_many([instance], [answer], None if best is None else [best], template,
+                         objective, variant)[0]
+
+
+def headroom_many(
+    instances: Sequence[Instance],
+    answers: Sequence[str],
+    bests: Optional[Sequence[Optional[float]]] = None,
+    template: Optional[str] = None,
+    objective: Optional[str] = None,
+    variant: Optional[str] = None,
+) -> list[float]:
+    """:func:`headroom` of ``answers[k]`` on ``instances[k]`` for every k, on all cores
+    without the GIL. One template, objective and variant for the batch: the first item's when
+    not given."""
+    if len(instances) == 0:
+        return []
+    if bests is None:
+        bests = [None] * len(instances)
+    unpacked = [_settings(i, template, objective, variant) for i in instances]
+    _, t, o, v, _ = unpacked[0]
+    values = [_best(i, b) for i, b in zip(instances, bests)]
+    return _schedlm.headroom_many([u[0] for u in unpacked], list(answers), values, t, o, v)
+
+
+def reference(instance: Instance, objective: str = "bsld", variant: str = "serial") -> dict:
+    """The values of the answers a prompt gives away: ``brpi`` (the best rule per instance,
+    the ranking compact-v2 lists as J1..Jn), ``ect`` (earliest completion first, the listing
+    step-v2 follows when answering J1 at every step) and ``reference``, the lower of the two,
+    which :func:`headroom` scores 0."""
+    return json.loads(_schedlm.reference(instance_json(instance), objective, variant))
+
+
 #: ``schedlm dataset build``'s default ``--work-limit``: units of counted search work, about
 #: 2 CPU seconds on an unproven 16..20-job snapshot (docs/benchmarks.md, "Work units").
 DEFAULT_WORK_LIMIT: int = _schedlm.DEFAULT_WORK_LIMIT
@@ -340,3 +425,4 @@ def label(
 
 
 from .dataset import Dataset  # noqa: E402  (needs the functions above)
+from .env import StepEnv, StepEnvBatch  # noqa: E402

@@ -6,8 +6,12 @@
 //! Python package turns into dicts. No scheduling logic lives here. Errors become Python
 //! `ValueError`s carrying the command line's messages.
 //!
-//! The batch functions (`score_many`, `reward_many`) release the GIL and spread the
-//! answers over all cores with rayon; each answer is scored exactly as alone.
+//! The batch functions (`score_many`, `reward_many`, `headroom_many`, `StepEnvBatch`) release
+//! the GIL and spread the work over all cores with rayon; each item is computed exactly as
+//! alone.
+//!
+//! `StepEnv` and `StepEnvBatch` wrap [`schedlm_dataset::step_env::StepEnv`]: one dispatch decided
+//! one job at a time, each state rendered as `dataset build --records steps` renders it.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -16,7 +20,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use schedlm_dataset::record::prompt_text;
-use schedlm_dataset::reward::{brpi_value, reward as reward_of, score_text_against};
+use schedlm_dataset::reward::{
+    brpi_value, headroom_of_text, headroom_score, reward as reward_of, score_text_against,
+    Reference,
+};
+use schedlm_dataset::step_env::{EnvError, StepEnv};
 use schedlm_dataset::{
     make_record, prompt_ids, render as render_prompt, RecordOptions, SplitSpec, Template,
 };
@@ -107,6 +115,14 @@ struct Prepared {
     problem: Problem,
     ids: schedlm_dataset::IdMap,
     brpi: f64,
+}
+
+impl Prepared {
+    /// The free answers' values, for [`headroom_score`] (computed when asked: the reward
+    /// does not need them).
+    fn reference(&self, objective: Objective, variant: Variant) -> Reference {
+        Reference::of(&self.problem, objective, variant)
+    }
 }
 
 /// Prepares each distinct instance text once (a GRPO batch scores several answers per
@@ -315,6 +331,7 @@ impl Settings {
             .map(|o| o.iter().map(|&j| p.problem.job_id(j)).collect());
         let fcfs = schedlm_eval::text_policy::fcfs_value(&p.problem, self.objective, self.variant)
             .map_err(|e| e.to_string())?;
+        let reference = p.reference(self.objective, self.variant);
         Ok(json!({
             "valid": scored.valid,
             "reason": (!scored.valid).then_some(scored.defects),
@@ -324,6 +341,7 @@ impl Settings {
             "lenient_value": scored.lenient_value,
             "fcfs_value": fcfs,
             "brpi_value": p.brpi,
+            "ect_value": reference.ect,
             "reward": reward_of(own, p.brpi),
             "gap": gap,
         }))
@@ -428,6 +446,48 @@ fn reward_many(
     same_length(instances.len(), answers.len())?;
     py.detach(|| settings.each(&instances, |p, k| Ok(settings.reward(p, &answers[k]))))
         .map_err(value_error)
+}
+
+/// [`schedlm_dataset::reward::headroom_score`] of `answers[k]` on `instances[k]` against the
+/// best known value `bests[k]`, in parallel without the GIL.
+#[pyfunction]
+fn headroom_many(
+    py: Python<'_>,
+    instances: Vec<String>,
+    answers: Vec<String>,
+    bests: Vec<f64>,
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+) -> PyResult<Vec<f64>> {
+    let settings = Settings::new(template_name, objective_name, variant_name, true)?;
+    same_length(instances.len(), answers.len())?;
+    same_length(instances.len(), bests.len())?;
+    py.detach(|| {
+        settings.each(&instances, |p, k| {
+            let reference = p.reference(settings.objective, settings.variant);
+            Ok(headroom_of_text(
+                &p.problem,
+                &answers[k],
+                &p.ids,
+                &p.instance,
+                settings.objective,
+                settings.variant,
+                &reference,
+                bests[k],
+            ))
+        })
+    })
+    .map_err(value_error)
+}
+
+/// The values of an instance's free answers as JSON: `brpi` (the ranking compact-v2 lists),
+/// `ect` (the listing step-v2 follows) and `reference` (the better of the two).
+#[pyfunction]
+fn reference(instance_json: &str, objective_name: &str, variant_name: &str) -> PyResult<String> {
+    let (_, problem) = instance(instance_json).map_err(value_error)?;
+    let r = Reference::of(&problem, objective(objective_name)?, variant(variant_name)?);
+    Ok(json!({"brpi": r.brpi, "ect": r.ect, "reference": r.value()}).to_string())
 }
 
 fn same_length(instances: usize, other: usize) -> PyResult<()> {
@@ -595,6 +655,359 @@ fn label(
     serde_json::to_string(&record).map_err(value_error)
 }
 
+/// One environment of [`StepEnv`] or [`StepEnvBatch`]: the dispatch, the free answers' values
+/// and the best known value (given, or solved when first needed).
+#[derive(Clone)]
+struct Episode {
+    env: StepEnv,
+    reference: Reference,
+    best: Option<f64>,
+}
+
+/// What a Python caller chose: a prompt id, an index into the candidates, or nothing (a
+/// finished environment of a batch).
+enum Choice {
+    Id(String),
+    Index(usize),
+    Skip,
+}
+
+impl Choice {
+    fn from_py(choice: &Bound<'_, PyAny>) -> PyResult<Choice> {
+        if choice.is_none() {
+            return Ok(Choice::Skip);
+        }
+        if let Ok(id) = choice.extract::<String>() {
+            return Ok(Choice::Id(id));
+        }
+        match choice.extract::<i64>() {
+            Ok(k) => usize::try_from(k).map(Choice::Index).map_err(|_| {
+                value_error(format!(
+                    "`index {k}` is not a job that may be placed next: give a prompt id or an \
+                     index from 0"
+                ))
+            }),
+            Err(_) => Err(value_error(format!(
+                "`{choice}` is not a choice: give a prompt id such as `J1` or an index into the \
+                 candidates"
+            ))),
+        }
+    }
+}
+
+/// The settings of a step environment, checked: a step template, an objective, a variant.
+fn env_settings(
+    template_name: &str,
+    objective_name: &str,
+    variant_name: &str,
+) -> PyResult<(Template, Objective, Variant)> {
+    let t = template(template_name)?;
+    if !t.is_step() {
+        return Err(value_error(EnvError::Template(t.name().to_string())));
+    }
+    Ok((t, objective(objective_name)?, variant(variant_name)?))
+}
+
+impl Episode {
+    fn new(
+        instance_json: &str,
+        (t, o, v): (Template, Objective, Variant),
+        best: Option<f64>,
+    ) -> Result<Episode, String> {
+        let (inst, _) = instance(instance_json)?;
+        let env = StepEnv::new(inst, o, v, t).map_err(|e| e.to_string())?;
+        let reference = env.reference();
+        Ok(Episode {
+            env,
+            reference,
+            best,
+        })
+    }
+
+    /// The queue job a choice names, checked against the current candidates (nothing placed).
+    fn resolve(&self, choice: &Choice) -> Result<Option<usize>, EnvError> {
+        let obs = self.env.observation();
+        if self.env.done() {
+            return match choice {
+                Choice::Skip => Ok(None),
+                _ => Err(EnvError::Done),
+            };
+        }
+        let refused = |what: String| EnvError::Choice {
+            choice: what,
+            candidates: obs.candidate_ids(),
+        };
+        match choice {
+            Choice::Skip => Err(refused("None".to_string())),
+            Choice::Id(id) => match obs.rendered.ids.job_index(id.trim()) {
+                Some(j) if obs.candidates.contains(&j) => Ok(Some(j)),
+                _ => Err(refused(id.clone())),
+            },
+            Choice::Index(k) => obs
+                .candidates
+                .get(*k)
+                .map(|&j| Some(j))
+                .ok_or_else(|| refused(format!("index {k}"))),
+        }
+    }
+
+    /// The best known value: given, or `auto`'s under `dataset build`'s default work limit
+    /// (the value `schedlm.label` gives the instance), solved once.
+    fn best(&mut self) -> Result<f64, String> {
+        if let Some(b) = self.best {
+            return Ok(b);
+        }
+        let (objective, variant, _) = self.env.settings();
+        let options = SolveOptions {
+            objective,
+            variant,
+            work_limit: Some(schedlm_solver::work::DEFAULT_DATASET_WORK),
+            time_limit: None,
+            ..SolveOptions::default()
+        };
+        let solution = portfolio::solve(self.env.problem(), &options).map_err(|e| e.to_string())?;
+        self.best = Some(solution.value);
+        Ok(solution.value)
+    }
+
+    /// The headroom score of the finished order (solving for the best known value when it was
+    /// not given); `None` before the dispatch is finished.
+    fn reward(&mut self) -> Result<Option<f64>, String> {
+        let Some(value) = self.env.value() else {
+            return Ok(None);
+        };
+        let best = self.best()?;
+        Ok(Some(headroom_score(
+            Some(value),
+            self.reference.value(),
+            best,
+        )))
+    }
+
+    fn observation(&self) -> Value {
+        let obs = self.env.observation();
+        let problem = self.env.problem();
+        json!({
+            "prompt": obs.prompt,
+            "system": obs.rendered.system,
+            "user": obs.rendered.user,
+            "messages": [
+                {"role": "system", "content": obs.rendered.system},
+                {"role": "user", "content": obs.rendered.user},
+            ],
+            "candidates": obs.candidate_ids(),
+            "jobs": obs.candidates.iter().map(|&j| problem.job_id(j)).collect::<Vec<_>>(),
+        })
+    }
+
+    fn order(&self) -> Vec<String> {
+        let problem = self.env.problem();
+        self.env
+            .order()
+            .iter()
+            .map(|&j| problem.job_id(j).to_string())
+            .collect()
+    }
+}
+
+/// One dispatch decided one job at a time (see the module and `schedlm.StepEnv`).
+#[pyclass(name = "StepEnv", module = "schedlm._schedlm")]
+struct PyStepEnv {
+    episode: Episode,
+}
+
+#[pymethods]
+impl PyStepEnv {
+    #[new]
+    #[pyo3(signature = (instance_json, template_name, objective_name, variant_name, best=None))]
+    fn new(
+        instance_json: &str,
+        template_name: &str,
+        objective_name: &str,
+        variant_name: &str,
+        best: Option<f64>,
+    ) -> PyResult<Self> {
+        let settings = env_settings(template_name, objective_name, variant_name)?;
+        let episode = Episode::new(instance_json, settings, best).map_err(value_error)?;
+        Ok(PyStepEnv { episode })
+    }
+
+    /// Back to nothing placed.
+    fn reset(&mut self) {
+        self.episode.env.reset();
+    }
+
+    /// The current state as JSON: `prompt`, `system`, `user`, `messages`, `candidates` (prompt
+    /// ids in listing order) and `jobs` (their instance ids).
+    fn observation(&self) -> String {
+        self.episode.observation().to_string()
+    }
+
+    /// Places the job `choice` names: a prompt id (`"J2"`) or an index into the candidates.
+    fn step(&mut self, choice: &Bound<'_, PyAny>) -> PyResult<()> {
+        let choice = Choice::from_py(choice)?;
+        match self.episode.resolve(&choice).map_err(value_error)? {
+            Some(j) => self.episode.env.step(j).map_err(value_error),
+            None => Err(value_error(EnvError::Done)),
+        }
+    }
+
+    /// Whether every job is placed.
+    #[getter]
+    fn done(&self) -> bool {
+        self.episode.env.done()
+    }
+
+    /// The objective value of the finished order; None before.
+    #[getter]
+    fn value(&self) -> Option<f64> {
+        self.episode.env.value()
+    }
+
+    /// The placed jobs' instance ids, in placement order.
+    #[getter]
+    fn order(&self) -> Vec<String> {
+        self.episode.order()
+    }
+
+    /// The headroom score of the finished order; None before.
+    fn reward(&mut self, py: Python<'_>) -> PyResult<Option<f64>> {
+        let episode = &mut self.episode;
+        py.detach(|| episode.reward()).map_err(value_error)
+    }
+
+    /// The best known value (given, or solved under the default work limit).
+    fn best(&mut self, py: Python<'_>) -> PyResult<f64> {
+        let episode = &mut self.episode;
+        py.detach(|| episode.best()).map_err(value_error)
+    }
+
+    /// The values of the free answers: (brpi, ect).
+    #[getter]
+    fn reference(&self) -> (f64, f64) {
+        (self.episode.reference.brpi, self.episode.reference.ect)
+    }
+}
+
+/// Many [`PyStepEnv`]s stepped together, in parallel without the GIL.
+#[pyclass(name = "StepEnvBatch", module = "schedlm._schedlm")]
+struct PyStepEnvBatch {
+    episodes: Vec<Episode>,
+}
+
+#[pymethods]
+impl PyStepEnvBatch {
+    #[new]
+    #[pyo3(signature = (instances, template_name, objective_name, variant_name, bests=None))]
+    fn new(
+        py: Python<'_>,
+        instances: Vec<String>,
+        template_name: &str,
+        objective_name: &str,
+        variant_name: &str,
+        bests: Option<Vec<Option<f64>>>,
+    ) -> PyResult<Self> {
+        let settings = env_settings(template_name, objective_name, variant_name)?;
+        let bests = bests.unwrap_or_else(|| vec![None; instances.len()]);
+        same_length(instances.len(), bests.len())?;
+        let episodes = py
+            .detach(|| {
+                instances
+                    .par_iter()
+                    .zip(&bests)
+                    .enumerate()
+                    .map(|(k, (text, &best))| {
+                        Episode::new(text, settings, best).map_err(|e| format!("instance {k}: {e}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(value_error)?;
+        Ok(PyStepEnvBatch { episodes })
+    }
+
+    fn __len__(&self) -> usize {
+        self.episodes.len()
+    }
+
+    /// Every environment back to nothing placed.
+    fn reset(&mut self) {
+        self.episodes.iter_mut().for_each(|e| e.env.reset());
+    }
+
+    /// Each environment's observation as JSON (see [`PyStepEnv::observation`]).
+    fn observations(&self, py: Python<'_>) -> Vec<String> {
+        let episodes = &self.episodes;
+        py.detach(|| {
+            episodes
+                .par_iter()
+                .map(|e| e.observation().to_string())
+                .collect()
+        })
+    }
+
+    /// Steps environment `k` by `choices[k]` (a prompt id, an index into its candidates, or
+    /// None for a finished environment), every environment in parallel. Every choice is
+    /// checked first: when one is refused, nothing is placed.
+    fn step(&mut self, py: Python<'_>, choices: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+        same_length(self.episodes.len(), choices.len())?;
+        let choices: Vec<Choice> = choices
+            .iter()
+            .map(Choice::from_py)
+            .collect::<PyResult<_>>()?;
+        let jobs: Vec<Option<usize>> = self
+            .episodes
+            .iter()
+            .zip(&choices)
+            .enumerate()
+            .map(|(k, (e, c))| {
+                e.resolve(c)
+                    .map_err(|err| value_error(format!("env {k}: {err}")))
+            })
+            .collect::<PyResult<_>>()?;
+        let episodes = &mut self.episodes;
+        py.detach(|| {
+            episodes
+                .par_iter_mut()
+                .zip(jobs)
+                .filter_map(|(e, j)| j.map(|j| (e, j)))
+                .try_for_each(|(e, j)| e.env.step(j))
+        })
+        .map_err(value_error)
+    }
+
+    /// Whether each environment is finished.
+    #[getter]
+    fn done(&self) -> Vec<bool> {
+        self.episodes.iter().map(|e| e.env.done()).collect()
+    }
+
+    /// Each finished order's objective value (None for one not finished).
+    #[getter]
+    fn values(&self) -> Vec<Option<f64>> {
+        self.episodes.iter().map(|e| e.env.value()).collect()
+    }
+
+    /// Each environment's placed jobs (instance ids).
+    #[getter]
+    fn orders(&self) -> Vec<Vec<String>> {
+        self.episodes.iter().map(Episode::order).collect()
+    }
+
+    /// Each finished order's headroom score (None for one not finished), solving for the best
+    /// known values not given, in parallel without the GIL.
+    fn rewards(&mut self, py: Python<'_>) -> PyResult<Vec<Option<f64>>> {
+        let episodes = &mut self.episodes;
+        py.detach(|| {
+            episodes
+                .par_iter_mut()
+                .enumerate()
+                .map(|(k, e)| e.reward().map_err(|err| format!("env {k}: {err}")))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(value_error)
+    }
+}
+
 /// The extension module.
 #[pymodule]
 fn _schedlm(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -612,5 +1025,9 @@ fn _schedlm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(label, m)?)?;
     m.add_function(wrap_pyfunction!(without_unknown_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(headroom_many, m)?)?;
+    m.add_function(wrap_pyfunction!(reference, m)?)?;
+    m.add_class::<PyStepEnv>()?;
+    m.add_class::<PyStepEnvBatch>()?;
     Ok(())
 }
