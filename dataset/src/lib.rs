@@ -13,6 +13,7 @@
 //!   [`layout`]: its files on disk; [`error`]: [`BuildError`], why any of them failed.
 //! - [`reward`]: the reward of an answer (its value against the best rule per instance), the
 //!   one formula of reinforcement learning.
+//! - [`values`]: every candidate's value and regret in step records (`--targets values`).
 //! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
 //! ```
@@ -64,6 +65,7 @@ pub mod split;
 pub mod stats;
 pub mod step;
 pub mod testing;
+pub mod values;
 
 pub use canonical::{fingerprint, Fingerprint};
 pub use error::BuildError;
@@ -76,7 +78,7 @@ pub use prompt::{
 };
 pub use record::{
     make_record, read_records, AnswerOrder, Message, Record, RecordFormat, RecordKind,
-    RecordOptions,
+    RecordOptions, Targets,
 };
 pub use split::{Split, SplitSpec};
 pub use step::{render_state, StepState};
