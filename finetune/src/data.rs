@@ -157,7 +157,7 @@ pub fn value_shares(values: &schedlm_dataset::values::StepValues, temperature: f
         })
         .collect();
     let total: f64 = raw.iter().sum();
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return vec![0.0; raw.len()];
     }
     raw.iter().map(|w| w / total).collect()
@@ -181,7 +181,7 @@ pub fn soft_targets(label: &[u32], answers: &[Vec<u32>], shares: &[f64]) -> Vec<
             }
         }
         let total: f64 = mass.iter().map(|(_, m)| m).sum();
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             out.push(vec![(own, 1.0)]);
             continue;
         }
