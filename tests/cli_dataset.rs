@@ -980,3 +980,167 @@ fn a_time_cap_that_stops_labels_is_counted_and_warned_about() {
     assert_eq!(manifest["args"]["time_limit_ms"], 30);
     assert!(run.stderr.contains("not reproducible"), "{}", run.stderr);
 }
+
+/// Step records with values (`--targets values`) on queues small enough to enumerate.
+const VALUES: [&str; 16] = [
+    "--family",
+    "uniform",
+    "-n",
+    "10",
+    "--queue",
+    "4..6",
+    "--seed",
+    "4",
+    "--records",
+    "steps",
+    "--template",
+    "step-v2",
+    "--split",
+    "60/20/20",
+    "--work-limit",
+    "500k",
+];
+
+/// The best bsld over every dependency-respecting order that starts with `prefix`, by the SPEC
+/// reference dispatcher.
+fn best_after(inst: &reference::Instance, prefix: &[usize]) -> f64 {
+    let mut rest: Vec<usize> = (0..inst.queue.len())
+        .filter(|j| !prefix.contains(j))
+        .collect();
+    let mut best = f64::INFINITY;
+    permute(&mut rest, 0, &mut |perm| {
+        let order: Vec<usize> = prefix.iter().chain(perm).copied().collect();
+        if reference::respects_deps(inst, &order) {
+            let placed = reference::dispatch(inst, &order, false);
+            best = best.min(reference::objectives(inst, &placed.start).bsld);
+        }
+    });
+    best
+}
+
+/// The issue on action values: every step state's candidates carry values whose regrets are
+/// consistent, a proven value is the optimum below its state (checked against every order with
+/// the reference dispatcher), the records are the label build's plus the field `values`, and
+/// the bytes are the same at any -j, chunk size and load, sharded and merged or not.
+#[test]
+fn step_values_are_exact_where_proven_and_the_same_bytes_anywhere() {
+    let dir = tempdir();
+    let labels = dir.path().join("labels");
+    build(&labels, &VALUES).ok();
+    let values_args = [
+        &VALUES[..],
+        &["--targets", "values", "--value-work-limit", "20k"],
+    ]
+    .concat();
+    let one = dir.path().join("one");
+    build(
+        &one,
+        &[&values_args[..], &["-j", "1", "--chunk", "3"]].concat(),
+    )
+    .ok();
+    let with = records(&one);
+    let without = records(&labels);
+    assert_eq!(with.len(), without.len());
+    let (mut proven, mut states) = (0, 0);
+    for ((split, r), (split0, r0)) in with.iter().zip(&without) {
+        assert_eq!(split, split0);
+        let mut stripped = r.clone();
+        let values = stripped.as_object_mut().unwrap().remove("values").unwrap();
+        assert_eq!(&stripped, r0, "a values build changed the label record");
+        assert_eq!(values["work_limit"], 20_000);
+        let inst = reference::Instance::from_json(&r["instance"]);
+        let label = inst.indices(&strings(&r["order"]));
+        let k = r["step"].as_u64().unwrap() as usize;
+        let cands = values["candidates"].as_array().unwrap();
+        // Candidates: the listed jobs (rows with a server), J1.. in listing order.
+        let user = r["messages"][1]["content"].as_str().unwrap();
+        let listed: Vec<&str> = user
+            .lines()
+            .filter(|l| l.starts_with('J') && !l.contains(" after "))
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        let ids: Vec<&str> = cands.iter().map(|c| c["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, listed, "{}", r["id"]);
+        let best = values["best"].as_f64().unwrap();
+        let lowest = cands
+            .iter()
+            .map(|c| c["value"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(best, lowest);
+        let own = r["messages"][2]["content"].as_str().unwrap();
+        for c in cands {
+            let (v, regret) = (c["value"].as_f64().unwrap(), c["regret"].as_f64().unwrap());
+            assert!(regret >= 0.0 && (regret == 0.0 || close(regret, v - best)));
+            assert_eq!(regret == 0.0, close(v, best), "{c}");
+            states += usize::from(c["id"] == "J1");
+            if c["id"] == own {
+                // The label's own next job: never worse than the label, exactly the label when
+                // the label is proven optimal.
+                assert!(v <= r["value"].as_f64().unwrap() + 1e-9);
+                if r["proven_optimal"] == true {
+                    assert_eq!(regret, 0.0, "{}", r["id"]);
+                    assert_eq!(v, r["value"].as_f64().unwrap());
+                }
+                if c["proven"] == true {
+                    assert!(close(v, best_after(&inst, &label[..=k])), "{}", r["id"]);
+                }
+            }
+            if c["proven"] == true {
+                proven += 1;
+                // Some job after the prefix reaches exactly this value.
+                let reachable = (0..inst.queue.len())
+                    .filter(|j| !label[..k].contains(j))
+                    .any(|j| {
+                        let mut prefix = label[..k].to_vec();
+                        prefix.push(j);
+                        close(best_after(&inst, &prefix), v)
+                    });
+                assert!(reachable, "{}: {c}", r["id"]);
+            }
+        }
+    }
+    assert!(
+        states >= 20 && proven > states,
+        "{states} states, {proven} proven"
+    );
+    // The same bytes at another -j and chunk size, under load, and as merged shards.
+    let _load = Load::start(2);
+    let two = dir.path().join("two");
+    build(
+        &two,
+        &[&values_args[..], &["-j", "2", "--chunk", "64"]].concat(),
+    )
+    .ok();
+    assert_same_files(&one, &two);
+    let mut parts = Vec::new();
+    for k in 1..=2 {
+        let part = dir.path().join(format!("part{k}"));
+        let shard = format!("{k}/2");
+        build(
+            &part,
+            &[&values_args[..], &["--shard", &shard, "-j", "2"]].concat(),
+        )
+        .ok();
+        parts.push(path_str(&part));
+    }
+    let merged = dir.path().join("merged");
+    let mut m = vec![
+        "dataset".to_string(),
+        "merge".into(),
+        "-o".into(),
+        path_str(&merged),
+    ];
+    m.extend(parts);
+    run(&m).ok();
+    assert_same_files(&one, &merged);
+    // Values need step records, and a budget needs values.
+    let bad = dir.path().join("bad");
+    let out = build(
+        &bad,
+        &["--family", "uniform", "-n", "2", "--targets", "values"],
+    )
+    .failed();
+    assert!(out.stderr.contains("--records steps"), "{}", out.stderr);
+    let out = build(&bad, &[&VALUES[..], &["--value-work-limit", "5k"]].concat()).failed();
+    assert!(out.stderr.contains("--targets values"), "{}", out.stderr);
+}

@@ -90,3 +90,75 @@ fn finetune_then_predict_gives_valid_orders() {
         assert!(line["best_of"].is_string() && line["tokens"].as_u64().unwrap() > 0);
     }
 }
+
+/// `finetune --targets values` trains on step records built with `--targets values`, and
+/// refuses records without values.
+#[test]
+fn finetune_trains_on_values() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    let plain = dir.path().join("plain");
+    let build = |out: &Path, values: bool| {
+        let d = path_str(out);
+        let mut args = vec![
+            "dataset",
+            "build",
+            "-q",
+            "-o",
+            &d,
+            "--family",
+            "uniform",
+            "-n",
+            "6",
+            "--queue",
+            "3..5",
+            "--records",
+            "steps",
+            "--template",
+            "step-v2",
+            "--split",
+            "100/0/0",
+        ];
+        if values {
+            args.extend(["--targets", "values", "--value-work-limit", "5k"]);
+        }
+        run(&args).ok();
+    };
+    build(&data, true);
+    build(&plain, false);
+    let finetune = |train: &Path, out: &Path| {
+        let (t, o) = (path_str(&train.join("train.jsonl")), path_str(out));
+        run(&[
+            "finetune",
+            "--train",
+            &t,
+            "--out",
+            &o,
+            "--targets",
+            "values",
+            "--temperature",
+            "0.02",
+            "--steps",
+            "3",
+            "--layers",
+            "1",
+            "--width",
+            "32",
+            "--vocab",
+            "600",
+            "--context",
+            "768",
+            "--eval-records",
+            "0",
+            "--quiet",
+        ])
+    };
+    let out = dir.path().join("run");
+    finetune(&data, &out).ok();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("train_state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["options"]["value_temperature"], 0.02);
+    let refused = finetune(&plain, &dir.path().join("run2")).failed();
+    assert!(refused.stderr.contains("no record"), "{}", refused.stderr);
+}

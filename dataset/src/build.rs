@@ -37,7 +37,9 @@ use crate::layout::{
 use crate::manifest::{
     read_manifest, write_manifest, BuildArgs, Manifest, Shard, Source, Tally, FORMAT,
 };
-use crate::record::{record_with_fingerprint, step_records, RecordKind, RecordOptions};
+use crate::record::{
+    record_with_fingerprint, step_records_with, RecordKind, RecordOptions, Targets,
+};
 
 /// How a build ran.
 #[derive(Debug, Clone)]
@@ -358,9 +360,19 @@ impl<'a> Context<'a> {
         let records = match self.args.records {
             RecordKind::Orders => vec![record],
             RecordKind::Steps => {
-                let steps = step_records(&record, &problem).map_err(|e| BuildError::Solve {
-                    index: item.index,
-                    reason: e.to_string(),
+                let values = match self.args.targets {
+                    Targets::Label => None,
+                    Targets::Values => Some(
+                        self.args
+                            .value_work_limit
+                            .unwrap_or(schedlm_solver::values::DEFAULT_VALUE_WORK),
+                    ),
+                };
+                let steps = step_records_with(&record, &problem, values).map_err(|e| {
+                    BuildError::Solve {
+                        index: item.index,
+                        reason: e.to_string(),
+                    }
                 })?;
                 if steps.is_empty() {
                     let reason = "a queue of one job has no dispatching decision to record";

@@ -15,6 +15,7 @@
 //!   it, for policies rolled out outside Rust.
 //! - [`reward`]: the reward of an answer (its value against the best rule per instance), the
 //!   one formula of reinforcement learning.
+//! - [`values`]: every candidate's value and regret in step records (`--targets values`).
 //! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
 //! ```
@@ -67,6 +68,7 @@ pub mod stats;
 pub mod step;
 pub mod step_env;
 pub mod testing;
+pub mod values;
 
 pub use canonical::{fingerprint, Fingerprint};
 pub use error::BuildError;
@@ -79,7 +81,7 @@ pub use prompt::{
 };
 pub use record::{
     make_record, read_records, AnswerOrder, Message, Record, RecordFormat, RecordKind,
-    RecordOptions,
+    RecordOptions, Targets,
 };
 pub use split::{Split, SplitSpec};
 pub use step::{render_state, StepState};

@@ -20,7 +20,7 @@ use crate::difficulty::{DifficultySummary, DifficultyTally};
 use crate::error::{io_err, BuildError};
 use crate::layout::{write_atomic, Head};
 use crate::prompt::Template;
-use crate::record::{AnswerOrder, RecordFormat, RecordKind, RecordOptions};
+use crate::record::{AnswerOrder, RecordFormat, RecordKind, RecordOptions, Targets};
 use crate::split::{Split, SplitSpec};
 
 /// Version tag of the on-disk layout; a manifest of another format is refused.
@@ -137,6 +137,14 @@ pub struct BuildArgs {
     /// the manifest for `orders`, so builds from before the choice read and resume unchanged.
     #[serde(default, skip_serializing_if = "RecordKind::is_orders")]
     pub records: RecordKind,
+    /// What step records carry beyond their label (`--targets`): `values` adds every
+    /// candidate's value and regret; left out of the manifest for `label`.
+    #[serde(default, skip_serializing_if = "Targets::is_label")]
+    pub targets: Targets,
+    /// Work budget of each candidate's value (`--value-work-limit`, `schedlm_solver::work`
+    /// units); present only with `--targets values`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_work_limit: Option<u64>,
     /// Which form of prompt and answer the files carry (older manifests: both).
     #[serde(default, skip_serializing_if = "RecordFormat::is_both")]
     pub format: RecordFormat,

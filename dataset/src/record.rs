@@ -25,6 +25,7 @@ use crate::error::BuildError;
 use crate::prompt::{answer, render, Template};
 use crate::split::{Split, SplitSpec};
 use crate::step::StepState;
+use crate::values::StepValues;
 
 /// A chat message (`role` is `system`, `user` or `assistant`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +90,11 @@ pub struct Record {
     /// are a prefix of `order` repaired so that every job follows its queued dependencies.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
+    /// Step records built with `--targets values` only: every job the state offers, with the
+    /// best value reachable when it goes next, its regret and whether that value is proven
+    /// ([`crate::values`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<StepValues>,
     /// Objective value of `order` under the dispatcher.
     pub value: f64,
     /// A proven lower bound on the best value over all orders (equals `value` when optimal).
@@ -219,12 +225,48 @@ impl RecordKind {
     }
 }
 
+/// What a step record's answer is trained towards (`--targets`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Targets {
+    /// The label's next job only (every build before values).
+    #[default]
+    Label,
+    /// The label's next job, and every candidate's value and regret ([`crate::values`]).
+    Values,
+}
+
+impl Targets {
+    /// The name used by `--targets` and in manifests: `label` or `values`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Targets::Label => "label",
+            Targets::Values => "values",
+        }
+    }
+
+    /// Whether this is [`Targets::Label`], the default that manifests leave out.
+    pub fn is_label(&self) -> bool {
+        *self == Targets::Label
+    }
+}
+
 /// The step records of an instance's order record (see [`crate::step`]): for each prefix
 /// `0..n-1` of its label, repaired so that every job follows its queued dependencies, the
 /// state after that prefix and the next job. Each keeps the order record's fields (label,
 /// value, bound, baselines, instance, split) with id `<id>-s<k>`, template `step-v2` when the
 /// order record's is (`step-v1` otherwise) and `step: Some(k)`.
 pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, RecordError> {
+    step_records_with(order, problem, None)
+}
+
+/// [`step_records`], with each state's candidate values ([`StepValues`]) computed under a
+/// budget of `values` work units per candidate when given.
+pub fn step_records_with(
+    order: &Record,
+    problem: &Problem,
+    values: Option<u64>,
+) -> Result<Vec<Record>, RecordError> {
     let label = order
         .order_indices()
         .map_err(|id| RecordError::Order(schedlm_model::OrderError::UnknownJob(id)))?;
@@ -240,6 +282,24 @@ pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, Re
     for (k, &next) in label.iter().enumerate().take(n.saturating_sub(1)) {
         let rendered = state.render();
         let completion = rendered.ids.job(next);
+        let values = values.map(|work_limit| {
+            let lower_bound = if order.lower_bound.is_finite() {
+                order.lower_bound
+            } else {
+                0.0
+            };
+            StepValues::compute(
+                problem,
+                order.objective,
+                order.variant,
+                &label,
+                k,
+                &state.placeable(),
+                &rendered.ids,
+                lower_bound,
+                work_limit,
+            )
+        });
         out.push(Record {
             id: format!("{}-s{k}", order.id),
             template: template.name().to_string(),
@@ -251,6 +311,7 @@ pub fn step_records(order: &Record, problem: &Problem) -> Result<Vec<Record>, Re
             ],
             completion,
             step: Some(k),
+            values,
             ..order.clone()
         });
         // A repaired label names each job once, after its queued dependencies.
@@ -379,6 +440,7 @@ pub fn record_with_fingerprint(
         answer: label.answer,
         ranking_rule: label.ranking_rule,
         step: None,
+        values: None,
         value: label.value,
         lower_bound: solution.lower_bound,
         proven_optimal: solution.proven_optimal,

@@ -101,6 +101,142 @@ pub struct Stats {
     /// instance, labels equal to the ranking, deviating positions), over all instances and
     /// per queue length; recomputed for records that do not store it.
     pub difficulty: DifficultySummary,
+    /// How regret is spread over the candidates of step records built with `--targets
+    /// values`; `None` when no record carries values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<ValueStats>,
+}
+
+/// The regret spread of step records with values ([`crate::values`]), over their states.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ValueStats {
+    /// Step records (states) with values.
+    pub states: u64,
+    /// Share of the states where taking the first listed candidate (`J1`; in step-v2 the
+    /// earliest completion) costs something: regret above 0.
+    pub first_costs_share: f64,
+    /// What taking the first listed candidate costs where it costs, relative to the state's
+    /// best value (regret / best).
+    pub first_cost: Summary,
+    /// Share of the states where the label's next job has regret 0.
+    pub label_best_share: f64,
+    /// What the label's next job costs where it costs, relative to the state's best value (an
+    /// unproven label can be beaten by another candidate's search).
+    pub label_cost: Summary,
+    /// Candidates per state.
+    pub candidates: Summary,
+    /// Candidates with regret 0 per state.
+    pub zero_regret: Summary,
+    /// Share of the states where every candidate has regret 0 (the choice does not matter).
+    pub all_zero_share: f64,
+    /// Share of the candidates whose value is proven.
+    pub proven_share: f64,
+    /// Relative regret of every candidate that costs something (regret / best).
+    pub regret: Summary,
+}
+
+/// Adds up [`ValueStats`].
+#[derive(Default)]
+struct ValueTally {
+    states: u64,
+    first_costs: u64,
+    first_cost: Vec<f64>,
+    label_best: u64,
+    label_cost: Vec<f64>,
+    candidates: Vec<f64>,
+    zero: Vec<f64>,
+    all_zero: u64,
+    proven: u64,
+    regret: Vec<f64>,
+}
+
+impl ValueTally {
+    fn add(&mut self, r: &Record) {
+        let Some(v) = &r.values else {
+            return;
+        };
+        let Some(first) = v.candidates.first() else {
+            return;
+        };
+        self.states += 1;
+        if first.regret > 0.0 {
+            self.first_costs += 1;
+            self.first_cost.push(first.relative(v.best));
+        }
+        match v.get(&r.completion) {
+            Some(c) if c.regret > 0.0 => self.label_cost.push(c.relative(v.best)),
+            Some(_) => self.label_best += 1,
+            None => {}
+        }
+        let zero = v.candidates.iter().filter(|c| c.regret == 0.0).count();
+        self.candidates.push(v.candidates.len() as f64);
+        self.zero.push(zero as f64);
+        self.all_zero += u64::from(zero == v.candidates.len());
+        self.proven += v.candidates.iter().filter(|c| c.proven).count() as u64;
+        self.regret.extend(
+            v.candidates
+                .iter()
+                .filter(|c| c.regret > 0.0)
+                .map(|c| c.relative(v.best)),
+        );
+    }
+
+    fn summary(mut self) -> Option<ValueStats> {
+        if self.states == 0 {
+            return None;
+        }
+        let candidates: f64 = self.candidates.iter().sum();
+        Some(ValueStats {
+            states: self.states,
+            first_costs_share: share(self.first_costs, self.states),
+            first_cost: Summary::of(&mut self.first_cost),
+            label_best_share: share(self.label_best, self.states),
+            label_cost: Summary::of(&mut self.label_cost),
+            candidates: Summary::of(&mut self.candidates),
+            zero_regret: Summary::of(&mut self.zero),
+            all_zero_share: share(self.all_zero, self.states),
+            proven_share: share(self.proven, candidates as u64),
+            regret: Summary::of(&mut self.regret),
+        })
+    }
+}
+
+impl ValueStats {
+    /// The lines of [`Stats::to_text`].
+    pub fn to_text(&self) -> String {
+        let pct = |s: &Summary| {
+            format!(
+                "mean {:.2}%, median {:.2}%, p90 {:.2}%, max {:.2}%",
+                100.0 * s.mean,
+                100.0 * s.median,
+                100.0 * s.p90,
+                100.0 * s.max
+            )
+        };
+        let mut t = format!(
+            "values of {} states: taking J1 costs on {:.1}% ({}); the label's job is a best \
+             candidate on {:.1}%\n",
+            self.states,
+            100.0 * self.first_costs_share,
+            pct(&self.first_cost),
+            100.0 * self.label_best_share
+        );
+        t.push_str(&format!(
+            "  candidates per state: mean {:.1}; with regret 0: mean {:.1}, median {:.0}; \
+             every candidate regret 0 on {:.1}% of states; {:.1}% of values proven\n",
+            self.candidates.mean,
+            self.zero_regret.mean,
+            self.zero_regret.median,
+            100.0 * self.all_zero_share,
+            100.0 * self.proven_share
+        ));
+        t.push_str(&format!(
+            "  regret of the {} candidates that cost: {}\n",
+            self.regret.count,
+            pct(&self.regret)
+        ));
+        t
+    }
 }
 
 /// A token counter, e.g. a tokenizer's `encode(text).len()`.
@@ -116,6 +252,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
     let mut rule_same: BTreeMap<String, u64> = BTreeMap::new();
     let (mut instances, mut proven, mut canonical) = (0u64, 0u64, 0u64);
     let mut difficulty = DifficultyTally::default();
+    let mut values = ValueTally::default();
     for split in Split::ALL {
         let path = dir.join(split.file_name());
         if !path.exists() {
@@ -137,6 +274,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
                 prompt_tok.push(count(&r.prompt) as f64);
                 completion_tok.push(count(&r.completion) as f64);
             }
+            values.add(&r);
             if !r.is_first_step() {
                 continue;
             }
@@ -176,6 +314,7 @@ pub fn stats(dir: &Path, tokens: Option<TokenCount<'_>>) -> Result<Stats, BuildE
     s.canonical_share = share(canonical, instances);
     s.gap_unproven = Summary::of(&mut gaps);
     s.difficulty = difficulty.summary();
+    s.values = values.summary();
     for (rule, gap_sum) in rule_gap {
         let optimal = rule_opt.get(&rule).copied().unwrap_or(0);
         let same = rule_same.get(&rule).copied().unwrap_or(0);
@@ -300,6 +439,9 @@ impl Stats {
             ));
         }
         t.push_str(&self.difficulty.to_text());
+        if let Some(v) = &self.values {
+            t.push_str(&v.to_text());
+        }
         if self.difficulty.mostly_ranking() {
             t.push_str(&ranking_warning(&self.difficulty));
             t.push('\n');

@@ -25,6 +25,10 @@ pub struct Example {
     /// weight on the tokens of answer positions that leave the prompt's listing
     /// ([`Example::weighted`]).
     pub weights: Vec<f32>,
+    /// Soft targets of the answer tokens (`--targets values`, [`Example::with_values`]): for
+    /// each answer token, the tokens the loss spreads its target over, with their shares (summing
+    /// to 1, the answer's own token among them). Empty: every answer token is its own target.
+    pub soft: Vec<Vec<(u32, f32)>>,
 }
 
 impl Example {
@@ -40,7 +44,41 @@ impl Example {
             prompt_len,
             queue_len: record.instance.queue.len(),
             weights: vec![1.0; answer],
+            soft: Vec::new(),
         })
+    }
+
+    /// [`Example::new`] for a step record with values ([`schedlm_dataset::values`]): each
+    /// candidate `c` of the state gets the share `exp(-regret_rel(c) / temperature)`, normalised
+    /// (`regret_rel` = regret over the state's best value), and every answer token's target is
+    /// spread over the tokens the candidates continue the answer with, given the answer's
+    /// tokens before it: at the token that names the job, over the candidates' ids by their
+    /// shares; at a later token, over the candidates that share the answer up to there. The
+    /// loss is the cross-entropy against these targets along the label's tokens (one forward
+    /// pass, as the label loss); when one candidate holds all the mass it is exactly the label
+    /// loss. A record without values, or whose label is not among its candidates, keeps the
+    /// label loss.
+    pub fn with_values(
+        record: &Record,
+        tokenizer: &TextTokenizer,
+        temperature: f64,
+    ) -> Result<Example> {
+        let mut e = Example::new(record, tokenizer)?;
+        let Some(values) = &record.values else {
+            return Ok(e);
+        };
+        if values.get(&record.completion).is_none() {
+            return Ok(e);
+        }
+        let shares = value_shares(values, temperature);
+        let answers: Vec<Vec<u32>> = values
+            .candidates
+            .iter()
+            .map(|c| tokenizer.encode_answer(&c.id))
+            .collect::<Result<_>>()?;
+        let label = &e.tokens[e.prompt_len..];
+        e.soft = soft_targets(label, &answers, &shares);
+        Ok(e)
     }
 
     /// [`Example::new`] with the answer tokens of the positions that leave the prompt's
@@ -90,6 +128,7 @@ impl Example {
             prompt_len,
             queue_len,
             weights: vec![1.0; answer],
+            soft: Vec::new(),
         }
     }
 
@@ -97,6 +136,64 @@ impl Example {
     pub fn answer_len(&self) -> usize {
         self.tokens.len() - self.prompt_len
     }
+}
+
+/// Each candidate's share of the target: `exp(-regret_rel / temperature)`, normalised to sum
+/// to 1 (the best candidates get the largest shares; a candidate with an infinite regret, or
+/// a temperature of 0, none beyond the best).
+pub fn value_shares(values: &schedlm_dataset::values::StepValues, temperature: f64) -> Vec<f64> {
+    let raw: Vec<f64> = values
+        .candidates
+        .iter()
+        .map(|c| {
+            let r = c.relative(values.best);
+            if r <= 0.0 {
+                1.0
+            } else if temperature > 0.0 {
+                (-r / temperature).exp()
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let total: f64 = raw.iter().sum();
+    if total.is_nan() || total <= 0.0 {
+        return vec![0.0; raw.len()];
+    }
+    raw.iter().map(|w| w / total).collect()
+}
+
+/// The soft target of each token of `label` (an answer's tokens): given the label's tokens
+/// before it, the next tokens of the `answers` that agree with them, by their `shares`
+/// (normalised over those answers). A position no answer with a share reaches keeps its own
+/// token as target.
+pub fn soft_targets(label: &[u32], answers: &[Vec<u32>], shares: &[f64]) -> Vec<Vec<(u32, f32)>> {
+    let mut out = Vec::with_capacity(label.len());
+    for (i, &own) in label.iter().enumerate() {
+        let mut mass: Vec<(u32, f64)> = Vec::new();
+        for (answer, &share) in answers.iter().zip(shares) {
+            if share <= 0.0 || answer.len() <= i || answer[..i] != label[..i] {
+                continue;
+            }
+            match mass.iter_mut().find(|(t, _)| *t == answer[i]) {
+                Some((_, m)) => *m += share,
+                None => mass.push((answer[i], share)),
+            }
+        }
+        let total: f64 = mass.iter().map(|(_, m)| m).sum();
+        if total.is_nan() || total <= 0.0 {
+            out.push(vec![(own, 1.0)]);
+            continue;
+        }
+        // The answer's own token first, then the others in the order the candidates give them.
+        mass.sort_by_key(|&(t, _)| t != own);
+        out.push(
+            mass.into_iter()
+                .map(|(t, m)| (t, (m / total) as f32))
+                .collect(),
+        );
+    }
+    out
 }
 
 /// Tokenizes records; those longer than `context` tokens are left out and counted.
@@ -116,10 +213,25 @@ pub fn examples_weighted(
     context: usize,
     deviation: f32,
 ) -> Result<(Vec<Example>, usize)> {
+    examples_with(records, tokenizer, context, deviation, None)
+}
+
+/// [`examples_weighted`], with soft targets from the records' values at `temperature`
+/// ([`Example::with_values`]) when given.
+pub fn examples_with(
+    records: &[Record],
+    tokenizer: &TextTokenizer,
+    context: usize,
+    deviation: f32,
+    temperature: Option<f64>,
+) -> Result<(Vec<Example>, usize)> {
     let mut out = Vec::with_capacity(records.len());
     let mut skipped = 0;
     for record in records {
-        let example = Example::weighted(record, tokenizer, deviation)?;
+        let example = match temperature {
+            Some(t) => Example::with_values(record, tokenizer, t)?,
+            None => Example::weighted(record, tokenizer, deviation)?,
+        };
         if example.tokens.len() > context || example.answer_len() == 0 {
             skipped += 1;
         } else {

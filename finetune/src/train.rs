@@ -75,6 +75,10 @@ pub struct TrainOptions {
     /// plain loss; see [`crate::data::Example::weighted`]).
     #[serde(default = "one")]
     pub deviation_weight: f32,
+    /// With `--targets values`: the temperature of the soft targets over the candidates'
+    /// relative regrets ([`crate::data::Example::with_values`]); `None`: the label loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_temperature: Option<f64>,
     /// Show a progress bar.
     #[serde(skip)]
     pub progress: bool,
@@ -103,6 +107,7 @@ impl Default for TrainOptions {
             eval_every: 0,
             eval_records: default_eval_records(),
             deviation_weight: 1.0,
+            value_temperature: None,
             curriculum: false,
             progress: false,
         }
@@ -237,7 +242,8 @@ fn answer_logits(model: &model::Model, input: &Tensor, positions: &Tensor) -> Re
 type Batch = (Tensor, Tensor, Tensor, Vec<f32>);
 
 /// Input ids [b, T], and for each answer token its target, flat position in [b * T] and loss
-/// weight.
+/// weight; an answer token with a soft target ([`Example::soft`]) gives one row per token of
+/// it, at the same position, weighing its share.
 fn batch_tensors(batch: &[&Example], device: &Device) -> Result<Batch> {
     let t = batch
         .iter()
@@ -251,10 +257,24 @@ fn batch_tensors(batch: &[&Example], device: &Device) -> Result<Batch> {
         let n = e.tokens.len() - 1;
         input[i * t..i * t + n].copy_from_slice(&e.tokens[..n]);
         for j in e.prompt_len.saturating_sub(1)..n {
-            targets.push(e.tokens[j + 1]);
-            positions.push((i * t + j) as u32);
             // Token j + 1 is answer token j + 1 - prompt_len.
-            weights.push(e.weights.get(j + 1 - e.prompt_len).copied().unwrap_or(1.0));
+            let a = j + 1 - e.prompt_len;
+            let weight = e.weights.get(a).copied().unwrap_or(1.0);
+            match e.soft.get(a) {
+                // A soft target: one row per token it holds, weighing its share.
+                Some(soft) if !soft.is_empty() => {
+                    for &(token, share) in soft {
+                        targets.push(token);
+                        positions.push((i * t + j) as u32);
+                        weights.push(weight * share);
+                    }
+                }
+                _ => {
+                    targets.push(e.tokens[j + 1]);
+                    positions.push((i * t + j) as u32);
+                    weights.push(weight);
+                }
+            }
         }
     }
     Ok((

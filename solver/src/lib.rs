@@ -37,4 +37,5 @@ pub mod milp;
 mod packing;
 pub mod policy;
 pub mod portfolio;
+pub mod values;
 pub mod work;

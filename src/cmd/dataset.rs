@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use schedlm_dataset::build::{self, BuildTuning};
 use schedlm_dataset::manifest::{BuildArgs, Shard, Source};
 use schedlm_dataset::{
-    merge::merge, stats::stats, AnswerOrder, RecordFormat, RecordKind, SplitSpec, Template,
+    merge::merge, stats::stats, AnswerOrder, RecordFormat, RecordKind, SplitSpec, Targets, Template,
 };
 use schedlm_generator::Family;
 use schedlm_model::Objective;
@@ -142,6 +142,20 @@ pub struct BuildCmd {
     #[arg(long, value_enum, default_value = "orders")]
     pub records: RecordKindArg,
 
+    /// What step records carry beyond their label. `label`: the next job of the label only.
+    /// `values` (with --records steps): also, for every job the state offers, the best value
+    /// reachable when it goes next, its regret against the best candidate and whether the
+    /// value is proven (field `values`, docs/dataset.md), for `schedlm finetune --targets
+    /// values`.
+    #[arg(long, value_enum, default_value = "label")]
+    pub targets: TargetsArg,
+
+    /// With --targets values: counted work per candidate (units of `schedlm_solver::work`),
+    /// e.g. 100k. The default, 100k, costs about 15 ms of one core; on `uniform` 16..20 a
+    /// snapshot has about 170 candidates (docs/learning.md, "Action values").
+    #[arg(long, value_parser = schedlm_solver::work::parse_work)]
+    pub value_work_limit: Option<u64>,
+
     /// Which form of the prompt and answer each record carries (the metadata columns are the
     /// same in all). One form per file, because fine-tuning tools pick a form by the columns
     /// they find: TRL's SFTTrainer, given both, picks by the order of a Python set, which
@@ -259,6 +273,16 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             a.template
         );
     }
+    let targets = match a.targets {
+        TargetsArg::Label => Targets::Label,
+        TargetsArg::Values => Targets::Values,
+    };
+    if targets == Targets::Values && records != RecordKind::Steps {
+        bail!("--targets values gives each dispatching decision's candidates their values: add --records steps");
+    }
+    if targets == Targets::Label && a.value_work_limit.is_some() {
+        bail!("--value-work-limit budgets the values of --targets values: add --targets values or drop it");
+    }
     if records == RecordKind::Steps && a.plan {
         bail!("--records steps answers with one job id: drop --plan");
     }
@@ -317,6 +341,11 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         },
         plan: a.plan,
         records,
+        targets,
+        value_work_limit: (targets == Targets::Values).then(|| {
+            a.value_work_limit
+                .unwrap_or(schedlm_solver::values::DEFAULT_VALUE_WORK)
+        }),
         format: match a.format {
             RecordFormatArg::Messages => RecordFormat::Messages,
             RecordFormatArg::PromptCompletion => RecordFormat::PromptCompletion,
@@ -346,6 +375,13 @@ pub enum RecordFormatArg {
 pub enum RecordKindArg {
     Orders,
     Steps,
+}
+
+/// `--targets`: see [`Targets`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetsArg {
+    Label,
+    Values,
 }
 
 /// `--answer`: see [`AnswerOrder`].

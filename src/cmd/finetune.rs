@@ -8,7 +8,7 @@ use clap::Args;
 use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::read_records;
 use schedlm_dataset::{Record, RecordKind, Template};
-use schedlm_finetune::data::{examples_weighted, Example};
+use schedlm_finetune::data::{examples_with, Example};
 use schedlm_finetune::model::{build, save_merged, Base, ModelSpec, Task};
 use schedlm_finetune::train::STATE_FILE;
 use schedlm_finetune::Device;
@@ -74,6 +74,18 @@ pub struct FinetuneArgs {
     /// loss; the validation loss stays plain.
     #[arg(long, value_name = "W", default_value_t = 1.0)]
     pub deviation_weight: f32,
+    /// What the answer is trained towards. `label`: the record's answer (cross-entropy).
+    /// `values` (step records built with `dataset build --targets values`): a soft target over
+    /// the candidates of each state, candidate c weighing exp(-regret_rel(c) / T) with
+    /// regret_rel its regret over the state's best value and T --temperature; records without
+    /// values keep the label. The validation loss stays the label's. Not with
+    /// --deviation-weight.
+    #[arg(long, value_enum, default_value = "label")]
+    pub targets: TargetsArg,
+    /// With --targets values: the temperature T, in relative regret (0.01: a candidate 1%
+    /// worse than the best weighs e^-1 of it).
+    #[arg(long, value_name = "T", default_value_t = 0.01)]
+    pub temperature: f64,
     /// Peak learning rate [default: 1e-3 from scratch, 2e-4 with LoRA].
     #[arg(long)]
     pub lr: Option<f64>,
@@ -135,6 +147,13 @@ pub struct FinetuneArgs {
     pub progress: crate::io::ProgressArgs,
 }
 
+/// `--targets` of `finetune`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetsArg {
+    Label,
+    Values,
+}
+
 fn spec(args: &FinetuneArgs, vocab_size: usize) -> Result<ModelSpec> {
     let lora = LoraConfig {
         rank: args.lora_rank,
@@ -175,6 +194,7 @@ fn options(args: &FinetuneArgs) -> TrainOptions {
         eval_records: args.eval_records.unwrap_or(defaults.eval_records),
         curriculum: args.curriculum,
         deviation_weight: args.deviation_weight,
+        value_temperature: (args.targets == TargetsArg::Values).then_some(args.temperature),
         lr: args.lr.unwrap_or(if lora { 2e-4 } else { 1e-3 }),
         batch: args.batch,
         warmup: args.warmup,
@@ -268,15 +288,30 @@ fn task_of(records: &[Record], path: &Path) -> Result<Task> {
 }
 
 /// The examples of a records file (those that fit the context), with the records; answer
-/// positions that leave the prompt's listing weigh `deviation`.
+/// positions that leave the prompt's listing weigh `deviation`, or with `temperature` the
+/// answers have soft targets from the records' values.
 fn load_examples(
     path: &Path,
     trainer: &Trainer,
     deviation: f32,
+    temperature: Option<f64>,
 ) -> Result<(Vec<Example>, Vec<Record>)> {
     let records = read_records(path)?.all()?;
+    if temperature.is_some() && !records.iter().any(|r| r.values.is_some()) {
+        bail!(
+            "--targets values: no record of {} carries values (build it with `dataset build \
+             --records steps --targets values`)",
+            path.display()
+        );
+    }
     let context = trainer.loaded.model.context();
-    let (ex, skipped) = examples_weighted(&records, &trainer.loaded.tokenizer, context, deviation)?;
+    let (ex, skipped) = examples_with(
+        &records,
+        &trainer.loaded.tokenizer,
+        context,
+        deviation,
+        temperature,
+    )?;
     if skipped > 0 {
         eprintln!(
             "finetune: {}: left out {skipped} of {} records longer than {context} tokens",
@@ -312,9 +347,20 @@ pub fn run(args: &FinetuneArgs) -> Result<()> {
     if !(weight.is_finite() && weight > 0.0) {
         bail!("--deviation-weight {weight}: give a positive weight (1 for the plain loss)");
     }
-    let (train, _) = load_examples(&args.train, &trainer, weight)?;
+    let temperature = trainer.state.options.value_temperature;
+    if let Some(t) = temperature {
+        if !(t.is_finite() && t > 0.0) {
+            bail!("--temperature {t}: give a positive temperature (e.g. 0.01)");
+        }
+        if weight != 1.0 {
+            bail!(
+                "--targets values spreads each answer over its candidates: drop --deviation-weight"
+            );
+        }
+    }
+    let (train, _) = load_examples(&args.train, &trainer, weight, temperature)?;
     let val = match &args.val {
-        Some(p) => load_examples(p, &trainer, 1.0)?,
+        Some(p) => load_examples(p, &trainer, 1.0, None)?,
         None => (Vec::new(), Vec::new()),
     };
     let held_out = trainer.set_held_out(&val.1)?;
