@@ -183,22 +183,29 @@ fn summary_numbers_recompute_from_the_csv() {
     for p in summary["policies"].as_array().unwrap() {
         let name = p["policy"].as_str().unwrap();
         let mine: Vec<&Cells> = rows.iter().filter(|r| r["policy"] == name).collect();
-        let (mut w, mut t, mut l) = (0u64, 0u64, 0u64);
-        for r in &mine {
-            let (x, y) = (f(r, "value"), f(r, "best_rule_value"));
-            if tied(x, y) {
-                t += 1;
-            } else if x < y {
-                w += 1;
-            } else {
-                l += 1;
+        // Wins, ties and losses of `value` against another column, as the summary has them.
+        let tally = |column: &str, v: &Value, what: &str| {
+            let (mut w, mut t, mut l) = (0u64, 0u64, 0u64);
+            for r in &mine {
+                let (x, y) = (f(r, "value"), f(r, column));
+                if tied(x, y) {
+                    t += 1;
+                } else if x < y {
+                    w += 1;
+                } else {
+                    l += 1;
+                }
             }
-        }
-        let v = &p["vs_best_rule"];
-        assert_eq!(
-            (v["wins"].as_u64(), v["ties"].as_u64(), v["losses"].as_u64()),
-            (Some(w), Some(t), Some(l)),
-            "{name}"
+            assert_eq!(
+                (v["wins"].as_u64(), v["ties"].as_u64(), v["losses"].as_u64()),
+                (Some(w), Some(t), Some(l)),
+                "{name} {what}"
+            );
+        };
+        tally(
+            "best_rule_value",
+            &p["vs_best_rule"],
+            "against the best rule",
         );
         for k in ["same_as_queue_order", "same_as_best_rule_order"] {
             let same = mine.iter().filter(|r| r[k] == "true").count();
@@ -208,23 +215,7 @@ fn summary_numbers_recompute_from_the_csv() {
         }
         // Against ect: the tally and the share from the `ect_value` and order columns; the
         // listing sums from the decision columns.
-        let (mut w, mut t, mut l) = (0u64, 0u64, 0u64);
-        for r in &mine {
-            let (x, y) = (f(r, "value"), f(r, "ect_value"));
-            if tied(x, y) {
-                t += 1;
-            } else if x < y {
-                w += 1;
-            } else {
-                l += 1;
-            }
-        }
-        let v = &p["vs_ect"];
-        assert_eq!(
-            (v["wins"].as_u64(), v["ties"].as_u64(), v["losses"].as_u64()),
-            (Some(w), Some(t), Some(l)),
-            "{name} against ect"
-        );
+        tally("ect_value", &p["vs_ect"], "against ect");
         let same = mine
             .iter()
             .filter(|r| r["same_as_ect_order"] == "true")
@@ -267,7 +258,7 @@ fn summary_numbers_recompute_from_the_csv() {
         if name == "fcfs" {
             // The generated queues are listed by submit time: FCFS is the queue order.
             close(1.0, &p["same_as_queue_order"], name);
-            assert_eq!(v["wins"], 0);
+            assert_eq!(p["vs_best_rule"]["wins"], 0);
         }
     }
     for r in rows.iter().filter(|r| r["valid"] == "true") {
