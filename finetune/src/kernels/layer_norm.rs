@@ -160,9 +160,14 @@ mod tests {
             prop_assert!(max_diff(&fused, &reference) < 1e-4);
             let gf = (fused * up.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
             let gr = (reference * up.as_tensor()).unwrap().sum_all().unwrap().backward().unwrap();
+            // Relative to the gradient's size: a row whose few values lie close together has a
+            // small variance, and its input gradient (through 1 / sqrt(var + eps)) is large, so
+            // f32 rounding differs by more than any absolute bound in the last places.
             for v in [xt, wt, bt] {
-                let d = max_diff(gf.get(v).unwrap(), gr.get(v).unwrap());
-                prop_assert!(d < 2e-4, "gradient differs by {}", d);
+                let (f, r) = (gf.get(v).unwrap(), gr.get(v).unwrap());
+                let scale = max_diff(r, &r.zeros_like().unwrap()).max(1.0);
+                let d = max_diff(f, r);
+                prop_assert!(d < 2e-4 * scale, "gradient differs by {} (largest {})", d, scale);
             }
         }
     }
