@@ -63,14 +63,17 @@ pub fn trace(
             let first = listed[0].0;
             if choice != first {
                 out.leaving += 1;
+                // The continuation's value from the schedule the dispatcher holds (no second
+                // dispatch of the whole order).
                 let mut value_after = |j: usize| {
                     scratch.clear();
                     scratch.extend_from_slice(&order[..k]);
                     d.place(j);
                     scratch.push(j);
                     complete(&mut d, rank, &mut scratch);
+                    let value = objective.value(problem, &d.schedule().start);
                     d.truncate(k);
-                    problem.evaluate(&scratch, objective, variant).1
+                    value
                 };
                 let taken = value_after(choice);
                 let listed_first = value_after(first);

@@ -244,6 +244,15 @@ pub struct Stats {
     pub verdicts: Vec<Comparison>,
 }
 
+impl Stats {
+    /// The comparison of `policy` against `against`, when the summary made one.
+    pub fn verdict(&self, policy: &str, against: &str) -> Option<&Comparison> {
+        self.verdicts
+            .iter()
+            .find(|c| c.policy == policy && c.against == against)
+    }
+}
+
 /// The reference name of the best rule per instance in [`Comparison::against`].
 pub const BRPI: &str = "best rule per instance";
 
@@ -572,12 +581,16 @@ fn policy_stats(policy: &str, rows: &[&Row]) -> PolicyStats {
         }),
         same_as_queue_order: share(rows, |r| r.same_as_queue_order),
         same_as_best_rule_order: share(rows, |r| r.same_as_best_rule_order),
-        vs_ect: rows.iter().all(|r| r.ect_value.is_some()).then(|| {
-            rows.iter().fold(Tally::default(), |mut t, r| {
-                t.add(r.value, r.ect_value.unwrap_or(f64::NAN));
-                t
-            })
-        }),
+        vs_ect: rows
+            .iter()
+            .map(|r| r.ect_value.map(|ect| (r.value, ect)))
+            .collect::<Option<Vec<_>>>()
+            .map(|pairs| {
+                pairs.into_iter().fold(Tally::default(), |mut t, (v, ect)| {
+                    t.add(v, ect);
+                    t
+                })
+            }),
         same_as_ect_order: share(rows, |r| r.same_as_ect_order),
         listing: rows.iter().any(|r| r.decisions.is_some()).then(|| {
             rows.iter().fold(ListingTrace::default(), |mut t, r| {

@@ -138,14 +138,10 @@ fn best_names(s: &SnapshotSummary, ranked: &[&PolicyStats]) -> String {
     let level: Vec<String> = ranked[1..]
         .iter()
         .filter(|p| {
-            s.stats
-                .verdicts
-                .iter()
-                .find(|c| c.policy == best.policy && c.against == p.policy)
-                .map_or_else(
-                    || tied(p.mean_value, best.mean_value),
-                    |c| c.verdict == Verdict::Level,
-                )
+            s.stats.verdict(&best.policy, &p.policy).map_or_else(
+                || tied(p.mean_value, best.mean_value),
+                |c| c.verdict == Verdict::Level,
+            )
         })
         .map(|p| format!("**{}**", p.policy))
         .collect();
@@ -194,11 +190,7 @@ pub fn baseline_words(name: &str) -> String {
 /// the best rule's order.
 pub fn against_rules(s: &SnapshotSummary, p: &PolicyStats) -> String {
     let st = &s.stats;
-    let judged = |against: &str| {
-        st.verdicts
-            .iter()
-            .find(|c| c.policy == p.policy && c.against == against)
-    };
+    let judged = |against: &str| st.verdict(&p.policy, against);
     let mut rules = Vec::new();
     if let Some(c) = judged(BRPI) {
         rules.push(format!(
@@ -278,9 +270,7 @@ fn against_ect(s: &SnapshotSummary, p: &PolicyStats) -> Option<String> {
     }
     let verdict = s
         .stats
-        .verdicts
-        .iter()
-        .find(|c| c.policy == p.policy && c.against == ECT)
+        .verdict(&p.policy, ECT)
         .map(|c| {
             format!(
                 "{} `ect` (sign test p = {:.3})",
@@ -333,11 +323,7 @@ pub fn ect_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
         .filter(|p| is_text(&p.policy) && !p.all_failed())
         .filter_map(|p| {
             let t = p.vs_ect?;
-            let c = s
-                .stats
-                .verdicts
-                .iter()
-                .find(|c| c.policy == p.policy && c.against == ECT);
+            let c = s.stats.verdict(&p.policy, ECT);
             let l = p.listing;
             let share = |a: usize, b: usize| pct((b > 0).then(|| a as f64 / b as f64));
             Some(vec![
