@@ -256,25 +256,28 @@ fn pipeline_runs_end_to_end_to_a_report() {
         "{}",
         out.stdout_text()
     );
-    // The best shipped model, on unseen snapshots of its own range, against ect and the rest,
+    // The shipped models, on unseen snapshots of their own range, against ect and the rest,
     // and what each model is.
     let shipped: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(out_dir.join("shipped-report/summary.json")).unwrap(),
     )
     .unwrap();
     let verdicts = shipped["verdicts"].as_array().unwrap();
-    for against in ["best rule per instance", "ect"] {
-        assert!(
-            verdicts
-                .iter()
-                .any(|v| v["policy"].as_str().unwrap().contains("b4-uniform")
-                    && v["against"] == against),
-            "{against}: {verdicts:?}"
-        );
+    for model in ["b7-uniform", "b4-uniform"] {
+        for against in ["best rule per instance", "ect"] {
+            assert!(
+                verdicts
+                    .iter()
+                    .any(|v| v["policy"].as_str().unwrap().contains(model)
+                        && v["against"] == against),
+                "{model} against {against}: {verdicts:?}"
+            );
+        }
     }
     let stdout = out.stdout_text();
     assert!(stdout.contains("the quick model"), "{stdout}");
-    assert!(stdout.contains("the best shipped model (B4)"), "{stdout}");
+    assert!(stdout.contains("the best shipped model (B7)"), "{stdout}");
+    assert!(stdout.contains("a step GPT (B4)"), "{stdout}");
     for family in FAMILIES {
         let file = out_dir.join(format!("{family}.jsonl"));
         assert!(file.exists(), "{} missing", file.display());

@@ -15,6 +15,7 @@
 //!   it, for policies rolled out outside Rust.
 //! - [`reward`]: the reward of an answer (its value against the best rule per instance), the
 //!   one formula of reinforcement learning.
+//! - [`features`]: each candidate of a step state as numbers, for candidate scorers.
 //! - [`values`]: every candidate's value and regret in step records (`--targets values`).
 //! - [`testing`]: small solved datasets, the one fixture of every crate's tests.
 //!
@@ -53,6 +54,7 @@ pub mod canonical;
 pub mod difficulty;
 pub mod distribution;
 pub mod error;
+pub mod features;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ids;

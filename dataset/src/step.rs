@@ -175,6 +175,16 @@ impl<'p> StepState<'p> {
         }
     }
 
+    /// Each candidate's row of [`crate::features::FEATURES`], in the order of
+    /// [`StepState::candidates`].
+    pub fn features(&self) -> Vec<crate::features::Row> {
+        let rows = crate::features::candidate_features(&self.dispatcher, &self.rank);
+        self.candidates()
+            .iter()
+            .filter_map(|&j| rows.iter().find(|r| r.0 == j).map(|r| r.1))
+            .collect()
+    }
+
     /// The jobs placed so far, in placement order.
     pub fn placed(&self) -> Vec<usize> {
         self.dispatcher.placed_order().collect()

@@ -70,6 +70,8 @@ pub struct Observation {
     /// The jobs that may be placed next (queue indices), in the order the prompt lists them
     /// ([`StepState::candidates`]); empty when the dispatch is finished.
     pub candidates: Vec<usize>,
+    /// Each candidate's row of [`crate::features::FEATURES`], in the same order.
+    pub features: Vec<crate::features::Row>,
 }
 
 impl Observation {
@@ -127,6 +129,7 @@ impl StepEnv {
                 },
                 prompt: String::new(),
                 candidates: Vec::new(),
+                features: Vec::new(),
             },
         };
         env.settle();
@@ -164,15 +167,16 @@ impl StepEnv {
         }
         let state = self.state();
         let rendered = state.render();
-        let candidates = if self.done() {
-            Vec::new()
+        let (candidates, features) = if self.done() {
+            (Vec::new(), Vec::new())
         } else {
-            state.candidates()
+            (state.candidates(), state.features())
         };
         self.observation = Observation {
             prompt: prompt_text(&rendered.system, &rendered.user),
             rendered,
             candidates,
+            features,
         };
     }
 
@@ -243,6 +247,69 @@ impl StepEnv {
             .schedule(&self.placed, self.objective, self.variant)
             .ok()
             .map(|(_, v)| v)
+    }
+
+    /// Every candidate's action value at the current state, in listing order
+    /// ([`schedlm_solver::values::state_values`]): the best value found over orders that start
+    /// with the jobs placed so far and that candidate, under `work_limit` units of counted work
+    /// per candidate, searched from `reference` (queue indices, a dependency-feasible order of
+    /// the whole queue, e.g. the instance's label) with the placed jobs taken out of it; `None`
+    /// searches from the earliest-completion order. The same at any load and thread count.
+    pub fn values(
+        &self,
+        reference: Option<&[usize]>,
+        work_limit: u64,
+    ) -> Vec<schedlm_solver::values::CandidateValue> {
+        let fallback;
+        let reference = match reference {
+            Some(r) => r,
+            None => {
+                fallback = schedlm_solver::greedy::earliest_completion(
+                    &self.problem,
+                    self.variant,
+                    &self.ranked.order,
+                );
+                &fallback
+            }
+        };
+        let placed: std::collections::HashSet<usize> = self.placed.iter().copied().collect();
+        let mut order = self.placed.clone();
+        order.extend(reference.iter().copied().filter(|j| !placed.contains(j)));
+        schedlm_solver::values::state_values(
+            &self.problem,
+            self.objective,
+            self.variant,
+            &order,
+            self.placed.len(),
+            &self.observation.candidates,
+            0.0,
+            work_limit,
+        )
+    }
+
+    /// For every candidate, in listing order, the value of the order that places it next and
+    /// then follows the earliest-completion listing to the end (the `ect` policy's value after
+    /// that one choice): what one decision changes when the rest is left to the listing, the
+    /// measure of `eval`'s "decisions leaving the listing that lower the value".
+    pub fn listing_values(&self) -> Vec<f64> {
+        let rank = &self.ranked.order;
+        self.observation
+            .candidates
+            .iter()
+            .map(|&c| {
+                let mut d = schedlm_model::Dispatcher::new(&self.problem, self.variant);
+                let mut order = self.placed.clone();
+                for &j in &order {
+                    d.place(j);
+                }
+                d.place(c);
+                order.push(c);
+                schedlm_solver::greedy::complete(&mut d, rank, &mut order);
+                self.problem
+                    .schedule(&order, self.objective, self.variant)
+                    .map_or(f64::INFINITY, |(_, v)| v)
+            })
+            .collect()
     }
 
     /// The values of the prompt's free answers on the instance ([`Reference::of`]).

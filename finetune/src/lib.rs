@@ -10,6 +10,8 @@
 //! - [`curve`]: learning curves (`curve.csv`, `curve.svg`); [`heldout`]: the held-out gap of
 //!   the model being trained.
 //! - [`constrain`], [`decode`], [`predict`]: answering snapshots.
+//! - [`scorer`]: step scorers, small networks over each candidate's numbers, rolled out by
+//!   [`Predictor`] like a step model.
 //!
 //! # The interface for evaluation
 //!
@@ -54,6 +56,7 @@ pub mod predict;
 pub mod pretrained;
 pub mod rl;
 pub mod rollout;
+pub mod scorer;
 pub mod tokenizer;
 pub mod train;
 

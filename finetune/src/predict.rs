@@ -17,7 +17,9 @@ use crate::decode::{generate, prime, Chooser, DecodeOptions, Vocab};
 use crate::error::{FinetuneError, Result};
 use crate::model::{self, Loaded};
 use crate::rollout::{order_value as rollout_value, rollout, Rollout};
+use crate::scorer::{self, StepScorer};
 use crate::tokenizer::TextTokenizer;
+use schedlm_dataset::distribution::TrainingDistribution;
 
 /// A model's answer to one snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,11 +85,22 @@ impl AnswerTables {
     }
 }
 
-/// A loaded model with its tokenizer, ready to decode.
+/// A loaded model ready to answer: a language model with its tokenizer, or a step scorer
+/// ([`crate::scorer`]).
 pub struct Predictor {
-    loaded: Loaded,
-    tables: AnswerTables,
+    engine: Engine,
     device: Device,
+}
+
+enum Engine {
+    Text {
+        loaded: Box<Loaded>,
+        tables: AnswerTables,
+    },
+    Scorer {
+        scorer: StepScorer,
+        trained_on: Option<Box<TrainingDistribution>>,
+    },
 }
 
 impl Predictor {
@@ -96,28 +109,57 @@ impl Predictor {
         Predictor::load_on(dir, &Device::Cpu)
     }
 
-    /// Loads onto `device`.
+    /// Loads onto `device` (a step scorer always runs on the CPU).
     pub fn load_on(dir: &Path, device: &Device) -> Result<Predictor> {
+        if scorer::is_scorer(dir) {
+            let trained_on = TrainingDistribution::read(dir)
+                .map_err(FinetuneError::Model)?
+                .map(Box::new);
+            return Ok(Predictor {
+                engine: Engine::Scorer {
+                    scorer: StepScorer::load(dir)?,
+                    trained_on,
+                },
+                device: Device::Cpu,
+            });
+        }
         Ok(Predictor::from_loaded(model::load(dir, device)?, device))
     }
 
     /// Wraps a model already in memory.
     pub fn from_loaded(loaded: Loaded, device: &Device) -> Predictor {
         Predictor {
-            tables: AnswerTables::new(&loaded.tokenizer),
-            loaded,
+            engine: Engine::Text {
+                tables: AnswerTables::new(&loaded.tokenizer),
+                loaded: Box::new(loaded),
+            },
             device: device.clone(),
         }
     }
 
-    /// The model, tokenizer and task the predictor decodes with.
-    pub fn loaded(&self) -> &Loaded {
-        &self.loaded
+    /// The language model, tokenizer and task the predictor decodes with; `None` for a step
+    /// scorer.
+    pub fn loaded(&self) -> Option<&Loaded> {
+        match &self.engine {
+            Engine::Text { loaded, .. } => Some(loaded),
+            Engine::Scorer { .. } => None,
+        }
+    }
+
+    /// The step scorer the predictor rolls out; `None` for a language model.
+    pub fn scorer(&self) -> Option<&StepScorer> {
+        match &self.engine {
+            Engine::Scorer { scorer, .. } => Some(scorer),
+            Engine::Text { .. } => None,
+        }
     }
 
     /// What the model was trained on, when its run recorded it.
-    pub fn trained_on(&self) -> Option<&schedlm_dataset::distribution::TrainingDistribution> {
-        self.loaded.trained_on.as_ref()
+    pub fn trained_on(&self) -> Option<&TrainingDistribution> {
+        match &self.engine {
+            Engine::Text { loaded, .. } => loaded.trained_on.as_ref(),
+            Engine::Scorer { trained_on, .. } => trained_on.as_deref(),
+        }
     }
 
     /// Answers a snapshot rendered with `objective`, `options.variant` and `template`: greedy,
@@ -129,13 +171,19 @@ impl Predictor {
         template: Template,
         options: &DecodeOptions,
     ) -> Result<Prediction> {
-        if self.loaded.task.records == RecordKind::Steps {
-            return self.predict_steps(instance, objective, template, options);
+        let (loaded, tables) = match &self.engine {
+            Engine::Scorer { scorer, .. } => {
+                return predict_scored(scorer, instance, objective, template, options)
+            }
+            Engine::Text { loaded, tables } => (loaded, tables),
+        };
+        if loaded.task.records == RecordKind::Steps {
+            return self.predict_steps(loaded, tables, instance, objective, template, options);
         }
         let rendered = render(instance, objective, options.variant, template);
-        let tok = &self.loaded.tokenizer;
+        let tok = &loaded.tokenizer;
         let prompt = tok.encode_prompt(&rendered.system, &rendered.user)?;
-        let model = &self.loaded.model;
+        let model = &loaded.model;
         // A constrained answer needs at least `J`, digits per job and the end token.
         let room = if options.constrained {
             2 * instance.queue.len() + 1
@@ -150,7 +198,7 @@ impl Predictor {
         }
         let started = Instant::now();
         let primed = prime(model, &prompt, &self.device)?;
-        let vocab = self.tables.vocab();
+        let vocab = tables.vocab();
         let constraint = options
             .constrained
             .then(|| OrderConstraint::new(instance.queue.len()));
@@ -229,6 +277,8 @@ impl Predictor {
     /// ids), so a strict parse always refuses it.
     fn predict_steps(
         &self,
+        loaded: &Loaded,
+        tables: &AnswerTables,
         instance: &Instance,
         objective: Objective,
         template: Template,
@@ -247,8 +297,8 @@ impl Predictor {
         };
         let roll = |chooser: &mut Chooser| {
             rollout(
-                &self.loaded,
-                &self.tables,
+                loaded,
+                tables,
                 instance,
                 objective,
                 options,
@@ -265,8 +315,8 @@ impl Predictor {
                 ..options.clone()
             };
             let r = rollout(
-                &self.loaded,
-                &self.tables,
+                loaded,
+                tables,
                 instance,
                 objective,
                 &free,
@@ -310,6 +360,51 @@ impl Predictor {
             samples_seconds: started.elapsed().as_secs_f64(),
         })
     }
+}
+
+/// [`Predictor::predict`] for a step scorer: its greedy rollout, and sampled rollouts for
+/// best-of, the order written in the ids of `template`.
+fn predict_scored(
+    scorer: &StepScorer,
+    instance: &Instance,
+    objective: Objective,
+    template: Template,
+    options: &DecodeOptions,
+) -> Result<Prediction> {
+    let ids = prompt_ids(instance, objective, options.variant, template);
+    let started = Instant::now();
+    let greedy = scorer.rollout(instance, objective, options.variant, &mut |s| {
+        scorer::best(s)
+    })?;
+    let greedy_seconds = started.elapsed().as_secs_f64();
+    let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
+    let started = Instant::now();
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    let mut best: Option<(f64, String)> = None;
+    let mut valid_samples = 0;
+    for _ in 0..options.samples() {
+        let order = scorer.rollout(instance, objective, options.variant, &mut |s| {
+            scorer::sample(s, options.temperature, &mut rng)
+        })?;
+        let Some(value) = rollout_value(&problem, &order, objective, options.variant) else {
+            continue;
+        };
+        valid_samples += 1;
+        if best.as_ref().is_none_or(|(v, _)| value < *v) {
+            best = Some((value, order_line(&order, &ids)));
+        }
+    }
+    Ok(Prediction {
+        text: order_line(&greedy, &ids),
+        tokens: 0,
+        prompt_tokens: 0,
+        valid_samples,
+        best_value: best.as_ref().map(|b| b.0),
+        best_of: best.map(|b| b.1),
+        unconstrained: None,
+        greedy_seconds,
+        samples_seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// The objective value of a strictly valid answer under the dispatcher; `None` if invalid.

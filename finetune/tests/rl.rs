@@ -146,7 +146,7 @@ fn an_rl_run_is_seeded_resumable_and_scored_by_the_dispatcher() {
     // The result is a run directory `predict` loads like any other.
     let predictor = schedlm_finetune::Predictor::load(&whole).unwrap();
     assert_eq!(
-        predictor.loaded().task.step_template,
+        predictor.loaded().unwrap().task.step_template,
         Some(Template::StepV2)
     );
 }

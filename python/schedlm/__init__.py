@@ -34,6 +34,8 @@ Instance = Union[Mapping[str, Any], str]
 INVALID_REWARD = -1.0
 
 __all__ = [
+    "FEATURES",
+    "FEATURES_VERSION",
     "INVALID_REWARD",
     "Dataset",
     "StepEnv",
@@ -357,6 +359,10 @@ def reference(instance: Instance, objective: str = "bsld", variant: str = "seria
 #: ``schedlm dataset build``'s default ``--work-limit``: units of counted search work, about
 #: 2 CPU seconds on an unproven 16..20-job snapshot (docs/benchmarks.md, "Work units").
 DEFAULT_WORK_LIMIT: int = _schedlm.DEFAULT_WORK_LIMIT
+#: The names of a candidate's numbers in a step observation's ``features`` (one row per
+#: candidate, in listing order), and the version of that list (a step scorer's ``features``).
+FEATURES: Tuple[str, ...] = tuple(_schedlm.FEATURES)
+FEATURES_VERSION: str = _schedlm.FEATURES_VERSION
 
 
 def solve(

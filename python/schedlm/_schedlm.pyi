@@ -1,6 +1,6 @@
 """Type stubs of the extension module (python/src/lib.rs); use the `schedlm` functions."""
 
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 __version__: str
 
@@ -26,6 +26,8 @@ def reward_many(
     variant_name: str,
 ) -> list[float]: ...
 DEFAULT_WORK_LIMIT: int
+FEATURES: List[str]
+FEATURES_VERSION: str
 
 def solve(
     instance_json: str, solver_name: str, objective_name: str, variant_name: str,
@@ -63,6 +65,10 @@ class StepEnv:
     def best(self) -> float: ...
     @property
     def reference(self) -> tuple[float, float]: ...
+    def values(
+        self, reference: Optional[list[str]] = ..., work_limit: Optional[int] = ...,
+    ) -> str: ...
+    def listing_values(self) -> list[float]: ...
 
 class StepEnvBatch:
     def __init__(

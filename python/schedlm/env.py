@@ -104,6 +104,25 @@ class StepEnv:
         """The best known value: ``best`` as given, else solved (see the class)."""
         return self._env.best()
 
+    def listing_values(self) -> list:
+        """For every candidate, in listing order, the value of the order that places it next
+        and then follows the listing (``J1``) to the end: what this one decision changes when
+        the rest is left to the earliest-completion rule (``schedlm eval`` counts a choice that
+        leaves the listing as lowering the value when its entry is below ``J1``'s)."""
+        return self._env.listing_values()
+
+    def values(self, reference: Optional[Sequence[str]] = None,
+               work_limit: Optional[int] = None) -> list:
+        """Every candidate's action value at the current state, in listing order: dicts of
+        ``id`` (prompt id), ``job`` (instance id), ``value`` (the best value found over orders
+        that start with the jobs placed so far and this job), ``regret`` (its value minus the
+        best candidate's) and ``proven``. The search starts from ``reference`` (instance ids of
+        a whole order, e.g. a label's ``order``; default: the earliest-completion order) and
+        spends ``work_limit`` units of counted work per candidate (default 100k, as
+        ``dataset build --targets values``): the same numbers on every machine."""
+        return json.loads(self._env.values(None if reference is None else list(reference),
+                                           work_limit))
+
     @property
     def reference(self) -> dict:
         """The free answers' values: ``brpi``, ``ect`` and ``reference`` (the lower)."""

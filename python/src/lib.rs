@@ -797,6 +797,7 @@ impl Episode {
             ],
             "candidates": obs.candidate_ids(),
             "jobs": obs.candidates.iter().map(|&j| problem.job_id(j)).collect::<Vec<_>>(),
+            "features": obs.features,
         })
     }
 
@@ -838,7 +839,8 @@ impl PyStepEnv {
     }
 
     /// The current state as JSON: `prompt`, `system`, `user`, `messages`, `candidates` (prompt
-    /// ids in listing order) and `jobs` (their instance ids).
+    /// ids in listing order), `jobs` (their instance ids) and `features` (each candidate's row
+    /// of `schedlm_dataset::features::FEATURES`).
     fn observation(&self) -> String {
         self.episode.observation().to_string()
     }
@@ -886,6 +888,53 @@ impl PyStepEnv {
     #[getter]
     fn reference(&self) -> (f64, f64) {
         (self.episode.reference.brpi, self.episode.reference.ect)
+    }
+
+    /// For every candidate, in listing order, the value of placing it next and then following
+    /// the earliest-completion listing to the end.
+    fn listing_values(&self, py: Python<'_>) -> Vec<f64> {
+        let env = &self.episode.env;
+        py.detach(|| env.listing_values())
+    }
+
+    /// Every candidate's action value at the current state as JSON, in listing order: `id`,
+    /// `job`, `value`, `regret` (value minus the best candidate's) and `proven`; searched from
+    /// `reference` (instance ids of a whole order, e.g. a label's `order`; None: the
+    /// earliest-completion order) under `work_limit` units of work per candidate.
+    #[pyo3(signature = (reference=None, work_limit=None))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        reference: Option<Vec<String>>,
+        work_limit: Option<u64>,
+    ) -> PyResult<String> {
+        let env = &self.episode.env;
+        let problem = env.problem();
+        let reference = match reference {
+            None => None,
+            Some(ids) => Some(
+                ids.iter()
+                    .map(|id| {
+                        (0..problem.jobs())
+                            .find(|&j| problem.job_id(j) == id.as_str())
+                            .ok_or_else(|| value_error(format!("`{id}` is not a queued job")))
+                    })
+                    .collect::<PyResult<Vec<usize>>>()?,
+            ),
+        };
+        let limit = work_limit.unwrap_or(schedlm_solver::values::DEFAULT_VALUE_WORK);
+        let values = py.detach(|| env.values(reference.as_deref(), limit));
+        let best = values.iter().map(|v| v.value).fold(f64::INFINITY, f64::min);
+        let ids = env.observation().candidate_ids();
+        let rows: Vec<Value> = values
+            .iter()
+            .zip(ids)
+            .map(|(v, id)| {
+                json!({"id": id, "job": problem.job_id(v.job), "value": v.value,
+                       "regret": v.value - best, "proven": v.proven})
+            })
+            .collect();
+        Ok(Value::Array(rows).to_string())
     }
 }
 
@@ -1015,6 +1064,16 @@ fn _schedlm(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "DEFAULT_WORK_LIMIT",
         schedlm_solver::work::DEFAULT_DATASET_WORK,
+    )?;
+    m.add(
+        "FEATURES",
+        schedlm_dataset::features::FEATURES
+            .map(String::from)
+            .to_vec(),
+    )?;
+    m.add(
+        "FEATURES_VERSION",
+        schedlm_dataset::features::FEATURES_VERSION,
     )?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;

@@ -9,11 +9,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def binary_path():
+    """The schedlm binary the tests run: SCHEDLM_BIN, else target/debug/schedlm."""
+    return Path(os.environ.get("SCHEDLM_BIN", ROOT / "target" / "debug" / "schedlm"))
+
+
 @pytest.fixture(scope="session")
 def cli():
     """Runs the schedlm binary (SCHEDLM_BIN, else target/debug/schedlm, which `cargo test`
     builds) and returns its stdout; a failure fails the test with the command's stderr."""
-    binary = Path(os.environ.get("SCHEDLM_BIN", ROOT / "target" / "debug" / "schedlm"))
+    binary = binary_path()
     if not binary.exists():
         pytest.fail(f"{binary} is missing: build it (cargo build) or set SCHEDLM_BIN")
 

@@ -3,10 +3,11 @@
 //! print a comparison table with each rule's gap to the proven optimum. Then the learning loop
 //! on a small scale, through the same commands a user runs: `dataset build`, `finetune` (a tiny
 //! GPT from scratch), and `eval` of rules, local search, the optimum and the model on the
-//! held-out split, which writes the report. Last, the best model the project ships
-//! (`models/b4-uniform`, a step model trained for an hour by the command recorded beside it,
-//! docs/learning.md) on snapshots of its own training range that it never saw, against the best
-//! rule per instance, `ect` and local search in the same time, in a second report.
+//! held-out split, which writes the report. Last, the models the project ships for `uniform`
+//! 16..20 (`models/b7-uniform`, a step scorer trained on action values, and
+//! `models/b4-uniform`, a step GPT; each with the command that made it, docs/learning.md) on
+//! snapshots of their training range that they never saw, against the best rule per instance,
+//! `ect` and local search in the same time, in a second report.
 
 use clap::Args;
 use std::path::Path;
@@ -84,8 +85,23 @@ const FAMILIES: [Family; 3] = [Family::Uniform, Family::Hpc, Family::Dl];
 /// over the best rule per instance (docs/learning.md, "Headroom").
 const DATA_QUEUE: &str = "10..12";
 
-/// The best model shipped with the source: B4's step model (docs/learning.md).
-const SHIPPED_MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/b4-uniform");
+/// The models shipped with the source, best first (docs/learning.md), each with the file
+/// that must be there and what it is.
+const SHIPPED_MODELS: [(&str, &str, &str); 2] = [
+    (
+        concat!(env!("CARGO_MANIFEST_DIR"), "/models/b7-uniform"),
+        "scorer.safetensors",
+        "the best shipped model (B7), a step scorer: a small network over each candidate's \
+         numbers, trained on action values in minutes; it leaves the earliest-completion \
+         listing where that costs, and beats `ect`",
+    ),
+    (
+        concat!(env!("CARGO_MANIFEST_DIR"), "/models/b4-uniform"),
+        "model.safetensors",
+        "a step GPT (B4) trained for an hour on step-v2 labels; greedy, it answers as the \
+         earliest-completion rule `ect` does",
+    ),
+];
 
 /// The shipped model's training range, and a generator seed its data never used.
 const SHIPPED_QUEUE: &str = "16..20";
@@ -210,16 +226,22 @@ fn learn(args: &PipelineArgs) -> Result<()> {
             ]),
         ),
     ];
-    let shipped = Path::new(SHIPPED_MODEL);
     let (shipped_data, shipped_report) = (out("shipped-data"), out("shipped-report"));
-    let with_shipped = args.shipped_count > 0 && shipped.join("model.safetensors").exists();
+    let mut shipped = Vec::new();
+    for (dir, file, what) in SHIPPED_MODELS {
+        if args.shipped_count == 0 {
+            break;
+        }
+        if Path::new(dir).join(file).exists() {
+            shipped.push((Path::new(dir), what));
+        } else {
+            outln!("\nnote: the shipped model {dir} is not there; it is left out")?;
+        }
+    }
+    let with_shipped = !shipped.is_empty();
     if with_shipped {
-        steps.extend(shipped_steps(args, shipped, &shipped_data, &shipped_report));
-    } else if args.shipped_count > 0 {
-        outln!(
-            "\nnote: the shipped model {} is not there; only the quick model is evaluated",
-            shipped.display()
-        )?;
+        let dirs: Vec<&Path> = shipped.iter().map(|s| s.0).collect();
+        steps.extend(shipped_steps(args, &dirs, &shipped_data, &shipped_report));
     }
     for (what, argv) in steps {
         outln!("\n== {what}: schedlm {}", argv.join(" "))?;
@@ -233,12 +255,11 @@ fn learn(args: &PipelineArgs) -> Result<()> {
          uniform {DATA_QUEUE} snapshots; it shows the loop, not what a model can learn",
         args.epochs
     )?;
-    if with_shipped {
+    for (dir, what) in &shipped {
         outln!(
-            "- {}: the best shipped model (B4), a step model trained for an hour on uniform \
-             {SHIPPED_QUEUE} snapshots (docs/learning.md); evaluated on unseen snapshots of that \
-             range; greedy, it answers as the earliest-completion rule `ect` does",
-            shipped.display()
+            "- {}: {what}; trained on uniform {SHIPPED_QUEUE} snapshots, evaluated on unseen \
+             ones of that range (docs/learning.md)",
+            dir.display()
         )?;
     }
     outln!(
@@ -251,18 +272,18 @@ fn learn(args: &PipelineArgs) -> Result<()> {
     Ok(())
 }
 
-/// The steps that evaluate the shipped step model on snapshots of its training range that it
+/// The steps that evaluate the shipped models on snapshots of their training range that they
 /// never saw: the best rule per instance (always in a report), SJF, `ect`, and local search in
-/// the model's own time per snapshot (added by `eval` for every model).
+/// each model's own time per snapshot (added by `eval` for every model).
 fn shipped_steps<'a>(
     args: &PipelineArgs,
-    shipped: &Path,
+    shipped: &[&Path],
     data: &str,
     report: &str,
 ) -> [(&'a str, Vec<String>); 2] {
     [
         (
-            "building unseen snapshots in the shipped model's range",
+            "building unseen snapshots in the shipped models' range",
             strings(&[
                 "dataset",
                 "build",
@@ -283,13 +304,16 @@ fn shipped_steps<'a>(
             ]),
         ),
         (
-            "evaluating the shipped step model",
+            "evaluating the shipped models",
             strings(&[
                 "eval",
                 "--data",
                 &format!("{data}/test.jsonl"),
                 "--policies",
-                &format!("sjf,ect,model:{}", shipped.display()),
+                &std::iter::once("sjf,ect".to_string())
+                    .chain(shipped.iter().map(|d| format!("model:{}", d.display())))
+                    .collect::<Vec<_>>()
+                    .join(","),
                 "--seed",
                 &args.seed.to_string(),
                 "--out",
