@@ -175,13 +175,16 @@ impl<'p> StepState<'p> {
         }
     }
 
-    /// Each candidate's row of [`crate::features::FEATURES`], in the order of
-    /// [`StepState::candidates`].
-    pub fn features(&self) -> Vec<crate::features::Row> {
+    /// The candidates ([`StepState::candidates`], in that order), each with its row of
+    /// [`crate::features::FEATURES`].
+    pub fn features(&self) -> Vec<(usize, crate::features::Row)> {
         let rows = crate::features::candidate_features(&self.dispatcher, &self.rank);
+        if self.template == Template::StepV2 {
+            return rows; // the listing's order is the candidates'
+        }
         self.candidates()
             .iter()
-            .filter_map(|&j| rows.iter().find(|r| r.0 == j).map(|r| r.1))
+            .filter_map(|&j| rows.iter().find(|r| r.0 == j).copied())
             .collect()
     }
 

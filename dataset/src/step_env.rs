@@ -70,8 +70,6 @@ pub struct Observation {
     /// The jobs that may be placed next (queue indices), in the order the prompt lists them
     /// ([`StepState::candidates`]); empty when the dispatch is finished.
     pub candidates: Vec<usize>,
-    /// Each candidate's row of [`crate::features::FEATURES`], in the same order.
-    pub features: Vec<crate::features::Row>,
 }
 
 impl Observation {
@@ -129,7 +127,6 @@ impl StepEnv {
                 },
                 prompt: String::new(),
                 candidates: Vec::new(),
-                features: Vec::new(),
             },
         };
         env.settle();
@@ -167,16 +164,15 @@ impl StepEnv {
         }
         let state = self.state();
         let rendered = state.render();
-        let (candidates, features) = if self.done() {
-            (Vec::new(), Vec::new())
+        let candidates = if self.done() {
+            Vec::new()
         } else {
-            (state.candidates(), state.features())
+            state.candidates()
         };
         self.observation = Observation {
             prompt: prompt_text(&rendered.system, &rendered.user),
             rendered,
             candidates,
-            features,
         };
     }
 
@@ -249,6 +245,20 @@ impl StepEnv {
             .map(|(_, v)| v)
     }
 
+    /// Each candidate's row of [`crate::features::FEATURES`], in the order of the observation's
+    /// candidates; empty when the dispatch is finished. Computed when asked (about n
+    /// placements and n^2 earliest fits), not with every observation.
+    pub fn features(&self) -> Vec<crate::features::Row> {
+        if self.done() {
+            return Vec::new();
+        }
+        self.state()
+            .features()
+            .into_iter()
+            .map(|(_, row)| row)
+            .collect()
+    }
+
     /// Every candidate's action value at the current state, in listing order
     /// ([`schedlm_solver::values::state_values`]): the best value found over orders that start
     /// with the jobs placed so far and that candidate, under `work_limit` units of counted work
@@ -293,15 +303,16 @@ impl StepEnv {
     /// measure of `eval`'s "decisions leaving the listing that lower the value".
     pub fn listing_values(&self) -> Vec<f64> {
         let rank = &self.ranked.order;
+        let mut base = schedlm_model::Dispatcher::new(&self.problem, self.variant);
+        for &j in &self.placed {
+            base.place(j);
+        }
         self.observation
             .candidates
             .iter()
             .map(|&c| {
-                let mut d = schedlm_model::Dispatcher::new(&self.problem, self.variant);
+                let mut d = base.clone();
                 let mut order = self.placed.clone();
-                for &j in &order {
-                    d.place(j);
-                }
                 d.place(c);
                 order.push(c);
                 schedlm_solver::greedy::complete(&mut d, rank, &mut order);

@@ -203,14 +203,15 @@ impl StepScorer {
         let mut state =
             StepState::new(instance, &problem, objective, variant).rendered_as(Template::StepV2);
         for _ in 0..problem.jobs() {
-            let candidates = state.candidates();
-            let pick = match candidates.len() {
+            let rows = state.features();
+            let pick = match rows.len() {
                 0 => break,
-                1 => candidates[0],
+                1 => rows[0].0,
                 _ => {
-                    let mut scores = self.scores(&state.features());
+                    let features: Vec<Row> = rows.iter().map(|r| r.1).collect();
+                    let mut scores = self.scores(&features);
                     scores[0] += self.config.first_bonus;
-                    candidates[choose(&scores).min(candidates.len() - 1)]
+                    rows[choose(&scores).min(rows.len() - 1)].0
                 }
             };
             state.place(pick);

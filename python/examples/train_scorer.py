@@ -70,7 +70,7 @@ def states_of(records):
                 if [c["id"] for c in cands] != obs["candidates"]:
                     raise ValueError(f"{r['id']}: the record's candidates are not the state's")
                 label = obs["candidates"].index(r["messages"][-1]["content"].strip())
-                out.append((torch.tensor(obs["features"], dtype=torch.float32),
+                out.append((torch.tensor(env.features(), dtype=torch.float32),
                             torch.tensor([c["regret"] for c in cands], dtype=torch.float32),
                             label, r["values"]["best"], listing_regrets(env)))
             env.step(obs["jobs"].index(order[k]))
@@ -163,8 +163,7 @@ def rollout(model, instance, objective, variant, sample=None, bonus=0.0, leaves=
     env = schedlm.StepEnv(instance, objective=objective, variant=variant, best=1.0)
     logps, prefix = [], []
     while not env.done:
-        obs = env.observation
-        scores = model(torch.tensor(obs["features"], dtype=torch.float32))
+        scores = model(torch.tensor(env.features(), dtype=torch.float32))
         scores[0] += bonus
         if sample is None:
             k = int(torch.argmax(scores))  # ties: the first listed
@@ -286,14 +285,13 @@ def _dagger_states(task):
     out = []
     with torch.no_grad():
         while not env.done:
-            obs = env.observation
-            x = torch.tensor(obs["features"], dtype=torch.float32)
+            features = env.features()
             values = env.values(reference, work_limit)
-            regret = torch.tensor([v["regret"] for v in values], dtype=torch.float32)
+            regret = [v["regret"] for v in values]
             best = min(v["value"] for v in values)
-            out.append((obs["features"], [v["regret"] for v in values],
-                        int(torch.argmin(regret)), best, listing_regrets(env).tolist()))
-            env.step(int(torch.argmax(model(x))))
+            out.append((features, regret, regret.index(0.0), best,
+                        listing_regrets(env).tolist()))
+            env.step(int(torch.argmax(model(torch.tensor(features, dtype=torch.float32)))))
     return out  # plain lists: tensors would travel back as file descriptors
 
 

@@ -104,6 +104,12 @@ class StepEnv:
         """The best known value: ``best`` as given, else solved (see the class)."""
         return self._env.best()
 
+    def features(self) -> list:
+        """Each candidate's row of numbers (columns named by ``schedlm.FEATURES``), in listing
+        order; empty when the dispatch is finished. Computed when asked, not with every
+        observation (a state of n candidates costs about n placements)."""
+        return self._env.features()
+
     def listing_values(self) -> list:
         """For every candidate, in listing order, the value of the order that places it next
         and then follows the listing (``J1``) to the end: what this one decision changes when

@@ -797,7 +797,6 @@ impl Episode {
             ],
             "candidates": obs.candidate_ids(),
             "jobs": obs.candidates.iter().map(|&j| problem.job_id(j)).collect::<Vec<_>>(),
-            "features": obs.features,
         })
     }
 
@@ -839,8 +838,7 @@ impl PyStepEnv {
     }
 
     /// The current state as JSON: `prompt`, `system`, `user`, `messages`, `candidates` (prompt
-    /// ids in listing order), `jobs` (their instance ids) and `features` (each candidate's row
-    /// of `schedlm_dataset::features::FEATURES`).
+    /// ids in listing order) and `jobs` (their instance ids).
     fn observation(&self) -> String {
         self.episode.observation().to_string()
     }
@@ -890,6 +888,12 @@ impl PyStepEnv {
         (self.episode.reference.brpi, self.episode.reference.ect)
     }
 
+    /// Each candidate's row of `schedlm_dataset::features::FEATURES`, in listing order.
+    fn features(&self, py: Python<'_>) -> Vec<Vec<f32>> {
+        let env = &self.episode.env;
+        py.detach(|| env.features().iter().map(|r| r.to_vec()).collect())
+    }
+
     /// For every candidate, in listing order, the value of placing it next and then following
     /// the earliest-completion listing to the end.
     fn listing_values(&self, py: Python<'_>) -> Vec<f64> {
@@ -915,8 +919,8 @@ impl PyStepEnv {
             Some(ids) => Some(
                 ids.iter()
                     .map(|id| {
-                        (0..problem.jobs())
-                            .find(|&j| problem.job_id(j) == id.as_str())
+                        problem
+                            .job_index(id)
                             .ok_or_else(|| value_error(format!("`{id}` is not a queued job")))
                     })
                     .collect::<PyResult<Vec<usize>>>()?,

@@ -156,18 +156,19 @@ def test_a_batch_steps_as_its_environments_do():
 
 
 def test_features_listing_values_and_action_values_describe_every_candidate():
-    """Each candidate has a row of FEATURES; following the listing after J1 is the ect value;
+    """Each candidate has a row of FEATURES (none once finished); following the listing after J1 is the ect value;
     the action values' best candidate has regret 0 and no value is below a proven optimum
     found by following J1 all the way."""
     inst = schedlm.generate("uniform", queue=(8, 10), count=1, seed=7)[0]
     env = schedlm.StepEnv(inst, best=1.0)
     obs = env.observation
     n = len(obs["candidates"])
-    assert len(obs["features"]) == n
-    assert all(len(row) == len(schedlm.FEATURES) for row in obs["features"])
+    features = env.features()
+    assert len(features) == n
+    assert all(len(row) == len(schedlm.FEATURES) for row in features)
     assert schedlm.FEATURES_VERSION == "candidates-v2"
     first = schedlm.FEATURES.index("is_first")
-    assert [row[first] for row in obs["features"]] == [1.0] + [0.0] * (n - 1)
+    assert [row[first] for row in features] == [1.0] + [0.0] * (n - 1)
     listing = env.listing_values()
     assert len(listing) == n
     assert listing[0] == pytest.approx(schedlm.reference(inst)["ect"], rel=1e-12)
@@ -178,3 +179,6 @@ def test_features_listing_values_and_action_values_describe_every_candidate():
     assert values[0]["value"] <= listing[0] * (1 + 1e-12)
     with pytest.raises(ValueError, match="`nope` is not a queued job"):
         env.values(reference=["nope"])
+    while not env.done:
+        env.step(0)
+    assert env.features() == []
