@@ -228,14 +228,13 @@ fn learn(args: &PipelineArgs) -> Result<()> {
     ];
     let (shipped_data, shipped_report) = (out("shipped-data"), out("shipped-report"));
     let mut shipped = Vec::new();
-    for (dir, file, what) in SHIPPED_MODELS {
-        if args.shipped_count == 0 {
-            break;
-        }
-        if Path::new(dir).join(file).exists() {
-            shipped.push((Path::new(dir), what));
-        } else {
-            outln!("\nnote: the shipped model {dir} is not there; it is left out")?;
+    if args.shipped_count > 0 {
+        for (dir, file, what) in SHIPPED_MODELS {
+            if Path::new(dir).join(file).exists() {
+                shipped.push((Path::new(dir), what));
+            } else {
+                outln!("\nnote: the shipped model {dir} is not there; it is left out")?;
+            }
         }
     }
     let with_shipped = !shipped.is_empty();
