@@ -7,9 +7,10 @@
 //! [`FEATURES`] per candidate in the order the prompt lists them. Beside what the prompt shows,
 //! each row says what placing the job next does to the others (how much later each of them
 //! could start) and what placing the listing's first job does to it: the one-step effect a
-//! reader of the prompt would have to work out from the servers' free capacity. Nothing here
-//! looks further than one placement: a scorer that uses these rows still decides in one pass
-//! per step, with no search.
+//! reader of the prompt would have to work out from the servers' free capacity, and how many
+//! queued jobs wait for it (its dependents, which the listing does not show: only jobs whose
+//! dependencies are placed are candidates). Nothing here looks further than one placement: a
+//! scorer that uses these rows still decides in one pass per step, with no search.
 //!
 //! Times are in minutes under `ln(1 + x)`; "weighted" divides a job's delay by its time with a
 //! floor of 10 seconds (the bounded slowdown's weights, SPEC section 4).
@@ -34,7 +35,7 @@ use schedlm_model::{Dispatcher, Time};
 use schedlm_solver::greedy::listing;
 
 /// The names of a candidate's numbers, in row order (the `features` of a scorer's config).
-pub const FEATURES: [&str; 22] = [
+pub const FEATURES: [&str; 25] = [
     "time",
     "start",
     "end",
@@ -57,13 +58,20 @@ pub const FEATURES: [&str; 22] = [
     "time_rank",
     "area_rank",
     "work_ahead",
+    "dependents",
+    "dependents_weighted",
+    "dependents_time",
 ];
 
-/// The version of [`FEATURES`]; a scorer trained on other rows is refused.
-pub const FEATURES_VERSION: &str = "candidates-v2";
+/// The version of [`FEATURES`].
+pub const FEATURES_VERSION: &str = "candidates-v3";
+
+/// Earlier versions whose features are the first ones of [`FEATURES`], computed the same way:
+/// a scorer trained on one reads those columns of today's rows.
+pub const FEATURES_COMPATIBLE: [&str; 1] = ["candidates-v2"];
 
 /// One row of [`FEATURES`].
-pub type Row = [f32; 22];
+pub type Row = [f32; 25];
 
 const FLOOR: f64 = 10.0;
 
@@ -99,6 +107,7 @@ pub fn candidate_features(d: &Dispatcher<'_>, rank: &[usize]) -> Vec<(usize, Row
     };
     let times: Vec<f64> = listed.iter().map(|&(j, _)| p(j) as f64).collect();
     let per_server = area_total / problem.servers().max(1) as f64;
+    let waiting = dependents(d);
     let mut probe = d.clone();
     let delays: Vec<Vec<Time>> = listed
         .iter()
@@ -141,10 +150,56 @@ pub fn candidate_features(d: &Dispatcher<'_>, rank: &[usize]) -> Vec<(usize, Row
                 rank_of(&times, k),
                 rank_of(&areas, k),
                 (per_server / 60.0).ln_1p() as f32,
+                waiting[j].count as f32,
+                waiting[j].weighted.ln_1p() as f32,
+                minutes(waiting[j].time),
             ];
             (j, row)
         })
         .collect()
+}
+
+/// The unplaced queued jobs that wait for one job, directly or through others.
+#[derive(Clone, Copy, Default)]
+struct Waiting {
+    count: usize,
+    /// The sum of their bounded-slowdown weights, `60 / max(time, 10 s)`.
+    weighted: f64,
+    /// The sum of their times.
+    time: Time,
+}
+
+/// For every job, the unplaced jobs that wait for it (zero for jobs nothing waits for).
+fn dependents(d: &Dispatcher<'_>) -> Vec<Waiting> {
+    let problem = d.problem();
+    let n = problem.jobs();
+    let mut out = vec![Waiting::default(); n];
+    if !problem.has_queued_deps() {
+        return out;
+    }
+    let mut children = vec![Vec::new(); n];
+    for j in (0..n).filter(|&j| !d.is_placed(j)) {
+        for &parent in problem.deps(j) {
+            children[parent].push(j);
+        }
+    }
+    let mut seen = vec![usize::MAX; n];
+    let mut stack = Vec::new();
+    for (j, waiting) in out.iter_mut().enumerate() {
+        stack.extend_from_slice(&children[j]);
+        while let Some(x) = stack.pop() {
+            if seen[x] == j {
+                continue;
+            }
+            seen[x] = j;
+            let p = problem.walltime(x);
+            waiting.count += 1;
+            waiting.weighted += 60.0 / (p as f64).max(FLOOR);
+            waiting.time += p;
+            stack.extend_from_slice(&children[x]);
+        }
+    }
+    out
 }
 
 /// How much later each listed job could start once `j` is placed (0 for `j` itself).
@@ -225,6 +280,46 @@ mod tests {
         assert!((rows[2].1[by_first] - minutes(60)).abs() < 1e-6);
         assert_eq!(rows[0].1[8], 1.0);
         assert_eq!(rows[1].1[8], 0.0);
+    }
+
+    #[test]
+    fn dependents_count_the_jobs_waiting_directly_or_through_others() {
+        let instance = Instance::from_json(
+            r#"{"now": 0, "resources": ["cores"],
+              "servers": [{"id": "n0", "capacity": [4]}],
+              "queue": [{"id": "a", "submit": 0, "demand": [2], "walltime": 600},
+                        {"id": "b", "submit": 0, "demand": [2], "walltime": 60, "deps": ["a"]},
+                        {"id": "c", "submit": 0, "demand": [2], "walltime": 5, "deps": ["b"]},
+                        {"id": "free", "submit": 0, "demand": [2], "walltime": 120}]}"#,
+        )
+        .unwrap();
+        let problem = Problem::new(&instance).unwrap();
+        let mut d = Dispatcher::new(&problem, Variant::Serial);
+        let column = |name| FEATURES.iter().position(|&f| f == name).unwrap();
+        let (count, weighted, time) = (
+            column("dependents"),
+            column("dependents_weighted"),
+            column("dependents_time"),
+        );
+        let rows = candidate_features(&d, &[0, 1, 2, 3]);
+        let row = |rows: &[(usize, Row)], j| rows.iter().find(|r| r.0 == j).unwrap().1;
+        assert_eq!(
+            rows.len(),
+            2,
+            "b and c wait: only a and free are candidates"
+        );
+        assert_eq!(row(&rows, 0)[count], 2.0);
+        // b weighs 60/60, c 60/10 (the 10 s floor): 7 in all.
+        assert!((row(&rows, 0)[weighted] - 7f32.ln_1p()).abs() < 1e-6);
+        assert!((row(&rows, 0)[time] - minutes(65)).abs() < 1e-6);
+        assert_eq!(row(&rows, 3)[count], 0.0);
+        d.place(0);
+        let rows = candidate_features(&d, &[0, 1, 2, 3]);
+        assert_eq!(
+            row(&rows, 1)[count],
+            1.0,
+            "a is placed: c waits for b alone"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use candle_core::Device;
 use rand::Rng;
-use schedlm_dataset::features::{Row, FEATURES, FEATURES_VERSION};
+use schedlm_dataset::features::{Row, FEATURES, FEATURES_COMPATIBLE, FEATURES_VERSION};
 use schedlm_dataset::step::StepState;
 use schedlm_dataset::Template;
 use schedlm_model::{Instance, Objective, Problem, Variant};
@@ -31,9 +31,10 @@ pub const SCORER_WEIGHTS: &str = "scorer.safetensors";
 /// `scorer.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScorerConfig {
-    /// The feature set the scorer reads ([`FEATURES_VERSION`]).
+    /// The feature set the scorer was trained on ([`FEATURES_VERSION`], or one of
+    /// [`FEATURES_COMPATIBLE`]).
     pub features: String,
-    /// The features' names, in input order (must be [`FEATURES`]).
+    /// The features it reads, in input order: names of [`FEATURES`].
     pub names: Vec<String>,
     /// Subtracted from each feature before the first layer.
     pub mean: Vec<f32>,
@@ -84,6 +85,8 @@ impl Layer {
 /// A loaded step scorer.
 pub struct StepScorer {
     config: ScorerConfig,
+    /// Where each of its inputs is in a row of [`FEATURES`].
+    columns: Vec<usize>,
     layers: Vec<Layer>,
 }
 
@@ -98,14 +101,27 @@ impl StepScorer {
     pub fn load(dir: &Path) -> Result<StepScorer> {
         let config: ScorerConfig = crate::io::read_json(&dir.join(SCORER_FILE))?;
         let bad = |why: String| FinetuneError::Model(format!("{}: {why}", dir.display()));
-        if config.features != FEATURES_VERSION || config.names != FEATURES {
+        if config.features != FEATURES_VERSION
+            && !FEATURES_COMPATIBLE.contains(&config.features.as_str())
+        {
             return Err(bad(format!(
-                "the scorer reads features `{}` ({} names); this build computes `{FEATURES_VERSION}`",
-                config.features,
-                config.names.len()
+                "the scorer reads features `{}`; this build computes `{FEATURES_VERSION}` \
+                 (and reads scorers of {FEATURES_COMPATIBLE:?})",
+                config.features
             )));
         }
-        let n = FEATURES.len();
+        let columns = config
+            .names
+            .iter()
+            .map(|name| {
+                FEATURES.iter().position(|f| f == name).ok_or_else(|| {
+                    bad(format!(
+                        "feature `{name}` is not one of `{FEATURES_VERSION}`'s"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let n = columns.len();
         if config.mean.len() != n || config.std.len() != n {
             return Err(bad(format!("mean and std need {n} values each")));
         }
@@ -151,7 +167,11 @@ impl StepScorer {
                 layers.len()
             )));
         }
-        Ok(StepScorer { config, layers })
+        Ok(StepScorer {
+            config,
+            columns,
+            layers,
+        })
     }
 
     /// The scorer's settings.
@@ -164,7 +184,9 @@ impl StepScorer {
         let mut xs: Vec<Vec<f32>> = rows
             .iter()
             .map(|row| {
-                row.iter()
+                self.columns
+                    .iter()
+                    .map(|&c| row[c])
                     .zip(&self.config.mean)
                     .zip(&self.config.std)
                     .map(|((v, m), s)| (v - m) / s)

@@ -19,10 +19,15 @@ fn feature(name: &str) -> usize {
 
 /// A one-layer scorer: `weights[k]` times feature k, unnormalised.
 fn write_scorer(dir: &Path, weights: &[f32], version: &str) {
-    let n = FEATURES.len();
+    write_scorer_of(dir, &FEATURES, weights, version);
+}
+
+/// A one-layer scorer reading the features `names`.
+fn write_scorer_of(dir: &Path, names: &[&str], weights: &[f32], version: &str) {
+    let n = names.len();
     let config = ScorerConfig {
         features: version.to_string(),
-        names: FEATURES.iter().map(|s| s.to_string()).collect(),
+        names: names.iter().map(|s| s.to_string()).collect(),
         mean: vec![0.0; n],
         std: vec![1.0; n],
         objective: "bsld".into(),
@@ -128,5 +133,40 @@ fn a_scorer_of_other_features_or_shapes_is_refused_with_the_reason() {
     .collect();
     candle_core::safetensors::save(&short, dir.path().join(SCORER_WEIGHTS)).unwrap();
     let e = Predictor::load(dir.path()).err().unwrap().to_string();
-    assert!(e.contains("layer 0") && e.contains("22 inputs"), "{e}");
+    let inputs = format!("{} inputs", FEATURES.len());
+    assert!(e.contains("layer 0") && e.contains(&inputs), "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write_scorer_of(
+        dir.path(),
+        &["time", "waits"],
+        &[1.0, 1.0],
+        FEATURES_VERSION,
+    );
+    let e = Predictor::load(dir.path()).err().unwrap().to_string();
+    assert!(e.contains("`waits`"), "{e}");
+}
+
+#[test]
+fn a_scorer_of_an_earlier_feature_set_reads_its_own_columns() {
+    // A `candidates-v2` scorer (the first 22 features) that prefers short jobs orders every
+    // instance as today's scorer with the same weights and zeros for the newer features.
+    let old = tempfile::tempdir().unwrap();
+    let mut w = vec![0.0; 22];
+    w[feature("time")] = -1.0;
+    w[feature("delays")] = -0.5;
+    write_scorer_of(old.path(), &FEATURES[..22], &w, "candidates-v2");
+    let new = tempfile::tempdir().unwrap();
+    w.resize(FEATURES.len(), 0.0);
+    write_scorer(new.path(), &w, FEATURES_VERSION);
+    let (old, new) = (
+        Predictor::load(old.path()).unwrap(),
+        Predictor::load(new.path()).unwrap(),
+    );
+    let mut config = Config::new(Family::Dl, 6);
+    (config.queue_min, config.queue_max) = (8, 10);
+    config.dep_prob = 0.3;
+    for instance in generate(&config, 8).unwrap() {
+        assert_eq!(order_of(&old, &instance), order_of(&new, &instance));
+    }
 }

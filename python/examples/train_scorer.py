@@ -80,10 +80,13 @@ def states_of(records):
 
 class Scorer(nn.Module):
     """An MLP over each candidate's features, one score out; `pooled`: the second layer also
-    reads the mean of the first layer's outputs over the state's candidates."""
+    reads the mean of the first layer's outputs over the state's candidates; `columns`: the
+    positions in a row of ``schedlm.FEATURES`` it reads (all when None; a scorer of an
+    earlier feature set reads the first ones)."""
 
-    def __init__(self, features, hidden, mean, std, pooled=False):
+    def __init__(self, features, hidden, mean, std, pooled=False, columns=None):
         super().__init__()
+        self.columns = columns
         sizes = [features] + hidden + [1]
         ins = [a * (2 if k == 1 and pooled else 1) for k, a in enumerate(sizes[:-1])]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(ins, sizes[1:]))
@@ -93,6 +96,8 @@ class Scorer(nn.Module):
 
     def forward(self, x, mask=None):
         """x: [candidates, F] or [states, candidates, F] with `mask` of the real rows."""
+        if self.columns is not None:
+            x = x[..., self.columns]
         x = (x - self.mean) / self.std
         for k, layer in enumerate(self.layers):
             if k == 1 and self.pooled:
@@ -206,21 +211,20 @@ def baseline_value(instance, objective, variant):
 
 
 def compare(model, instances, objective, variant, bonus=0.0):
-    """The scorer's greedy rollouts against the baseline's values (the keys say `ect` for
-    either baseline; `baseline` names it)."""
-    mine, ect, leaves = [], [], []
+    """The scorer's greedy rollouts against the baseline's values (`baseline` names it)."""
+    mine, base, leaves = [], [], []
     with torch.no_grad():
         for inst in instances:
             mine.append(rollout(model, inst, objective, variant, bonus=bonus, leaves=leaves)[0])
-            ect.append(baseline_value(inst, objective, variant))
+            base.append(baseline_value(inst, objective, variant))
     eps = 1e-9
-    wins = sum(a < b - eps * abs(b) for a, b in zip(mine, ect))
-    losses = sum(a > b + eps * abs(b) for a, b in zip(mine, ect))
+    wins = sum(a < b - eps * abs(b) for a, b in zip(mine, base))
+    losses = sum(a > b + eps * abs(b) for a, b in zip(mine, base))
     return {
         "instances": len(instances),
         "scorer_mean": sum(mine) / len(mine),
         "baseline": BASELINE[0],
-        "ect_mean": sum(ect) / len(ect),
+        "baseline_mean": sum(base) / len(base),
         "wins": wins, "ties": len(mine) - wins - losses, "losses": losses,
         "sign_test_p": sign_test(wins, losses),
         "first_bonus": bonus,
@@ -238,7 +242,7 @@ def choose_bonus(model, instances, objective, variant, log):
     for bonus in (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0):
         r = compare(model, instances, objective, variant, bonus)
         log(f"bonus {bonus}: {r['wins']}/{r['ties']}/{r['losses']} against {BASELINE[0]}, "
-            f"mean {r['scorer_mean']:.4f} ({BASELINE[0]} {r['ect_mean']:.4f}), "
+            f"mean {r['scorer_mean']:.4f} ({BASELINE[0]} {r['baseline_mean']:.4f}), "
             f"p {r['sign_test_p']:.2g}, "
             f"{r['leaves_lowering']} of {r['leaves']} leaves lower the value")
         sure = r["wins"] > r["losses"] and r["sign_test_p"] < 0.01
@@ -335,6 +339,8 @@ def export(model, out, objective, variant, names, about, bonus):
         tensors[f"layers.{k}.weight"] = layer.weight
         tensors[f"layers.{k}.bias"] = layer.bias
     write_safetensors(os.path.join(out, "scorer.safetensors"), tensors)
+    if model.columns is not None:
+        names = [names[c] for c in model.columns]
     config = {
         "features": schedlm.FEATURES_VERSION, "names": names,
         "mean": model.mean.tolist(), "std": model.std.tolist(),
@@ -371,7 +377,8 @@ def fit(model, states, args, rng, log):
 
 
 def load(directory):
-    """The scorer a directory holds (as `export` writes it): (model, first_bonus)."""
+    """The scorer a directory holds (as `export` writes it): (model, first_bonus). A scorer of
+    an earlier feature set reads its own columns of today's rows."""
     import os
     with open(os.path.join(directory, "scorer.json")) as f:
         config = json.load(f)
@@ -389,8 +396,11 @@ def load(directory):
             meta["shape"])
     layers = sum(1 for n in tensors if n.endswith(".weight"))
     hidden = [tensors[f"layers.{k}.weight"].shape[0] for k in range(layers - 1)]
+    names = list(schedlm.FEATURES)
+    columns = None if config["names"] == names else [names.index(n) for n in config["names"]]
     model = Scorer(len(config["names"]), hidden, torch.tensor(config["mean"]),
-                   torch.tensor(config["std"]), pooled=config.get("pooled", False))
+                   torch.tensor(config["std"]), pooled=config.get("pooled", False),
+                   columns=columns)
     model.load_state_dict({**tensors, "mean": model.mean, "std": model.std})
     return model, config.get("first_bonus", 0.0)
 

@@ -166,7 +166,7 @@ def test_features_listing_values_and_action_values_describe_every_candidate():
     features = env.features()
     assert len(features) == n
     assert all(len(row) == len(schedlm.FEATURES) for row in features)
-    assert schedlm.FEATURES_VERSION == "candidates-v2"
+    assert schedlm.FEATURES_VERSION == "candidates-v3"
     first = schedlm.FEATURES.index("is_first")
     assert [row[first] for row in features] == [1.0] + [0.0] * (n - 1)
     listing = env.listing_values()

@@ -23,8 +23,9 @@ def test_step_policy_trains_and_rolls_out():
 
 
 def test_a_trained_scorer_rolls_out_in_schedlm_as_in_pytorch(cli, tmp_path):
-    """train_scorer.py --smoke trains and exports a scorer; `schedlm eval` loads it and its
-    greedy rollouts reach the values the PyTorch model's rollouts reach, instance by instance."""
+    """train_scorer.py --smoke trains and exports a scorer; `schedlm eval` loads it (and the
+    shipped B7 scorer) and its greedy rollouts reach the values the PyTorch model's rollouts
+    reach, instance by instance."""
     pytest.importorskip("torch", reason="torch is not installed")
     import csv
     import json
@@ -44,22 +45,28 @@ def test_a_trained_scorer_rolls_out_in_schedlm_as_in_pytorch(cli, tmp_path):
     import train_scorer
     import schedlm
 
-    model, bonus = train_scorer.load(out)
     data = tmp_path / "data"
     cli("dataset", "build", "--family", "uniform", "-n", 6, "--queue", "6..8", "--seed", 5,
         "--split", "0/0/100", "--work-limit", 200000, "--out", data, "-q")
     records = [json.loads(l) for l in open(data / "test.jsonl")]
-    cli("eval", "--data", data / "test.jsonl", "--policies", f"model:{out}", "--report",
-        tmp_path / "rep", "-q")
-    with open(tmp_path / "rep" / "instances.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r["policy"] == f"model:{out}"]
-    assert len(rows) == len(records)
-    import torch
-    with torch.no_grad():
-        for record, row in zip(records, rows):
-            mine, _ = train_scorer.rollout(model, record["instance"], "bsld", "serial",
-                                           bonus=bonus)
-            assert abs(mine - float(row["value"])) <= 1e-9 * max(1.0, mine), (record["id"], row)
+    # The scorer just trained, and the shipped B7 one, whose earlier feature set
+    # (candidates-v2) is the first columns of today's rows.
+    shipped = ROOT / "models" / "b7-uniform"
+    for k, scorer in enumerate([out, shipped]):
+        model, bonus = train_scorer.load(scorer)
+        report = tmp_path / f"rep{k}"
+        cli("eval", "--data", data / "test.jsonl", "--policies", f"model:{scorer}", "--report",
+            report, "-q")
+        with open(report / "instances.csv") as f:
+            rows = [r for r in csv.DictReader(f) if r["policy"] == f"model:{scorer}"]
+        assert len(rows) == len(records)
+        import torch
+        with torch.no_grad():
+            for record, row in zip(records, rows):
+                mine, _ = train_scorer.rollout(model, record["instance"], "bsld", "serial",
+                                               bonus=bonus)
+                assert abs(mine - float(row["value"])) <= 1e-9 * max(1.0, mine), (
+                    scorer, record["id"], row)
 
 
 def test_free_answers_reports_both_scores():
