@@ -20,12 +20,22 @@ skipped() { echo "test.sh: $1: $2" >&2; echo "$1: $2" >> "$SCHEDLM_SKIP_LOG"; }
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
-# What the default build leaves out must build too: without the MILP (the README's
-# `--no-default-features`), and with the declared minimum Rust version.
+# The feature matrix: what the default build leaves out is built and tested too.
+#   schedlm          --no-default-features  (no MILP: the README's build without cmake)  check
+#   schedlm-solver   --no-default-features  (no MILP)                                   unit tests
+#   schedlm-eval     --features tls         (HTTPS endpoints)                           unit tests
+#   schedlm-eval     no features            (no `model:DIR` loader)                     check
+#   schedlm-finetune --features cuda        (scripts/build-cuda.sh --check, below)      check
+#   every crate      minimum Rust version                                    check; model's unit tests
+echo "test.sh: feature matrix" >&2
 cargo check -p schedlm --no-default-features --all-targets
+cargo test -p schedlm-solver --no-default-features --lib -q
+cargo test -p schedlm-eval --features tls --lib -q
+cargo check -p schedlm-eval --no-default-features
 msrv="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"
 if command -v rustup >/dev/null 2>&1 && rustup toolchain install "$msrv" --profile minimal >&2; then
   cargo "+$msrv" check --workspace --all-targets
+  cargo "+$msrv" test -p schedlm-model --lib -q
 else
   skipped "minimum Rust $msrv" "rustup could not install it"
 fi

@@ -1,4 +1,4 @@
--- schedlm's job_submit plugin (issue #36, docs/slurm.md): fills what a submitted batch job
+-- schedlm's job_submit plugin (docs/slurm.md): fills what a submitted batch job
 -- leaves out from what the cluster knows about jobs like it.
 --
 -- - no --time: the time limit is the job history's prediction (`schedlm history predict` on
@@ -16,21 +16,24 @@
 -- warning. A user opts out with `--comment=schedlm=off`.
 --
 -- Installation: this file as job_submit.lua next to slurm.conf, `JobSubmitPlugins=lua` in
--- slurm.conf, and schedlm-submit.conf beside them (key=value lines: schedlm, db, runs, margin,
--- max_time, budget_ms, timeout, gpus_per_node); `scontrol reconfigure`.
+-- slurm.conf, and schedlm-submit.conf beside them (key = value lines: schedlm, db, runs,
+-- margin, max_time, budget_ms, timeout, gpus_per_node); `scontrol reconfigure`. The plugin
+-- reads only the two settings that start the filler (`schedlm`, `timeout`); the filler reads
+-- the file itself (`--conf`, every value checked) and answers in `key<TAB>value` lines
+-- (`--output lines`).
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 
-local function settings()
-  local s = {
-    schedlm = "schedlm", margin = "1.5", max_time = "7d", budget_ms = "100", timeout = "1",
-    gpus_per_node = "8",
-  }
-  local file = io.open(here .. "schedlm-submit.conf", "r")
+local conf = here .. "schedlm-submit.conf"
+
+-- The settings that start the filler: the executable and the seconds it is given.
+local function launch()
+  local s = { schedlm = "schedlm", timeout = "1" }
+  local file = io.open(conf, "r")
   if file then
     for line in file:lines() do
       local key, value = line:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
-      if key then s[key] = value end
+      if key == "schedlm" or key == "timeout" then s[key] = value end
     end
     file:close()
   end
@@ -54,11 +57,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   if has_time and has_gpus then
     return slurm.SUCCESS
   end
-  local s = settings()
-  if s.db == nil then
-    slurm.log_user("schedlm: no db in %sschedlm-submit.conf: job submitted unchanged", here)
-    return slurm.SUCCESS
-  end
+  local s = launch()
   -- The script Slurm holds, for the filler to read (os.tmpname makes a private file).
   local script = os.tmpname()
   local file = io.open(script, "w")
@@ -67,14 +66,12 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     file:close()
   end
   local command = string.format(
-    "timeout -s KILL %s %s submit fill --script %s --dir %s --uid %d --db %s --margin %s "
-      .. "--max-time %s --gpus-per-node %s --budget-ms %s",
-    quote(s.timeout), quote(s.schedlm), quote(script), quote(job_desc.work_dir), submit_uid,
-    quote(s.db), quote(s.margin), quote(s.max_time), quote(s.gpus_per_node), quote(s.budget_ms))
+    "timeout -s KILL %s %s submit fill --conf %s --output lines --script %s --dir %s --uid %d",
+    quote(s.timeout), quote(s.schedlm), quote(conf), quote(script), quote(job_desc.work_dir),
+    submit_uid)
   if job_desc.group_id ~= nil and job_desc.group_id ~= slurm.NO_VAL then
     command = command .. " --gid " .. string.format("%d", job_desc.group_id)
   end
-  if s.runs then command = command .. " --runs " .. quote(s.runs) end
   if has_time then command = command .. " --has-time" end
   if has_gpus then command = command .. " --has-gpus" end
   local pipe = io.popen(command .. " 2>&1")
@@ -87,19 +84,30 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       s.timeout)
     return slurm.SUCCESS
   end
-  if not ok or not out:find("^{") then
+  -- The answer: `key<TAB>value` lines after `format<TAB>schedlm-fill-1` (`note` may repeat);
+  -- other lines are the filler's messages on standard error. No format line, or a failed
+  -- filler (where Lua reports its exit status), is a failure.
+  local answer, notes = {}, {}
+  for line in out:gmatch("[^\n]+") do
+    local key, value = line:match("^([%w_]+)\t(.*)$")
+    if key == "note" then
+      notes[#notes + 1] = value
+    elseif key then
+      answer[key] = value
+    end
+  end
+  if not ok or answer.format ~= "schedlm-fill-1" then
     slurm.log_user("schedlm: could not read the job (%s): submitted unchanged",
       (out:gsub("%s+$", "")):sub(1, 300))
     return slurm.SUCCESS
   end
-  local cause = out:match('"unchanged":"(.-)"')
-  if cause then
-    slurm.log_user("schedlm: submitted unchanged: %s", cause)
+  if answer.unchanged then
+    slurm.log_user("schedlm: submitted unchanged: %s", answer.unchanged)
     return slurm.SUCCESS
   end
-  local minutes = tonumber(out:match('"time_limit_min":(%d+)'))
-  local gpus = tonumber(out:match('"gpus":(%d+)'))
-  local comment = out:match('"comment":"(.-)"') or ""
+  local minutes = tonumber(answer.time_limit_min)
+  local gpus = tonumber(answer.gpus)
+  local comment = answer.comment or ""
   if minutes and not has_time then
     job_desc.time_limit = minutes
   end
@@ -113,8 +121,8 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     job_desc.comment = comment
     slurm.log_user("%s", comment)
   end
-  for note in out:gmatch('"notes":%[(.-)%]') do
-    if note ~= "" then slurm.log_user("schedlm: not filled: %s", note) end
+  for _, note in ipairs(notes) do
+    slurm.log_user("schedlm: not filled: %s", note)
   end
   return slurm.SUCCESS
 end

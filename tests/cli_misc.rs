@@ -1408,3 +1408,70 @@ fn completions_and_man_pages_cover_every_subcommand() {
         .count();
     assert!(pages > commands, "{pages} pages for {commands} commands");
 }
+
+/// `submit fill --conf`: the filter's settings file is read by the filler (what the Slurm
+/// plugin passes), a flag wins over it, the answer comes as `key<TAB>value` lines, and a bad
+/// line stops the fill with the file and line.
+#[test]
+fn submit_fill_reads_the_filters_settings_file_and_answers_in_lines() {
+    let dir = tempdir();
+    let d = dir.path();
+    let runs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/knowledge/runs/pollux-throughput.csv"
+    );
+    let script = d.join("job.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\npython train.py --model_name_or_path bert --num_train_epochs 2\n",
+    )
+    .unwrap();
+    let conf = d.join("schedlm-submit.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "# the test cluster\ndb = {}\nruns = {runs}\ngpus_per_node = 4\nbudget_ms = 10000\n",
+            path_str(&d.join("history.sqlite"))
+        ),
+    )
+    .unwrap();
+    let fill = |extra: &[&str]| {
+        let (c, s) = (path_str(&conf), path_str(&script));
+        let mut args = vec![
+            "submit",
+            "fill",
+            "--conf",
+            &c,
+            "--script",
+            &s,
+            "--has-time",
+            "--output",
+            "lines",
+        ];
+        args.extend_from_slice(extra);
+        run(&args).ok().stdout_text()
+    };
+    let lines = fill(&[]);
+    assert!(lines.starts_with("format\tschedlm-fill-1\n"), "{lines}");
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}\t")).map(str::to_string))
+    };
+    // The fastest BERT configuration of the runs is 8 GPUs; the file allows 4 per node.
+    assert_eq!(field(&lines, "gpus").as_deref(), Some("4"), "{lines}");
+    assert!(field(&lines, "comment")
+        .unwrap()
+        .starts_with("schedlm filled: gpus 4"));
+    assert!(lines.lines().all(|l| l.split('\t').count() == 2), "{lines}");
+    let flagged = fill(&["--gpus-per-node", "8"]);
+    assert_eq!(field(&flagged, "gpus").as_deref(), Some("8"), "{flagged}");
+
+    std::fs::write(&conf, "db = h.sqlite\nmargn = 2\n").unwrap();
+    let (c, s) = (path_str(&conf), path_str(&script));
+    let bad = run(&["submit", "fill", "--conf", &c, "--script", &s, "--has-time"]).failed();
+    assert!(
+        bad.stderr.contains("schedlm-submit.conf:2") && bad.stderr.contains("`margn`"),
+        "{}",
+        bad.stderr
+    );
+}

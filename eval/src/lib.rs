@@ -19,6 +19,7 @@
 //!   order), the reference for "does it beat the rules, or just repeat one?".
 //! - [`listing`]: an order read as step decisions against the earliest-completion listing
 //!   (how often a step model leaves it, and whether it is right to).
+//! - `model_policy` (feature `models`): schedlm's own models (`model:DIR`) as text policies.
 //! - [`stats`]: every summary number, computed from the rows alone.
 //! - [`verdict`]: "better than", "level with", "worse than": a paired bootstrap test and a
 //!   practical margin on per-record gaps.
@@ -37,6 +38,8 @@ pub mod baseline;
 pub mod data;
 pub mod error;
 pub mod listing;
+#[cfg(feature = "models")]
+pub mod model_policy;
 pub mod online;
 pub mod openai;
 pub mod policy;

@@ -156,9 +156,9 @@ pub trait TextModel: Sync {
     }
 }
 
-/// Loads the policy of `model:DIR`. This library does not depend on the finetune crate,
-/// so it cannot load schedlm models itself: the default loader ([`load_model`]) refuses, and
-/// the `schedlm` binary passes one that wraps `schedlm_finetune::Predictor`.
+/// Loads the policy of `model:DIR`. With the feature `models`, `model_policy::loader` loads
+/// schedlm's own models through `schedlm_finetune::Predictor` (what the `schedlm` binary
+/// passes); without it the default loader ([`load_model`]) refuses.
 #[derive(Clone)]
 pub struct ModelLoader(pub LoadFn);
 
@@ -184,12 +184,8 @@ impl std::fmt::Debug for ModelLoader {
     }
 }
 
-/// The default loader of `model:DIR`: refuses, pointing to `predictions:FILE`.
-///
-/// The `schedlm` binary replaces it (src/cmd/eval.rs, `FinetuneModel`): a `TextModel` holding
-/// `Mutex<Predictor>` whose `answer` calls `predict(ask.instance, ask.objective,
-/// ask.template, ..)` and returns the greedy text as `output` and the best-of-N answer as
-/// `best_of`, so the two are reported apart.
+/// The default loader of `model:DIR` when no other is given: refuses, pointing to
+/// `predictions:FILE` (`model_policy::loader`, feature `models`, loads schedlm's models).
 pub fn load_model(dir: &Path) -> Result<Box<dyn TextModel>, EvalError> {
     Err(EvalError::policy(
         &format!("model:{}", dir.display()),

@@ -65,6 +65,10 @@ pub enum FinetuneError {
     /// fits the context.
     #[error("invalid option: {0}")]
     Config(String),
+    /// A records file cannot be read, or does not fit the training: records of two kinds or
+    /// templates, no values for value targets (the message names the file and the records).
+    #[error("{0}")]
+    Records(String),
 }
 
 impl FinetuneError {

@@ -57,6 +57,7 @@ pub mod pretrained;
 pub mod rl;
 pub mod rollout;
 pub mod scorer;
+pub mod session;
 pub mod tokenizer;
 pub mod train;
 

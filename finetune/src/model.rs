@@ -95,6 +95,32 @@ pub enum ModelSpec {
     },
 }
 
+impl ModelSpec {
+    /// The model a name asks for: `gpt-tiny` (a GPT of shape `gpt`, its vocabulary the
+    /// tokenizer's), `gguf:PATH` or `hf:DIR|ORG/NAME[@REVISION]` (LoRA adapters `lora` on that
+    /// base).
+    pub fn parse(name: &str, gpt: GptConfig, lora: LoraConfig) -> Result<ModelSpec> {
+        Ok(match name {
+            "gpt-tiny" => ModelSpec::Gpt { config: gpt },
+            m => match m.split_once(':') {
+                Some(("gguf", path)) => ModelSpec::Lora {
+                    base: Base::Gguf(path.into()),
+                    lora,
+                },
+                Some(("hf", id)) => ModelSpec::Lora {
+                    base: Base::Hf(id.into()),
+                    lora,
+                },
+                _ => {
+                    return Err(FinetuneError::Config(format!(
+                        "--model `{m}`: write gpt-tiny, gguf:PATH or hf:DIR|ORG/NAME[@REVISION]"
+                    )))
+                }
+            },
+        })
+    }
+}
+
 /// A model ready to run.
 pub enum Model {
     /// A GPT trained from scratch.

@@ -15,6 +15,7 @@
 
 pub mod advice;
 pub mod deployed;
+pub mod filter_conf;
 pub mod history;
 pub mod lookup;
 pub mod planning;

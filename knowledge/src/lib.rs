@@ -16,6 +16,8 @@
 //!   [`python`] (defaults in the training code) and [`logs`] (progress and failures);
 //! - [`precedence`]: the one rule that decides between values of one field;
 //! - [`extract()`]: all of them over one job directory, cached by content;
+//! - [`user_dir`]: a job directory read for another user (a child process with that user's
+//!   rights, bounded entries, bytes and time), for code that runs as root;
 //! - [`agent`]: the optional LLM pass for what the rules leave open, checked against the lines
 //!   it cites; [`embed`]: sentence embeddings of a job's text.
 //!
@@ -37,6 +39,7 @@ pub mod precedence;
 pub mod python;
 pub mod scheduler;
 pub mod shell;
+pub mod user_dir;
 pub mod vocabulary;
 
 pub use extract::{

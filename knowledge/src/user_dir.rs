@@ -1,8 +1,9 @@
-//! What `schedlm submit fill` reads of a submitted job's working directory: only what the
-//! submitting user may read, a bounded amount of it, in bounded time (docs/slurm.md).
+//! A job's working directory read for another user (`schedlm submit fill`, the Slurm filter):
+//! only what that user may read, a bounded amount of it, in bounded time (docs/slurm.md).
 //!
-//! Run as root (slurmctld's filter), the directory is read by a child process: this binary
-//! again (`schedlm submit read-dir`, hidden), started with the submitter's uid and groups (its
+//! Run as root (slurmctld's filter), the directory is read by a child process: the caller's
+//! [`Reader`] (for `schedlm`, the binary again as `schedlm submit read-dir`, hidden, which
+//! calls [`serve`]), started with the submitter's uid and groups (its
 //! supplementary groups from the system's group database, `setgroups`, `setgid`, `setuid`
 //! before the program starts), killed when its parent dies or its time is up. The kernel then
 //! refuses whatever the user could not read. Run as the submitter itself, the directory is read
@@ -28,7 +29,44 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+/// Why a directory could not be read for its user (the reasons a directory gives, such as
+/// permissions, are a [`Walk`]'s `refused`, not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum UserDirError {
+    /// The reader's answer does not parse or breaks the limits: it runs as the user, who may
+    /// tamper with it.
+    #[error("the directory reader's answer is refused: {0}")]
+    Answer(String),
+    /// Starting the reader, reading its answer, writing or serving files failed.
+    #[error("{what}: {error}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+type Result<T> = std::result::Result<T, UserDirError>;
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> UserDirError {
+    let what = what.into();
+    move |error| UserDirError::Io { what, error }
+}
+
+fn refuse<T>(why: &str) -> Result<T> {
+    Err(UserDirError::Answer(why.into()))
+}
+
+/// The program that reads a directory as another user: `program args... --time-ms N --dir
+/// DIR`, which must call [`serve`] (for `schedlm`: its own executable with `submit read-dir`).
+#[derive(Debug, Clone)]
+pub struct Reader {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments before `--time-ms`.
+    pub args: Vec<String>,
+}
 
 /// Entries (files, folders, links, ...) looked at, at most.
 pub const MAX_ENTRIES: usize = 256;
@@ -116,7 +154,7 @@ impl Walk {
         let mut total = 0u64;
         let take = |rest: &mut &[u8], n: usize| -> Result<Vec<u8>> {
             if rest.len() < n {
-                bail!("the directory reader's answer is cut short");
+                return refuse("cut short");
             }
             let (head, tail) = rest.split_at(n);
             *rest = tail;
@@ -131,21 +169,23 @@ impl Walk {
             match tag[0] {
                 b'F' => {
                     let n = length(&mut rest)?;
-                    let path = String::from_utf8(take(&mut rest, n)?)
-                        .context("the directory reader gave a path that is not UTF-8")?;
+                    let Ok(path) = String::from_utf8(take(&mut rest, n)?) else {
+                        return refuse("a path that is not UTF-8");
+                    };
                     if !plain_relative(&path) {
-                        bail!("the directory reader gave a path outside the directory");
+                        return refuse("a path outside the directory");
                     }
                     let n = length(&mut rest)?;
                     total += n as u64;
                     if n as u64 > MAX_FILE_BYTES || total > MAX_BYTES {
-                        bail!("the directory reader gave more bytes than its limits");
+                        return refuse("more bytes than its limits");
                     }
                     walk.files.push((path, take(&mut rest, n)?));
                 }
                 b'S' => {
-                    let counts: serde_json::Value = serde_json::from_slice(rest)
-                        .context("the directory reader's summary does not parse")?;
+                    let Ok(counts) = serde_json::from_slice::<serde_json::Value>(rest) else {
+                        return refuse("its summary does not parse");
+                    };
                     let count = |key: &str| {
                         counts[key]
                             .as_u64()
@@ -161,7 +201,7 @@ impl Walk {
                     walk.late = counts["late"].as_bool().unwrap_or(false);
                     return Ok(walk);
                 }
-                _ => bail!("the directory reader's answer does not parse"),
+                _ => return refuse("it does not parse"),
             }
         }
     }
@@ -307,10 +347,15 @@ pub struct Submitter {
     pub gid: Option<u32>,
 }
 
-/// Reads `dir` as `who` may, until `deadline`: by a child process with `who`'s rights when
-/// this one runs as root, in this process when it runs as `who` (or `who` is not given);
-/// otherwise not at all (the reason is the walk's `refused`).
-pub fn read_as(dir: &Path, who: Option<Submitter>, deadline: Instant) -> Result<Walk> {
+/// Reads `dir` as `who` may, until `deadline`: by a child process (`reader`) with `who`'s
+/// rights when this one runs as root, in this process when it runs as `who` (or `who` is not
+/// given); otherwise not at all (the reason is the walk's `refused`).
+pub fn read_as(
+    dir: &Path,
+    who: Option<Submitter>,
+    deadline: Instant,
+    reader: &Reader,
+) -> Result<Walk> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let euid = unsafe { libc::geteuid() };
     match who {
@@ -325,7 +370,7 @@ pub fn read_as(dir: &Path, who: Option<Submitter>, deadline: Instant) -> Result<
                     ..Walk::default()
                 });
             }
-            read_in_child(dir, who, deadline)
+            read_in_child(dir, who, deadline, reader)
         }
         _ => {
             let (send, receive) = mpsc::channel();
@@ -376,7 +421,7 @@ fn groups_of(uid: u32, gid: Option<u32>) -> Option<(u32, Vec<libc::gid_t>)> {
 }
 
 /// [`read_as`] by a child with `who`'s rights.
-fn read_in_child(dir: &Path, who: Submitter, deadline: Instant) -> Result<Walk> {
+fn read_in_child(dir: &Path, who: Submitter, deadline: Instant, reader: &Reader) -> Result<Walk> {
     let Some((gid, groups)) = groups_of(who.uid, who.gid) else {
         return Ok(Walk {
             refused: Some(format!("uid {} is not a known user", who.uid)),
@@ -385,10 +430,10 @@ fn read_in_child(dir: &Path, who: Submitter, deadline: Instant) -> Result<Walk> 
     };
     let uid = who.uid;
     let left = deadline.saturating_duration_since(Instant::now());
-    let exe = std::env::current_exe().context("cannot find schedlm's own executable")?;
-    let mut command = Command::new(exe);
+    let mut command = Command::new(&reader.program);
     command
-        .args(["submit", "read-dir", "--time-ms"])
+        .args(&reader.args)
+        .arg("--time-ms")
         .arg(left.as_millis().max(1).to_string())
         .arg("--dir")
         .arg(dir)
@@ -443,7 +488,7 @@ fn read_in_child(dir: &Path, who: Submitter, deadline: Instant) -> Result<Walk> 
         }
     };
     let Some(stdout) = child.stdout.take() else {
-        bail!("the directory reader has no output");
+        return refuse("the reader has no output");
     };
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
@@ -458,7 +503,7 @@ fn read_in_child(dir: &Path, who: Submitter, deadline: Instant) -> Result<Walk> 
     let _ = child.wait();
     match answer {
         Ok(Ok(bytes)) => Walk::read(&bytes),
-        Ok(Err(e)) => bail!("cannot read the directory reader's answer: {e}"),
+        Ok(Err(e)) => Err(io("cannot read the directory reader's answer")(e)),
         Err(_) => Ok(Walk {
             late: true,
             ..Walk::default()
@@ -466,17 +511,16 @@ fn read_in_child(dir: &Path, who: Submitter, deadline: Instant) -> Result<Walk> 
     }
 }
 
-/// `schedlm submit read-dir`: the child's side of [`read_in_child`].
-pub fn read_dir_command(dir: &Path, time_ms: u64) -> Result<()> {
+/// The reader's side of [`read_as`] (a [`Reader`] program calls it with its `--dir` and
+/// `--time-ms`): walks `dir` for `time_ms` and writes the walk's frames to `out`.
+pub fn serve(dir: &Path, time_ms: u64, out: &mut impl Write) -> Result<()> {
     let deadline = Instant::now() + Duration::from_millis(time_ms);
-    let walk = walk(dir, deadline);
-    let mut out = std::io::stdout().lock();
-    walk.write(&mut out)
-        .context("cannot write the directory's files")?;
-    Ok(())
+    walk(dir, deadline)
+        .write(out)
+        .map_err(io("cannot write the directory's files"))
 }
 
-/// Writes the walk's files that the extractor reads ([`schedlm_knowledge::extract::reads`]:
+/// Writes the walk's files that the extractor reads ([`crate::extract::reads`]:
 /// scripts, configs, Python, files that start with `#!`) into `into` (a private folder),
 /// checking each path again. The others would give no fact, and writing them costs more than
 /// the rest of a fill (a folder of 200,000 data files gives 256 of them to write).
@@ -484,17 +528,17 @@ pub fn materialise(walk: &Walk, into: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (rel, bytes) in &walk.files {
         if !plain_relative(rel) {
-            bail!("a path outside the directory: refused");
+            return refuse("a path outside the directory");
         }
-        if !schedlm_knowledge::extract::reads(Path::new(rel), bytes) {
+        if !crate::extract::reads(Path::new(rel), bytes) {
             continue;
         }
         let path = into.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
+                .map_err(io(format!("cannot create {}", parent.display())))?;
         }
-        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, bytes).map_err(io(format!("cannot write {}", path.display())))?;
         written.push(path);
     }
     Ok(written)

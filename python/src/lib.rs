@@ -30,7 +30,7 @@ use schedlm_dataset::{
 };
 use schedlm_generator::{generate as generate_instances, Config, Family, Hard, Shape};
 use schedlm_model::{Instance, Objective, Problem, Variant};
-use schedlm_solver::portfolio::{self, Solution, SolveOptions, Solver};
+use schedlm_solver::portfolio::{self, Solution, SolveOptions, SolveOutput, Solver};
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -573,31 +573,8 @@ fn solve(
         node_limit,
         seed,
     )?;
-    let solver = options.solver;
     let (_, problem, s) = solved(py, instance_json, &options)?;
-    let order: Vec<&str> = s.order.iter().map(|&j| problem.job_id(j)).collect();
-    let baselines: serde_json::Map<String, Value> = s
-        .baselines
-        .iter()
-        .map(|(r, v)| (r.name().to_string(), json!(v)))
-        .collect();
-    Ok(json!({
-        "solver": solver.name(),
-        "objective": options.objective,
-        "variant": options.variant,
-        "order": order,
-        "value": s.value,
-        "lower_bound": s.lower_bound,
-        "gap": s.gap(),
-        "proven_optimal": s.proven_optimal,
-        "status": s.status.name(),
-        "nodes": s.nodes,
-        "work": s.work,
-        "budget": s.budget,
-        "time_ms": s.elapsed.as_millis() as u64,
-        "baselines": baselines,
-    })
-    .to_string())
+    serde_json::to_string(&SolveOutput::new(&options, &problem, &s)).map_err(value_error)
 }
 
 /// The dataset record of an instance (JSON), as `schedlm dataset build` makes it: solved by

@@ -23,6 +23,7 @@
 
 pub mod rules;
 
+pub mod bench;
 pub mod bnb;
 pub mod brute;
 pub mod canonical;

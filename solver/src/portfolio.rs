@@ -174,6 +174,71 @@ pub struct Solution {
     pub baselines: Vec<(Rule, f64)>,
 }
 
+/// A solution as `schedlm solve` writes it (one JSON object per instance, after the input's
+/// `line`) and the Python package's `solve` returns it: job ids, the figures, the budget and
+/// each rule's value.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SolveOutput {
+    /// The solver asked for (`auto`, `bnb`, `milp`, `ls`).
+    pub solver: &'static str,
+    /// The objective.
+    pub objective: Objective,
+    /// The dispatcher variant.
+    pub variant: Variant,
+    /// The best order, as job ids.
+    pub order: Vec<String>,
+    /// Its value.
+    pub value: f64,
+    /// A proven lower bound.
+    pub lower_bound: f64,
+    /// [`Solution::gap`].
+    pub gap: f64,
+    /// Whether the value is proven optimal.
+    pub proven_optimal: bool,
+    /// How the solve ended.
+    pub status: &'static str,
+    /// Branch-and-bound nodes.
+    pub nodes: u64,
+    /// Units of work spent.
+    pub work: u64,
+    /// The budget it had.
+    pub budget: Budget,
+    /// Wall-clock milliseconds.
+    pub time_ms: u64,
+    /// Each classic rule's value, by rule name.
+    pub baselines: serde_json::Map<String, serde_json::Value>,
+}
+
+impl SolveOutput {
+    /// The output of `s`, a solution of `problem` under `options`.
+    pub fn new(options: &SolveOptions, problem: &Problem, s: &Solution) -> SolveOutput {
+        SolveOutput {
+            solver: options.solver.name(),
+            objective: options.objective,
+            variant: options.variant,
+            order: s
+                .order
+                .iter()
+                .map(|&j| problem.job_id(j).to_string())
+                .collect(),
+            value: s.value,
+            lower_bound: s.lower_bound,
+            gap: s.gap(),
+            proven_optimal: s.proven_optimal,
+            status: s.status.name(),
+            nodes: s.nodes,
+            work: s.work,
+            budget: s.budget,
+            time_ms: s.elapsed.as_millis() as u64,
+            baselines: s
+                .baselines
+                .iter()
+                .map(|(r, v)| (r.name().to_string(), (*v).into()))
+                .collect(),
+        }
+    }
+}
+
 impl Solution {
     /// (value - lower_bound) / lower_bound, 0 when proven; infinite when the bound is 0 and
     /// the value is not.

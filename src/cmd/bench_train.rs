@@ -22,7 +22,7 @@ use schedlm_generator::{Config, Family};
 use schedlm_model::Objective;
 use serde::Deserialize;
 
-use super::bench::cpu_ms;
+use schedlm_solver::bench::cpu_ms;
 
 #[derive(Debug, Args)]
 pub struct TrainBenchArgs {

@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_dataset::distribution::TrainingDistribution;
 use schedlm_dataset::Template;
 use schedlm_eval::answers::AnswerLog;
 use schedlm_eval::data::load_dataset;
@@ -20,10 +19,9 @@ use schedlm_eval::report::online::{
 };
 use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
-use schedlm_eval::text_policy::{Ask, Decoding, ModelLoader, Reply, TextModel};
+use schedlm_eval::text_policy::ModelLoader;
 use schedlm_eval::verdict::VerdictRule;
-use schedlm_eval::EvalError;
-use schedlm_finetune::{DecodeOptions, Predictor};
+use schedlm_finetune::DecodeOptions;
 
 use crate::args::{parse_duration, TraceReplayArgs};
 
@@ -220,86 +218,6 @@ pub struct EvalArgs {
     pub margin: f64,
 }
 
-/// A schedlm model (`model:DIR`) as a text policy: greedy answer and best-of-N.
-/// Answers are independent of each other, so concurrent asks decode at the same time on one
-/// shared model (weights are read-only while decoding).
-struct FinetuneModel {
-    predictor: Predictor,
-    decode: DecodeOptions,
-}
-
-impl TextModel for FinetuneModel {
-    fn own_concurrency(&self) -> Option<usize> {
-        Some(rayon::current_num_threads())
-    }
-
-    fn decoding(&self) -> Decoding {
-        let d = &self.decode;
-        let how = if d.constrained {
-            "constrained"
-        } else {
-            "unconstrained"
-        };
-        let samples = d.samples();
-        let top_k = d.top_k.map(|k| format!(", top {k}")).unwrap_or_default();
-        Decoding {
-            greedy: format!("{how} greedy"),
-            best_of: (samples > 0).then(|| {
-                format!(
-                    "{how}, best of {samples} samples at temperature {}{top_k}",
-                    d.temperature
-                )
-            }),
-            samples,
-            constrained: Some(d.constrained),
-        }
-    }
-
-    fn trained_on(&self) -> Option<TrainingDistribution> {
-        self.predictor.trained_on().cloned()
-    }
-
-    fn answer(&self, ask: &Ask<'_>) -> Reply {
-        let started = Instant::now();
-        let decode = DecodeOptions {
-            variant: ask.variant,
-            ..self.decode.clone()
-        };
-        let result = self
-            .predictor
-            .predict(ask.instance, ask.objective, ask.template, &decode);
-        let seconds = Some(started.elapsed().as_secs_f64());
-        match result {
-            Ok(p) => Reply {
-                finish_reason: Some(
-                    if p.tokens >= self.decode.max_new_tokens {
-                        "length"
-                    } else {
-                        "stop"
-                    }
-                    .to_string(),
-                ),
-                prompt_tokens: Some(p.prompt_tokens as u64),
-                completion_tokens: Some(p.tokens as u64),
-                output: Some(p.text),
-                best_of: p.best_of,
-                sampled: self.decode.best_of >= 2,
-                // The decision time of each column: the greedy answer, and the samples.
-                seconds: Some(p.greedy_seconds),
-                best_of_seconds: (self.decode.best_of >= 2).then_some(p.samples_seconds),
-                unconstrained: p.unconstrained,
-                error: None,
-                ..Reply::default()
-            },
-            Err(e) => Reply {
-                error: Some(format!("model error: {e:#}")),
-                seconds,
-                ..Reply::default()
-            },
-        }
-    }
-}
-
 impl EvalArgs {
     /// Loads `model:DIR` with schedlm_finetune's predictor and these decoding options;
     /// `check` decodes the unconstrained greedy answer beside each constrained one (snapshot
@@ -314,16 +232,7 @@ impl EvalArgs {
             check_unconstrained: check && !self.unconstrained && !self.constrained_only,
             ..DecodeOptions::default()
         };
-        ModelLoader(Arc::new(move |dir: &Path| {
-            let predictor = Predictor::load(dir).map_err(|e| EvalError::Policy {
-                spec: format!("model:{}", dir.display()),
-                message: format!("cannot load the model: {e:#}"),
-            })?;
-            Ok(Box::new(FinetuneModel {
-                predictor,
-                decode: decode.clone(),
-            }) as Box<dyn TextModel>)
-        }))
+        schedlm_eval::model_policy::loader(decode)
     }
 
     fn client(&self) -> ClientOptions {

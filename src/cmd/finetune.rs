@@ -1,18 +1,13 @@
 //! `schedlm finetune`: train a small GPT from scratch, or LoRA adapters on a pretrained model,
-//! on a data set's records (see docs/finetune.md).
+//! on a data set's records (see docs/finetune.md). The flags become a
+//! [`schedlm_finetune::session::SessionConfig`]; the session does the rest.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
-use schedlm_dataset::distribution::TrainingDistribution;
-use schedlm_dataset::read_records;
-use schedlm_dataset::{Record, RecordKind, Template};
-use schedlm_finetune::data::{examples_with, Example};
-use schedlm_finetune::model::{build, save_merged, Base, ModelSpec, Task};
-use schedlm_finetune::train::STATE_FILE;
-use schedlm_finetune::Device;
-use schedlm_finetune::{GptConfig, LoraConfig, TextTokenizer, TrainOptions, Trainer};
+use schedlm_finetune::session::{Resumed, Session, SessionConfig};
+use schedlm_finetune::{GptConfig, LoraConfig, ModelSpec, TrainOptions};
 
 #[derive(Debug, Args)]
 pub struct FinetuneArgs {
@@ -154,234 +149,79 @@ pub enum TargetsArg {
     Values,
 }
 
-fn spec(args: &FinetuneArgs, vocab_size: usize) -> Result<ModelSpec> {
-    let lora = LoraConfig {
-        rank: args.lora_rank,
-        alpha: args.lora_alpha,
-        targets: args.lora_targets.clone(),
-    };
-    Ok(match args.model.as_str() {
-        "gpt-tiny" => ModelSpec::Gpt {
-            config: GptConfig {
-                vocab_size,
-                context: args.context,
-                layers: args.layers,
-                width: args.width,
-                heads: args.heads,
+impl FinetuneArgs {
+    /// The session these flags ask for.
+    fn session(&self) -> Result<SessionConfig> {
+        let gpt = GptConfig {
+            vocab_size: 0, // the tokenizer's, once trained on the records
+            context: self.context,
+            layers: self.layers,
+            width: self.width,
+            heads: self.heads,
+        };
+        let lora = LoraConfig {
+            rank: self.lora_rank,
+            alpha: self.lora_alpha,
+            targets: self.lora_targets.clone(),
+        };
+        let from_scratch = self.model == "gpt-tiny";
+        let defaults = TrainOptions::default();
+        let options = TrainOptions {
+            epochs: self.epochs.unwrap_or(defaults.epochs),
+            steps: self.steps,
+            eval_every: self.eval_every.unwrap_or(defaults.eval_every),
+            eval_records: self.eval_records.unwrap_or(defaults.eval_records),
+            curriculum: self.curriculum,
+            deviation_weight: self.deviation_weight,
+            value_temperature: (self.targets == TargetsArg::Values).then_some(self.temperature),
+            lr: self.lr.unwrap_or(if from_scratch { 1e-3 } else { 2e-4 }),
+            batch: self.batch,
+            warmup: self.warmup,
+            weight_decay: self.weight_decay,
+            clip: self.clip,
+            seed: self.seed,
+            progress: self.progress.shown(),
+            ..defaults
+        };
+        Ok(SessionConfig {
+            train: self.train.clone(),
+            val: self.val.clone(),
+            out: self.out.clone(),
+            resume: self.resume,
+            spec: ModelSpec::parse(&self.model, gpt, lora)?,
+            vocab: self.vocab,
+            seed: self.seed,
+            options,
+            resumed: Resumed {
+                epochs: self.epochs,
+                steps: self.steps,
+                eval_every: self.eval_every,
+                eval_records: self.eval_records,
+                curriculum: self.curriculum,
+                progress: self.progress.shown(),
             },
-        },
-        m => match m.split_once(':') {
-            Some(("gguf", path)) => ModelSpec::Lora {
-                base: Base::Gguf(path.into()),
-                lora,
-            },
-            Some(("hf", id)) => ModelSpec::Lora {
-                base: Base::Hf(id.into()),
-                lora,
-            },
-            _ => bail!("--model `{m}`: write gpt-tiny, gguf:PATH or hf:DIR|ORG/NAME[@REVISION]"),
-        },
-    })
-}
-
-fn options(args: &FinetuneArgs) -> TrainOptions {
-    let lora = args.model != "gpt-tiny";
-    let defaults = TrainOptions::default();
-    TrainOptions {
-        epochs: args.epochs.unwrap_or(defaults.epochs),
-        steps: args.steps,
-        eval_every: args.eval_every.unwrap_or(defaults.eval_every),
-        eval_records: args.eval_records.unwrap_or(defaults.eval_records),
-        curriculum: args.curriculum,
-        deviation_weight: args.deviation_weight,
-        value_temperature: (args.targets == TargetsArg::Values).then_some(args.temperature),
-        lr: args.lr.unwrap_or(if lora { 2e-4 } else { 1e-3 }),
-        batch: args.batch,
-        warmup: args.warmup,
-        weight_decay: args.weight_decay,
-        clip: args.clip,
-        seed: args.seed,
-        progress: args.progress.shown(),
-        ..defaults
+            merge: self.merge,
+        })
     }
-}
-
-/// On --resume: the run's options, with the length and evaluation options given.
-fn resumed_options(args: &FinetuneArgs, o: &mut TrainOptions) {
-    if let Some(e) = args.epochs {
-        o.epochs = e;
-    }
-    if args.steps.is_some() {
-        o.steps = args.steps;
-    }
-    if let Some(k) = args.eval_every {
-        o.eval_every = k;
-    }
-    if let Some(m) = args.eval_records {
-        o.eval_records = m;
-    }
-    if args.curriculum && !o.curriculum {
-        eprintln!("finetune: --curriculum ignored: the resumed run trains without it");
-    }
-    o.progress = args.progress.shown();
-}
-
-fn start(args: &FinetuneArgs, device: &Device) -> Result<Trainer> {
-    if args.resume && args.out.join(STATE_FILE).is_file() {
-        args.progress
-            .say(format_args!("finetune: resuming {}", args.out.display()));
-        let mut t = Trainer::resume(&args.out, None, device)?;
-        resumed_options(args, &mut t.state.options);
-        return Ok(t);
-    }
-    let records = read_records(&args.train)?.all()?;
-    let tokenizer = if args.model == "gpt-tiny" {
-        let texts: Vec<String> = records
-            .iter()
-            .flat_map(|r| [r.prompt.clone(), r.completion.clone()])
-            .collect();
-        Some(TextTokenizer::train_bpe(&texts, args.vocab)?)
-    } else {
-        None
-    };
-    let vocab_size = tokenizer.as_ref().map_or(0, TextTokenizer::vocab_size);
-    let mut loaded = build(&spec(args, vocab_size)?, tokenizer, args.seed, device)?;
-    loaded.task = task_of(&records, &args.train)?;
-    loaded.trained_on = Some(TrainingDistribution::of(&records));
-    Ok(Trainer::new(loaded, options(args), device)?)
-}
-
-/// What the training records teach: whole orders, or one decision each (step records). A
-/// file that mixes both is refused, naming the first record of the minority kind.
-fn task_of(records: &[Record], path: &Path) -> Result<Task> {
-    let Some(first) = records.first() else {
-        return Ok(Task::default());
-    };
-    if let Some(other) = records.iter().find(|r| r.kind() != first.kind()) {
-        bail!(
-            "{}: record {} is {} but record {} is {}: train on one kind of record",
-            path.display(),
-            first.id,
-            first.kind().name(),
-            other.id,
-            other.kind().name()
-        );
-    }
-    if let Some(other) = records.iter().find(|r| r.template != first.template) {
-        bail!(
-            "{}: record {} has template {} but record {} has {}: train on one template",
-            path.display(),
-            first.id,
-            first.template,
-            other.id,
-            other.template
-        );
-    }
-    let step_template = (first.kind() == RecordKind::Steps)
-        .then(|| first.template())
-        .flatten()
-        .filter(|t| *t != Template::StepV1);
-    Ok(Task {
-        records: first.kind(),
-        step_template,
-    })
-}
-
-/// The examples of a records file (those that fit the context), with the records; answer
-/// positions that leave the prompt's listing weigh `deviation`, or with `temperature` the
-/// answers have soft targets from the records' values.
-fn load_examples(
-    path: &Path,
-    trainer: &Trainer,
-    deviation: f32,
-    temperature: Option<f64>,
-) -> Result<(Vec<Example>, Vec<Record>)> {
-    let records = read_records(path)?.all()?;
-    if temperature.is_some() && !records.iter().any(|r| r.values.is_some()) {
-        bail!(
-            "--targets values: no record of {} carries values (build it with `dataset build \
-             --records steps --targets values`)",
-            path.display()
-        );
-    }
-    let context = trainer.loaded.model.context();
-    let (ex, skipped) = examples_with(
-        &records,
-        &trainer.loaded.tokenizer,
-        context,
-        deviation,
-        temperature,
-    )?;
-    if skipped > 0 {
-        eprintln!(
-            "finetune: {}: left out {skipped} of {} records longer than {context} tokens",
-            path.display(),
-            records.len()
-        );
-    }
-    Ok((ex, records))
-}
-
-/// Prints the epochs and evaluation points of this session.
-fn report(trainer: &Trainer, done: usize) -> Result<()> {
-    for log in &trainer.state.history[done..] {
-        let val = log.val_loss.map_or("-".to_string(), |v| format!("{v:.4}"));
-        outln!(
-            "epoch {:>3}  steps {:>5}  train loss {:.4}  val loss {val}  {:.0} tok/s",
-            log.epoch,
-            log.steps,
-            log.train_loss,
-            log.tokens_per_s
-        )?;
-    }
-    for p in &trainer.points {
-        outln!("{}", p.line())?;
-    }
-    Ok(())
 }
 
 pub fn run(args: &FinetuneArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
-    let mut trainer = start(args, &device)?;
-    let weight = trainer.state.options.deviation_weight;
-    if !(weight.is_finite() && weight > 0.0) {
-        bail!("--deviation-weight {weight}: give a positive weight (1 for the plain loss)");
+    let config = args.session()?;
+    let mut session = Session::open(&config, &device)?;
+    let say = |line: &str| args.progress.say(format_args!("finetune: {line}"));
+    if session.resumed {
+        say(&format!("resumed {}", args.out.display()));
     }
-    let temperature = trainer.state.options.value_temperature;
-    if let Some(t) = temperature {
-        if !(t.is_finite() && t > 0.0) {
-            bail!("--temperature {t}: give a positive temperature (e.g. 0.01)");
-        }
-        if weight != 1.0 {
-            bail!(
-                "--targets values spreads each answer over its candidates: drop --deviation-weight"
-            );
-        }
+    session
+        .notes
+        .drain(..)
+        .for_each(|n| eprintln!("finetune: {n}"));
+    say(&session.summary());
+    for line in session.fit()? {
+        outln!("{line}")?;
     }
-    let (train, _) = load_examples(&args.train, &trainer, weight, temperature)?;
-    let val = match &args.val {
-        Some(p) => load_examples(p, &trainer, 1.0, None)?,
-        None => (Vec::new(), Vec::new()),
-    };
-    let held_out = trainer.set_held_out(&val.1)?;
-    let tokens: usize = train.iter().map(|e| e.tokens.len()).sum();
-    args.progress.say(format_args!(
-        "finetune: {} training records ({tokens} tokens), {} validation records, \
-         {held_out} answered at each evaluation point",
-        train.len(),
-        val.0.len()
-    ));
-    let done = trainer.state.history.len();
-    trainer.fit(&train, &val.0, Some(&args.out))?;
-    report(&trainer, done)?;
-    if args.merge {
-        let path = save_merged(&trainer.loaded, &args.out)?;
-        args.progress
-            .say(format_args!("finetune: wrote {}", path.display()));
-    }
-    args.progress.say(format_args!(
-        "finetune: run saved in {}",
-        args.out.display()
-    ));
+    session.notes.drain(..).for_each(|n| say(&n));
+    say(&format!("run saved in {}", args.out.display()));
     Ok(())
 }

@@ -3,12 +3,12 @@
 //! request, the history's prediction, the learned throughput and the truth
 //! (`schedlm_history::planning`).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use schedlm_history::deployed::{limits, simulation, workload, FillCount, Limit, TimeFill};
+use schedlm_history::filter_conf::FilterConf;
 use schedlm_history::planning::{plan_error, Plan, PlanError, Planner};
 use schedlm_history::replay::dl_workload;
 use schedlm_model::sim::{SimResult, Simulation, StartRule};
@@ -292,75 +292,23 @@ fn print(args: &ReplayArgs, planner: &Planner, errors: &[PlanRow], rows: &[Row])
     Ok(())
 }
 
-/// The filter's settings (`schedlm-submit.conf`), as `slurm/job_submit.lua` reads them:
-/// `key = value` lines, anything else ignored.
-fn read_conf(path: &Path) -> Result<HashMap<String, String>> {
-    let text = schedlm_model::lines::read_bounded(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let known = [
-        "schedlm",
-        "db",
-        "runs",
-        "margin",
-        "max_time",
-        "timeout",
-        "gpus_per_node",
-    ];
-    let mut settings = HashMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let key = key.trim();
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            continue;
-        }
-        if !known.contains(&key) {
-            eprintln!(
-                "history replay: {}:{}: `{key}` is not a setting the filter reads (ignored)",
-                path.display(),
-                n + 1
-            );
-        }
-        settings.insert(key.to_string(), value.trim().to_string());
-    }
-    Ok(settings)
-}
-
 /// `history replay --db`: the recorded history under each limit.
 fn run_recorded(args: &ReplayArgs) -> Result<()> {
     let conf = match &args.conf {
-        Some(path) => read_conf(path)?,
-        None => HashMap::new(),
+        Some(path) => FilterConf::read(path)?,
+        None => FilterConf::default(),
     };
-    let setting = |key: &str| conf.get(key).map(String::as_str);
-    let from_conf = |key: &str| {
-        format!(
-            "{key} in {}",
-            args.conf
-                .as_ref()
-                .map_or(String::new(), |p| p.display().to_string())
-        )
-    };
-    let margin = match (args.margin, setting("margin")) {
-        (Some(m), _) => m,
-        (None, Some(m)) => m.parse().with_context(|| from_conf("margin"))?,
-        (None, None) => 1.5,
-    };
-    let max_time = match (args.max_time, setting("max_time")) {
-        (Some(t), _) => t,
-        (None, Some(t)) => humantime::parse_duration(t).with_context(|| from_conf("max_time"))?,
-        (None, None) => std::time::Duration::from_secs(7 * 86_400),
-    };
-    let per_node: u32 = match (args.gpus_per_node, setting("gpus_per_node")) {
-        (Some(g), _) => g,
-        (None, Some(g)) => g.parse().with_context(|| from_conf("gpus_per_node"))?,
-        (None, None) => 8,
-    };
-    let db = match (&args.db, setting("db")) {
-        (Some(db), _) => db.clone(),
-        (None, Some(db)) => PathBuf::from(db),
-        (None, None) => bail!("no history: give --db, or a --conf file with a `db` line"),
+    let margin = args.margin.or(conf.margin).unwrap_or(FilterConf::MARGIN);
+    let max_time = args
+        .max_time
+        .or(conf.max_time)
+        .unwrap_or(FilterConf::MAX_TIME);
+    let per_node = args
+        .gpus_per_node
+        .or(conf.gpus_per_node)
+        .unwrap_or(FilterConf::GPUS_PER_NODE);
+    let Some(db) = args.db.clone().or(conf.db) else {
+        bail!("no history: give --db, or a --conf file with a `db` line");
     };
     let fill = TimeFill::new(margin, i64::try_from(max_time.as_secs())?)?;
     let history = crate::cmd::history::open_existing(&db)?.jobs()?;

@@ -21,7 +21,6 @@ mod schedule;
 mod shell_docs;
 mod solve;
 mod submit;
-mod submit_dir;
 mod validate;
 mod version;
 

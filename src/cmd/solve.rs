@@ -4,10 +4,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::ParallelProgressIterator;
 use rayon::prelude::*;
-use schedlm_model::{Objective, Problem, Variant};
-use schedlm_solver::portfolio::{self, Solution, SolveOptions, Solver};
+use schedlm_model::Objective;
+use schedlm_solver::portfolio::{self, SolveOptions, SolveOutput, Solver};
 use serde::Serialize;
-use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -85,60 +84,12 @@ pub struct SolveArgs {
     pub progress: crate::io::ProgressArgs,
 }
 
-/// One line of `solve` output.
+/// One line of `solve` output: the input's line, then the solution.
 #[derive(Debug, Serialize)]
 pub struct SolveRecord {
     pub line: usize,
-    pub solver: &'static str,
-    pub objective: Objective,
-    pub variant: Variant,
-    pub order: Vec<String>,
-    pub value: f64,
-    pub lower_bound: f64,
-    pub gap: f64,
-    pub proven_optimal: bool,
-    pub status: &'static str,
-    pub nodes: u64,
-    pub work: u64,
-    pub budget: schedlm_solver::work::Budget,
-    pub time_ms: u64,
-    pub baselines: Map<String, Value>,
-}
-
-impl SolveRecord {
-    pub fn new(
-        line: usize,
-        solver: Solver,
-        options: &SolveOptions,
-        problem: &Problem,
-        s: &Solution,
-    ) -> Self {
-        SolveRecord {
-            line,
-            solver: solver.name(),
-            objective: options.objective,
-            variant: options.variant,
-            order: s
-                .order
-                .iter()
-                .map(|&j| problem.job_id(j).to_string())
-                .collect(),
-            value: s.value,
-            lower_bound: s.lower_bound,
-            gap: s.gap(),
-            proven_optimal: s.proven_optimal,
-            status: s.status.name(),
-            nodes: s.nodes,
-            work: s.work,
-            budget: s.budget,
-            time_ms: s.elapsed.as_millis() as u64,
-            baselines: s
-                .baselines
-                .iter()
-                .map(|(r, v)| (r.name().to_string(), (*v).into()))
-                .collect(),
-        }
-    }
+    #[serde(flatten)]
+    pub output: SolveOutput,
 }
 
 /// The time limit of a solve: the one given; without one, 10 s unless a work limit was given.
@@ -192,20 +143,17 @@ pub fn run(args: &SolveArgs) -> Result<()> {
                 let (_, problem) = parse_instance(line)?;
                 let solution =
                     portfolio::solve_since(&problem, &options, began).map_err(|e| e.to_string())?;
-                Ok(SolveRecord::new(
-                    line.number,
-                    args.solver,
-                    &options,
-                    &problem,
-                    &solution,
-                ))
+                Ok(SolveRecord {
+                    line: line.number,
+                    output: SolveOutput::new(&options, &problem, &solution),
+                })
             })
             .collect()
     });
     let (records, failed) = report_skipped(&args.file, &lines, results);
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &records)?;
-    let proven = records.iter().filter(|r| r.proven_optimal).count();
+    let proven = records.iter().filter(|r| r.output.proven_optimal).count();
     args.progress.say(format_args!(
         "solved {} instance(s): {} proven optimal, {} with a gap",
         records.len(),

@@ -1,6 +1,6 @@
-//! `schedlm submit fill`: job facts at submission (issue #36, docs/slurm.md). Reads the job
+//! `schedlm submit fill`: job facts at submission (docs/slurm.md). Reads the job
 //! script Slurm passes and, with the submitting user's rights only, a bounded part of the
-//! job's directory ([`super::submit_dir`]), extracts the job's facts from them as `schedlm
+//! job's directory ([`schedlm_knowledge::user_dir`]), extracts the job's facts from them as `schedlm
 //! extract` does, and fills what the submission leaves out, within a fixed budget: the time limit
 //! from the history's prediction (`history predict`, times a margin, capped), and the GPU count
 //! and batch size per GPU from past runs of the job's model (`advise fill`). It prints one JSON
@@ -15,11 +15,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use schedlm_history::advice::{advise, read_runs, Knowledge, Request};
 use schedlm_history::deployed::TimeFill;
+use schedlm_history::filter_conf::FilterConf;
 use schedlm_history::history::{History, HistoryError};
 use schedlm_knowledge::facts::Field;
 use serde::Serialize;
 
-use super::submit_dir::{self, Submitter};
+use schedlm_knowledge::user_dir::{self, Reader, Submitter};
 
 #[derive(Debug, Subcommand)]
 pub enum SubmitCommand {
@@ -56,10 +57,17 @@ pub struct FillArgs {
     #[arg(long, value_name = "GID", requires = "uid")]
     pub gid: Option<u32>,
 
+    /// The filter's settings file (`schedlm-submit.conf`, `key = value` lines: db, runs,
+    /// margin, max_time, budget_ms, gpus_per_node; docs/slurm.md), what the plugin passes. A
+    /// flag given here wins over the file; a bad line or an unknown key is an error.
+    #[arg(long, value_name = "FILE")]
+    pub conf: Option<PathBuf>,
+
     /// The job history (SQLite, `schedlm history add`) the time limit is predicted from. Read
     /// only, through its index; a history locked by a writer leaves the job unchanged at once.
+    /// Needed here or as `db` in --conf.
     #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    pub db: Option<PathBuf>,
 
     /// Past runs (`model,nodes,gpus,local_batch,step_time_s,outcome`, as `advise fill` reads
     /// them) the GPU count and batch size are filled from; without it they are not filled.
@@ -67,13 +75,13 @@ pub struct FillArgs {
     pub runs: Option<PathBuf>,
 
     /// The time limit is the prediction times this margin (a job killed at its limit loses
-    /// its work; the history's prediction errs both ways, docs/knowledge.md).
-    #[arg(long, default_value_t = 1.5)]
-    pub margin: f64,
+    /// its work; the history's prediction errs both ways, docs/knowledge.md) [default: 1.5].
+    #[arg(long)]
+    pub margin: Option<f64>,
 
-    /// The longest time limit filled in.
-    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
-    pub max_time: Duration,
+    /// The longest time limit filled in [default: 7d].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub max_time: Option<Duration>,
 
     /// The submission already has a time limit: leave it.
     #[arg(long)]
@@ -83,14 +91,68 @@ pub struct FillArgs {
     #[arg(long)]
     pub has_gpus: bool,
 
-    /// GPUs per node of the cluster (a filled GPU count never exceeds it).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
-    pub gpus_per_node: u32,
+    /// GPUs per node of the cluster (a filled GPU count never exceeds it) [default: 8].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus_per_node: Option<u32>,
 
     /// The whole fill's budget, milliseconds: half of it for the directory, the rest for the
-    /// history; past it the job is left unchanged (`unchanged`: timeout).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
-    pub budget_ms: u64,
+    /// history; past it the job is left unchanged (`unchanged`: timeout) [default: 100].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget_ms: Option<u64>,
+
+    /// How the answer is printed: `json` (one object) or `lines` (`format<TAB>schedlm-fill-1`,
+    /// then one `key<TAB>value` line per field that is set and a `note` line per note, tabs
+    /// and line breaks in values made spaces: what the plugin reads).
+    #[arg(long, value_enum, default_value = "json")]
+    pub output: FillOutput,
+}
+
+/// How `submit fill` prints its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FillOutput {
+    /// One JSON object.
+    Json,
+    /// `key<TAB>value` lines.
+    Lines,
+}
+
+/// The fill's settings: each flag, else its line in --conf, else its default.
+struct Settings {
+    db: PathBuf,
+    runs: Option<PathBuf>,
+    margin: f64,
+    max_time: Duration,
+    gpus_per_node: u32,
+    budget_ms: u64,
+}
+
+impl FillArgs {
+    fn settings(&self) -> Result<Settings> {
+        let conf = match &self.conf {
+            Some(path) => FilterConf::read(path)?,
+            None => FilterConf::default(),
+        };
+        let Some(db) = self.db.clone().or(conf.db) else {
+            bail!("no history: give --db, or a --conf file with a `db` line");
+        };
+        Ok(Settings {
+            db,
+            runs: self.runs.clone().or(conf.runs),
+            margin: self.margin.or(conf.margin).unwrap_or(FilterConf::MARGIN),
+            max_time: self
+                .max_time
+                .or(conf.max_time)
+                .unwrap_or(FilterConf::MAX_TIME),
+            gpus_per_node: self
+                .gpus_per_node
+                .or(conf.gpus_per_node)
+                .unwrap_or(FilterConf::GPUS_PER_NODE),
+            budget_ms: self
+                .budget_ms
+                .or(conf.budget_ms)
+                .unwrap_or(FilterConf::BUDGET_MS),
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -121,14 +183,53 @@ pub struct Filled {
     pub unchanged: Option<String>,
 }
 
+/// The first line of `--output lines`, `format<TAB>` this: a reader that finds another (or
+/// none) has not been given an answer.
+const LINES_FORMAT: &str = "schedlm-fill-1";
+
+impl Filled {
+    /// The answer as `key<TAB>value` lines (`--output lines`).
+    fn lines(&self) -> String {
+        let plain = |v: &str| v.replace(['\t', '\n', '\r'], " ");
+        let mut out = Vec::new();
+        let mut line = |key: &str, value: String| out.push(format!("{key}\t{}", plain(&value)));
+        line("format", LINES_FORMAT.into());
+        if let Some(cause) = &self.unchanged {
+            line("unchanged", cause.clone());
+        }
+        if let Some(m) = self.time_limit_min {
+            line("time_limit_min", m.to_string());
+        }
+        if let Some(g) = self.gpus {
+            line("gpus", g.to_string());
+        }
+        if let Some(b) = self.batch_per_gpu {
+            line("batch_per_gpu", b.to_string());
+        }
+        if !self.comment.is_empty() {
+            line("comment", self.comment.clone());
+        }
+        for note in &self.notes {
+            line("note", note.clone());
+        }
+        out.join("\n")
+    }
+}
+
 pub fn run(command: &SubmitCommand) -> Result<()> {
     match command {
         SubmitCommand::Fill(args) => {
             let filled = fill(args)?;
-            outln!("{}", serde_json::to_string(&filled)?)?;
+            match args.output {
+                FillOutput::Json => outln!("{}", serde_json::to_string(&filled)?)?,
+                FillOutput::Lines => outln!("{}", filled.lines())?,
+            }
             Ok(())
         }
-        SubmitCommand::ReadDir(args) => submit_dir::read_dir_command(&args.dir, args.time_ms),
+        SubmitCommand::ReadDir(args) => {
+            user_dir::serve(&args.dir, args.time_ms, &mut std::io::stdout().lock())?;
+            Ok(())
+        }
     }
 }
 
@@ -149,13 +250,14 @@ fn unchanged(cause: String) -> Filled {
 /// Fills what `args` says the submission leaves out.
 pub fn fill(args: &FillArgs) -> Result<Filled> {
     let started = Instant::now();
-    let budget = Duration::from_millis(args.budget_ms);
+    let s = args.settings()?;
+    let budget = Duration::from_millis(s.budget_ms);
     let deadline = started + budget;
-    let time_fill = TimeFill::new(args.margin, i64::try_from(args.max_time.as_secs())?)?;
-    if !args.has_time && !args.db.exists() {
+    let time_fill = TimeFill::new(s.margin, i64::try_from(s.max_time.as_secs())?)?;
+    if !args.has_time && !s.db.exists() {
         bail!(
             "{}: no such history (`schedlm history add` creates it)",
-            args.db.display()
+            s.db.display()
         );
     }
     let mut filled = Filled::default();
@@ -169,12 +271,16 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
     };
     if let Some(dir) = &args.dir {
         let who = args.uid.map(|uid| Submitter { uid, gid: args.gid });
-        let walk = submit_dir::read_as(dir, who, started + budget / 2)?;
+        let reader = Reader {
+            program: std::env::current_exe().context("cannot find schedlm's own executable")?,
+            args: vec!["submit".into(), "read-dir".into()],
+        };
+        let walk = user_dir::read_as(dir, who, started + budget / 2, &reader)?;
         if let Some(refused) = &walk.refused {
             filled.notes.push(format!("dir: not read: {refused}"));
         }
         filled.notes.extend(walk.summary());
-        submit_dir::materialise(&walk, job.path())?;
+        user_dir::materialise(&walk, job.path())?;
         let known = walk.files.iter().any(|(rel, b)| {
             Some(b) == script.as_ref() && schedlm_knowledge::extract::reads(Path::new(rel), b)
         });
@@ -185,7 +291,7 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
         write_script(job.path(), script)?;
     }
     if Instant::now() >= deadline {
-        return Ok(unchanged(timeout(args, "reading the job")));
+        return Ok(unchanged(timeout(&s, "reading the job")));
     }
     // The extractor runs beside this thread, which waits for it until the deadline only (a
     // script made to be slow to interpret does not hold the submission).
@@ -196,13 +302,13 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
     });
     let Ok(extraction) = receive.recv_timeout(deadline.saturating_duration_since(Instant::now()))
     else {
-        return Ok(unchanged(timeout(args, "extracting the job's facts")));
+        return Ok(unchanged(timeout(&s, "extracting the job's facts")));
     };
     let extraction = extraction?;
     let facts = &extraction.facts;
     let mut said = Vec::new();
     if !args.has_time {
-        let time = History::open_for_lookup(&args.db, Some(deadline))
+        let time = History::open_for_lookup(&s.db, Some(deadline))
             .and_then(|history| time_fill.fill_indexed(&history, facts));
         match time {
             Ok(f) => {
@@ -212,7 +318,7 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
                 said.push(format!(
                     "time {} = {} x {} s predicted ({}; nearest past job {nearest}){}",
                     clock(f.minutes * 60),
-                    args.margin,
+                    s.margin,
                     p.seconds,
                     p.basis,
                     if f.capped { ", capped" } else { "" }
@@ -224,7 +330,7 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
                 )))
             }
             Err(HistoryError::Deadline { .. }) => {
-                return Ok(unchanged(timeout(args, "looking up the history")))
+                return Ok(unchanged(timeout(&s, "looking up the history")))
             }
             Err(HistoryError::Nothing) => filled
                 .notes
@@ -233,10 +339,10 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
         }
     }
     if !args.has_gpus {
-        fill_gpus(args, facts, &mut filled, &mut said)?;
+        fill_gpus(&s, facts, &mut filled, &mut said)?;
     }
     if Instant::now() >= deadline {
-        return Ok(unchanged(timeout(args, "filling")));
+        return Ok(unchanged(timeout(&s, "filling")));
     }
     if !said.is_empty() {
         filled.comment = format!("schedlm filled: {}", said.join("; "));
@@ -245,10 +351,10 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
 }
 
 /// The cause of a job left unchanged at the budget, in `stage`.
-fn timeout(args: &FillArgs, stage: &str) -> String {
+fn timeout(s: &Settings, stage: &str) -> String {
     format!(
         "timeout: the filter's budget of {} ms ran out while {stage}",
-        args.budget_ms
+        s.budget_ms
     )
 }
 
@@ -277,7 +383,7 @@ fn write_script(into: &Path, script: &[u8]) -> Result<()> {
 /// The GPU count and batch size per GPU of the fastest configuration of the job's model among
 /// the past runs (no queue waits are known at submission: every count is taken as free now).
 fn fill_gpus(
-    args: &FillArgs,
+    args: &Settings,
     facts: &schedlm_knowledge::JobFacts,
     filled: &mut Filled,
     said: &mut Vec<String>,
