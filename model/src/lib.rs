@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cpu;
 pub mod dispatch;
 pub mod instance;
 pub mod lines;

@@ -120,20 +120,7 @@ impl Clock {
     }
 }
 
-/// CPU time of this process (every thread) in ms, from `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`
-/// (nanosecond resolution, unlike `/proc`), or `None` where it is not available.
-#[cfg(target_os = "linux")]
-pub fn cpu_ms() -> Option<f64> {
-    use rustix::time::{clock_gettime, ClockId};
-    let ts = clock_gettime(ClockId::ProcessCPUTime);
-    Some(ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 * 1e-6)
-}
-
-/// CPU time of this process: not available on this system.
-#[cfg(not(target_os = "linux"))]
-pub fn cpu_ms() -> Option<f64> {
-    None
-}
+pub use schedlm_model::cpu::cpu_ms;
 
 /// Wall and CPU time of a closure, in ms (CPU: `None` if unavailable).
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, Option<f64>) {

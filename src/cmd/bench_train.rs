@@ -3,26 +3,17 @@
 //!
 //! For every width, sequence length and thread count asked for, it trains the candle model for
 //! a few warm-up steps and then `--steps` timed steps on one batch of random tokens with the
-//! loss on every token ([`schedlm_finetune::bench::TrainBench`]), runs `benches/torch_gpt.py`
-//! with the same shapes and thread count, and prints both figures and their ratio.
+//! loss on every token, runs `benches/torch_gpt.py` with the same shapes and thread count, and
+//! prints both figures and their ratio; the measuring is [`schedlm_finetune::bench`]'s.
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use rayon::prelude::*;
-use schedlm_dataset::testing::{compact_options, quick_solve, solved_records};
-use schedlm_dataset::{RecordOptions, Template};
-use schedlm_finetune::bench::{TrainBench, TrainShape};
-use schedlm_finetune::model::{build, ModelSpec};
-use schedlm_finetune::{DecodeOptions, Device, GptConfig, Predictor, TextTokenizer};
-use schedlm_generator::{Config, Family};
-use schedlm_model::Objective;
-use serde::Deserialize;
-
-use schedlm_solver::bench::cpu_ms;
+use schedlm_finetune::bench::{
+    candle_train, decode_rate, in_pool, median, table_header, table_row, TorchReference, TrainShape,
+};
+use schedlm_finetune::GptConfig;
 
 #[derive(Debug, Args)]
 pub struct TrainBenchArgs {
@@ -87,24 +78,6 @@ pub struct TrainBenchArgs {
     pub decode: usize,
 }
 
-/// One timed run: tokens, wall and CPU seconds.
-#[derive(Debug, Clone, Copy, Deserialize)]
-struct Timing {
-    tokens: usize,
-    wall_s: f64,
-    cpu_s: f64,
-}
-
-impl Timing {
-    fn per_s(&self) -> f64 {
-        self.tokens as f64 / self.wall_s
-    }
-
-    fn per_cpu_s(&self) -> f64 {
-        self.tokens as f64 / self.cpu_s
-    }
-}
-
 pub fn run(args: &TrainBenchArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
     let threads = if device.is_cuda() {
@@ -122,15 +95,23 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
     if threads.contains(&0) || args.width.contains(&0) || args.seq.contains(&0) {
         bail!("--threads, --width and --seq take positive numbers");
     }
-    let torch = (!args.no_torch)
-        .then(|| torch_available(args))
-        .transpose()?
-        .flatten();
-    outln!(
-        "| width | batch x tokens | threads | candle tokens/s | candle tokens/CPU-s | \
-         PyTorch tokens/s | PyTorch tokens/CPU-s | candle / PyTorch |"
-    )?;
-    outln!("|---:|---|---:|---:|---:|---:|---:|---:|")?;
+    let reference = TorchReference {
+        python: args.python.clone(),
+        script: args.torch_script.clone(),
+        device: args.device.clone(),
+    };
+    let torch = if args.no_torch {
+        None
+    } else {
+        match reference.version() {
+            Ok(version) => Some(version),
+            Err(why) => {
+                eprintln!("PyTorch reference skipped: {why}");
+                None
+            }
+        }
+    };
+    outln!("{}", table_header())?;
     for &width in &args.width {
         for &seq in &args.seq {
             for &n in &threads {
@@ -147,23 +128,28 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
                 };
                 // Candle and PyTorch alternate, so that a change in the machine's speed
                 // during the run touches both; each figure is the median of its runs.
-                let (mut candle, mut reference) = (Vec::new(), Vec::new());
+                let (mut candle, mut torch_runs) = (Vec::new(), Vec::new());
                 for _ in 0..args.repeat.max(1) {
                     candle.push(in_pool(n, || candle_train(shape, args.steps, &device))?);
                     if let Some(version) = &torch {
-                        reference.push(torch_train(args, shape, n).with_context(|| {
-                            format!("running the PyTorch reference ({version})")
-                        })?);
+                        torch_runs.push(
+                            reference
+                                .train(shape, args.steps, n)
+                                .with_context(|| format!("PyTorch {version}"))?,
+                        );
                     }
                 }
                 let candle = median(candle);
-                let reference = (!reference.is_empty()).then(|| median(reference));
+                let torch_median = (!torch_runs.is_empty()).then(|| median(torch_runs));
                 let threads = if device.is_cuda() {
                     args.device.clone()
                 } else {
                     n.to_string()
                 };
-                print_row(shape, &threads, &candle, reference.as_ref())?;
+                outln!(
+                    "{}",
+                    table_row(shape, &threads, &candle, torch_median.as_ref())
+                )?;
             }
         }
     }
@@ -182,184 +168,4 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The run with the median tokens per wall-clock second (the upper one of an even count).
-fn median(mut runs: Vec<Timing>) -> Timing {
-    runs.sort_by(|a, b| a.per_s().total_cmp(&b.per_s()));
-    runs[runs.len() / 2]
-}
-
-fn print_row(
-    shape: TrainShape,
-    threads: &str,
-    candle: &Timing,
-    torch: Option<&Timing>,
-) -> Result<()> {
-    let (t_rate, t_cpu, ratio) = match torch {
-        Some(t) => (
-            format!("{:.0}", t.per_s()),
-            format!("{:.0}", t.per_cpu_s()),
-            format!("{:.2}", candle.per_s() / t.per_s()),
-        ),
-        None => ("-".into(), "-".into(), "-".into()),
-    };
-    outln!(
-        "| {} | {} x {} | {threads} | {:.0} | {:.0} | {t_rate} | {t_cpu} | {ratio} |",
-        shape.config.width,
-        shape.batch,
-        shape.seq,
-        candle.per_s(),
-        candle.per_cpu_s()
-    )?;
-    Ok(())
-}
-
-/// Runs `f` with `threads` threads for rayon and for candle's matrix products.
-fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-    // candle reads the thread count of its matrix products from this variable at every
-    // product; nothing else runs while it is set.
-    std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .context("starting a thread pool")?;
-    pool.install(f)
-}
-
-fn candle_train(shape: TrainShape, steps: usize, device: &Device) -> Result<Timing> {
-    let mut bench = TrainBench::new(shape, 1, device)?;
-    for _ in 0..2 {
-        bench.step()?;
-    }
-    let (cpu0, started) = (cpu_ms(), Instant::now());
-    for _ in 0..steps {
-        bench.step()?;
-    }
-    let wall_s = started.elapsed().as_secs_f64();
-    let cpu_s = cpu_ms().zip(cpu0).map_or(wall_s, |(b, a)| (b - a) / 1e3);
-    Ok(Timing {
-        tokens: steps * shape.tokens_per_step(),
-        wall_s,
-        cpu_s,
-    })
-}
-
-/// The PyTorch version, or `None` (with a message) when it cannot be imported.
-fn torch_available(args: &TrainBenchArgs) -> Result<Option<String>> {
-    if !args.torch_script.is_file() {
-        eprintln!(
-            "PyTorch reference skipped: {} not found (run from the repository root or pass \
-             --torch-script)",
-            args.torch_script.display()
-        );
-        return Ok(None);
-    }
-    let out = Command::new(&args.python)
-        .args(["-c", "import torch; print(torch.__version__)"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            Ok(Some(String::from_utf8_lossy(&o.stdout).trim().to_string()))
-        }
-        Ok(_) => {
-            eprintln!(
-                "PyTorch reference skipped: `{} -c 'import torch'` failed (pip install torch, \
-                 or pass --python)",
-                args.python.display()
-            );
-            Ok(None)
-        }
-        Err(e) => {
-            eprintln!(
-                "PyTorch reference skipped: cannot run {}: {e}",
-                args.python.display()
-            );
-            Ok(None)
-        }
-    }
-}
-
-fn torch_train(args: &TrainBenchArgs, shape: TrainShape, threads: usize) -> Result<Timing> {
-    let c = shape.config;
-    let out = Command::new(&args.python)
-        .arg(&args.torch_script)
-        .args(["--json", "--steps", &args.steps.to_string()])
-        .args(["--batch", &shape.batch.to_string()])
-        .args(["--seq", &shape.seq.to_string()])
-        .args(["--threads", &threads.to_string()])
-        .args(["--width", &c.width.to_string()])
-        .args(["--heads", &c.heads.to_string()])
-        .args(["--layers", &c.layers.to_string()])
-        .args(["--vocab", &c.vocab_size.to_string()])
-        .args(["--context", &c.context.to_string()])
-        .args(["--device", args.device.trim()])
-        .output()
-        .with_context(|| format!("starting {}", args.python.display()))?;
-    if !out.status.success() {
-        bail!(
-            "{} exited with {}: {}",
-            args.torch_script.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().last().unwrap_or_default();
-    serde_json::from_str(line).with_context(|| format!("reading its output `{line}`"))
-}
-
-/// Decoding speed: decisions (answered snapshots) per second.
-struct DecodeRate {
-    /// One snapshot after the other.
-    one: f64,
-    /// All snapshots at once, as `schedlm predict` and `eval` answer them.
-    all: f64,
-    /// Mean prompt length in tokens (without the chat frame).
-    prompt: usize,
-}
-
-/// Constrained greedy decisions/s of an untrained gpt-tiny on 8-job `hpc` snapshots.
-fn decode_rate(count: usize, device: &Device) -> Result<DecodeRate> {
-    let options = RecordOptions {
-        template: Template::CompactV2,
-        ..compact_options()
-    };
-    let mut config = Config::new(Family::Hpc, 1);
-    (config.queue_min, config.queue_max) = (8, 8);
-    let records = solved_records(&config, count, &quick_solve(), &options)
-        .map_err(|e| anyhow::anyhow!("cannot make the benchmark's records: {e}"))?;
-    let instances: Vec<_> = records.iter().map(|r| r.instance.clone()).collect();
-    let texts: Vec<String> = records
-        .into_iter()
-        .flat_map(|r| [r.prompt, r.completion])
-        .collect();
-    let tokenizer = TextTokenizer::train_bpe(&texts, 1024)?;
-    let config = GptConfig::tiny(tokenizer.vocab_size());
-    let loaded = build(&ModelSpec::Gpt { config }, Some(tokenizer), 1, device)?;
-    let tokens: usize = texts
-        .iter()
-        .step_by(2)
-        .map(|t| loaded.tokenizer.encode(t).map(|ids| ids.len()))
-        .sum::<Result<usize, _>>()?;
-    let predictor = Predictor::from_loaded(loaded, device);
-    let decode = DecodeOptions::default();
-    let answer =
-        |instance| predictor.predict(instance, Objective::Bsld, Template::CompactV2, &decode);
-    let started = Instant::now();
-    for instance in &instances {
-        answer(instance)?;
-    }
-    let one = count as f64 / started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    instances
-        .par_iter()
-        .map(answer)
-        .collect::<Result<Vec<_>, _>>()?;
-    let all = count as f64 / started.elapsed().as_secs_f64();
-    Ok(DecodeRate {
-        one,
-        all,
-        prompt: tokens / count.max(1),
-    })
 }
