@@ -28,7 +28,7 @@
 
 use std::collections::HashMap;
 
-use schedlm_generator::family::dl::{ideal_runtime, model, DlJob, STAGE_S_PER_GB, STARTUP_S};
+use schedlm_generator::family::dl::{ideal_runtime, DlJob, STAGE_S_PER_GB, STARTUP_S};
 use schedlm_generator::similar::kind_of;
 use schedlm_generator::{generate_one, Config, Family, Load};
 use schedlm_model::instance::{Instance, Server};
@@ -139,28 +139,7 @@ pub fn jobs_of(instance: &Instance, share: f64, seed: u64) -> Result<Vec<ReplayJ
             .meta
             .as_ref()
             .ok_or_else(|| bad("no meta (not a dl job)"))?;
-        let int = |field: &str| {
-            meta.get(field)
-                .and_then(serde_json::Value::as_i64)
-                .ok_or_else(|| bad(&format!("meta.{field} is not an integer")))
-        };
-        let name = meta
-            .get("model")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| bad("meta.model is missing"))?;
-        let spec =
-            model(name).ok_or_else(|| bad(&format!("model {name} is not in the dl catalogue")))?;
-        let job = DlJob {
-            model: spec,
-            gpus: int("gpus")?,
-            batch_size: int("batch_size")?,
-            samples: int("samples")?,
-            dataset_gb: meta
-                .get("dataset_gb")
-                .and_then(serde_json::Value::as_f64)
-                .ok_or_else(|| bad("meta.dataset_gb is not a number"))?,
-            epochs: int("epochs")?,
-        };
+        let job = DlJob::from_meta(meta).map_err(|e| bad(&e))?;
         let runtime = q.runtime.ok_or_else(|| bad("no true runtime"))?;
         let h = kind_of(&format!("{seed}:{}", q.id));
         jobs.push(ReplayJob {

@@ -47,7 +47,7 @@
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp, StandardNormal};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::family::draft::{
     draw_now_base, fill, log_uniform, pick_by_runtime, round_up_walltime, running_drafts,
@@ -273,19 +273,57 @@ pub struct DlJob {
 impl DlJob {
     /// The job's `meta` object.
     pub fn meta(&self) -> Value {
-        let mut map = Map::new();
-        map.insert("model".into(), json!(self.model.name));
-        map.insert("params_m".into(), json!(self.model.params_m));
-        if let Some(seq) = self.model.seq_len {
-            map.insert("seq_len".into(), json!(seq));
-        }
-        map.insert("gpus".into(), json!(self.gpus));
-        map.insert("batch_size".into(), json!(self.batch_size));
-        map.insert("samples".into(), json!(self.samples));
-        map.insert("dataset_gb".into(), json!(self.dataset_gb));
-        map.insert("epochs".into(), json!(self.epochs));
-        Value::Object(map)
+        let meta = DlMeta {
+            model: self.model.name.to_string(),
+            params_m: self.model.params_m,
+            seq_len: self.model.seq_len,
+            gpus: self.gpus,
+            batch_size: self.batch_size,
+            samples: self.samples,
+            dataset_gb: self.dataset_gb,
+            epochs: self.epochs,
+        };
+        serde_json::to_value(meta).expect("a struct of numbers and strings is JSON")
     }
+
+    /// The job a `meta` object describes (as [`DlJob::meta`] writes it); the error names the
+    /// field that is missing or of the wrong type, or the model outside the catalogue.
+    pub fn from_meta(meta: &Value) -> Result<DlJob, String> {
+        let m: DlMeta = serde_json::from_value(meta.clone()).map_err(|e| format!("meta: {e}"))?;
+        let spec = model(&m.model)
+            .ok_or_else(|| format!("model {} is not in the dl catalogue", m.model))?;
+        Ok(DlJob {
+            model: spec,
+            gpus: m.gpus,
+            batch_size: m.batch_size,
+            samples: m.samples,
+            dataset_gb: m.dataset_gb,
+            epochs: m.epochs,
+        })
+    }
+}
+
+/// The `meta` object of a `dl` job, written by the generator ([`DlJob::meta`]) and read back
+/// by whoever replays the job ([`DlJob::from_meta`]; `schedlm_history::replay`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DlMeta {
+    /// The catalogue's name of the trained model.
+    pub model: String,
+    /// Its parameters, millions.
+    pub params_m: f64,
+    /// Its sequence length (text models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_len: Option<i64>,
+    /// GPUs used.
+    pub gpus: i64,
+    /// Global batch size.
+    pub batch_size: i64,
+    /// Training-set size in samples.
+    pub samples: i64,
+    /// Size of the training data in GB.
+    pub dataset_gb: f64,
+    /// Passes over the training set.
+    pub epochs: i64,
 }
 
 /// Noise-free run time of `job` in seconds (see the module docs). Linear in `epochs` and in
@@ -553,26 +591,42 @@ mod tests {
             assert_eq!(inst.resources, ["gpus", "cores", "mem_gib"]);
             for j in &inst.queue {
                 let meta = j.meta.as_ref().unwrap();
-                let gpus = meta["gpus"].as_i64().unwrap();
+                let dl = DlJob::from_meta(meta).unwrap();
+                assert_eq!(&dl.meta(), meta, "written and read back");
+                let gpus = dl.gpus;
                 assert_eq!(j.demand[0], gpus);
                 assert_eq!(gpus.count_ones(), 1);
                 assert!(gpus <= NODE_GPUS);
-                let m = model(meta["model"].as_str().unwrap()).unwrap();
-                assert!(gpus >= m.min_gpus);
-                assert_eq!(meta["batch_size"].as_i64().unwrap() % gpus, 0);
-                let dl = DlJob {
-                    model: m,
-                    gpus,
-                    batch_size: meta["batch_size"].as_i64().unwrap(),
-                    samples: meta["samples"].as_i64().unwrap(),
-                    dataset_gb: meta["dataset_gb"].as_f64().unwrap(),
-                    epochs: meta["epochs"].as_i64().unwrap(),
-                };
+                assert!(gpus >= dl.model.min_gpus);
+                assert_eq!(dl.batch_size % gpus, 0);
                 let ratio = j.runtime.unwrap() as f64 / ideal_runtime(&dl);
                 // exp(0.2 z) stays within [exp(-1.2), exp(1.2)] except with probability 2e-9.
                 assert!((0.3..3.4).contains(&ratio), "{ratio}");
                 assert!(j.walltime >= j.runtime.unwrap());
             }
         }
+    }
+
+    #[test]
+    fn a_meta_that_is_not_a_dl_jobs_names_what_is_wrong() {
+        let mut meta = DlJob::from_meta(
+            &generate_one(&Config::new(Family::Dl, 3), 0).unwrap().queue[0]
+                .meta
+                .clone()
+                .unwrap(),
+        )
+        .unwrap()
+        .meta();
+        meta["gpus"] = "four".into();
+        assert!(DlJob::from_meta(&meta)
+            .unwrap_err()
+            .contains("invalid type"));
+        meta.as_object_mut().unwrap().remove("gpus");
+        assert!(DlJob::from_meta(&meta)
+            .unwrap_err()
+            .contains("missing field `gpus`"));
+        let e = DlJob::from_meta(&serde_json::json!({"model": "gpt-9", "params_m": 1.0,
+            "gpus": 1, "batch_size": 1, "samples": 100, "dataset_gb": 0.1, "epochs": 1}));
+        assert!(e.unwrap_err().contains("gpt-9 is not in the dl catalogue"));
     }
 }
