@@ -789,12 +789,12 @@ fn derive(facts: &mut JobFacts) {
     };
     if facts.get(Field::GpusPerNode).is_none() {
         if let Some(total) = number(facts, Field::GpusTotal) {
-            let nodes = number(facts, Field::Nodes).unwrap_or(1).max(1);
-            if total % nodes == 0 {
+            let nodes = number(facts, Field::Nodes);
+            if let Some(per_node) = crate::precedence::gpus_per_node(total, nodes) {
                 let c = confidence(facts, &[Field::GpusTotal, Field::Nodes]);
                 facts.set(
                     Field::GpusPerNode,
-                    json!(total / nodes),
+                    json!(per_node),
                     "derived: gpus_total / nodes".into(),
                     c,
                     Strength::Derived,

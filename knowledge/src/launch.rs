@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use crate::facts::{Field, JobFacts, Strength};
 use crate::shell::program;
 use crate::vocabulary::{
-    Flags, Launcher, CONTAINER_RUNNERS, EVALUATION_WORDS, LAUNCHERS, LAUNCHER_FLAGS, NAMES,
-    NOT_TRAINING, OTHER_MODELS, PLAIN_BATCHES, PRECISION_FLAGS, SRUN_SWITCHES, SWITCHES,
+    Flags, Launcher, CONTAINER_RUNNERS, LAUNCHERS, LAUNCHER_FLAGS, NAMES, NOT_TRAINING,
+    OTHER_MODELS, PLAIN_BATCHES, PRECISION_FLAGS, SRUN_SWITCHES, SWITCHES,
 };
 
 /// The field and confidence of a training-argument name (`-` read as `_` by the caller), from
@@ -211,13 +211,7 @@ pub fn read_command(
             step,
         );
     }
-    // The user's own `--cmd` is what runs, whatever its script is called.
-    let script = found.value(Field::Script).and_then(Value::as_str);
-    if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
-        facts.fill(&found);
-    } else {
-        facts.absorb(&found);
-    }
+    crate::precedence::add_command(facts, &found, strength);
     true
 }
 
@@ -256,16 +250,6 @@ fn launcher_of(words: &[String]) -> Option<(&'static Launcher, usize)> {
         let matches = tail.len() <= rest.len() && tail.iter().zip(rest).all(|(t, w)| t == w);
         matches.then(|| (launcher, words.len() - rest.len() + tail.len()))
     })
-}
-
-/// Whether a script's name says it evaluates, validates, tests or serves a model rather than
-/// trains it: a word of its name (split at `_`, `-`, `.`) is one of [`EVALUATION_WORDS`] or
-/// starts with `eval` (`eval.py`, `run_eval.py`, `lm_eval`, `validate.py`, `scripts/inference.py`).
-fn is_evaluation_script(script: &str) -> bool {
-    let name = program(script).to_ascii_lowercase();
-    let stem = name.strip_suffix(".py").unwrap_or(&name);
-    stem.split(['_', '-', '.'])
-        .any(|word| word.starts_with("eval") || EVALUATION_WORDS.contains(&word))
 }
 
 /// The words after `python` without the interpreter's own options (`-u`, `-O`, `-W ignore`,
@@ -999,7 +983,7 @@ mod tests {
             "lm_eval",
             "test.py",
         ] {
-            assert!(is_evaluation_script(name), "{name}");
+            assert!(crate::precedence::is_evaluation_script(name), "{name}");
         }
         for name in [
             "train.py",
@@ -1007,7 +991,7 @@ mod tests {
             "finetune/adapter.py",
             "retrieval_train.py",
         ] {
-            assert!(!is_evaluation_script(name), "{name}");
+            assert!(!crate::precedence::is_evaluation_script(name), "{name}");
         }
         // The user's own command wins, whatever its script is called.
         let mut facts = JobFacts::default();

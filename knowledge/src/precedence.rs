@@ -20,11 +20,12 @@
 //!    ([`resolve`]).
 //! 5. **Evaluation commands fill, never override**: a command that runs an evaluation script
 //!    (`eval.py`, `validate.py`, ...) only fills fields no training command gave, unless it
-//!    is the user's own `--cmd` (in [`crate::launch`]).
+//!    is the user's own `--cmd` ([`add_command`], which every reader of commands calls).
 
 use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Strength};
+use crate::vocabulary::EVALUATION_WORDS;
 
 /// Whether a value from a source of strength `new` replaces one from `old`: stronger, or as
 /// strong and read later.
@@ -41,6 +42,37 @@ pub fn unset(value: &Value) -> bool {
         || value
             .as_str()
             .is_some_and(|t| t.trim() == "???" || t.contains("${"))
+}
+
+/// Rule 5: the facts `found` in one command (read with `strength`) join the job's. A command
+/// that runs an evaluation script only fills what no other command gave, unless it is the
+/// user's own `--cmd` (what runs, whatever its script is called); any other command's values
+/// take part in rule 1.
+pub fn add_command(facts: &mut JobFacts, found: &JobFacts, strength: Strength) {
+    let script = found.value(Field::Script).and_then(Value::as_str);
+    if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
+        facts.fill(found);
+    } else {
+        facts.absorb(found);
+    }
+}
+
+/// Whether a script's name says it evaluates, validates, tests or serves a model rather than
+/// trains it: a word of its name (split at `_`, `-`, `.`) is one of [`EVALUATION_WORDS`] or
+/// starts with `eval` (`eval.py`, `run_eval.py`, `lm_eval`, `validate.py`, `scripts/inference.py`).
+pub fn is_evaluation_script(script: &str) -> bool {
+    let name = crate::shell::program(script).to_ascii_lowercase();
+    let stem = name.strip_suffix(".py").unwrap_or(&name);
+    stem.split(['_', '-', '.'])
+        .any(|word| word.starts_with("eval") || EVALUATION_WORDS.contains(&word))
+}
+
+/// GPUs per node from a GPU total and a node count (none given: one node): the total divided
+/// by the nodes when it divides evenly, else nothing (an uneven split says the total is not
+/// per-node GPUs times nodes). The one rule every reader that meets a total applies.
+pub fn gpus_per_node(total: u64, nodes: Option<u64>) -> Option<u64> {
+    let nodes = nodes.unwrap_or(1).max(1);
+    total.is_multiple_of(nodes).then_some(total / nodes)
 }
 
 /// Applies rules 3 and 4 of the module docs to the facts of one job, once every source has

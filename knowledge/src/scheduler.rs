@@ -8,6 +8,7 @@
 use serde_json::json;
 
 use crate::facts::{Field, JobFacts, Strength};
+use crate::precedence::gpus_per_node;
 
 /// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`.
 pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
@@ -52,15 +53,11 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     // A total GPU count gives GPUs per node only with the node count (default 1).
     if let Some((gpus, source)) = total_gpus {
         if facts.get(Field::GpusPerNode).is_none() {
-            let nodes = facts
-                .value(Field::Nodes)
-                .and_then(|v| v.as_u64())
-                .unwrap_or(1)
-                .max(1);
-            if gpus % nodes == 0 {
+            let nodes = facts.value(Field::Nodes).and_then(|v| v.as_u64());
+            if let Some(per_node) = gpus_per_node(gpus, nodes) {
                 facts.set(
                     Field::GpusPerNode,
-                    json!(gpus / nodes),
+                    json!(per_node),
                     source,
                     0.9,
                     Strength::Header,
@@ -129,9 +126,10 @@ pub fn read_options(words: &[String], set: &mut impl FnMut(Field, serde_json::Va
             total_gpus = Some(gpus);
         }
     }
+    // Here only with a node count among the options: a step's total alone may span nodes.
     if let (Some(gpus), Some(nodes)) = (total_gpus, nodes.filter(|&n| n > 0)) {
-        if gpus % nodes == 0 {
-            set(Field::GpusPerNode, json!(gpus / nodes), 0.9);
+        if let Some(per_node) = gpus_per_node(gpus, Some(nodes)) {
+            set(Field::GpusPerNode, json!(per_node), 0.9);
         }
     }
     tasks.record(&mut |field, v, confidence, _| set(field, v, confidence));
