@@ -108,6 +108,7 @@ pub fn build(
     tuning: BuildTuning,
     progress: Progress<'_>,
 ) -> Result<BuildReport, BuildError> {
+    args.check()?;
     if let Source::Generate { configs, .. } = &args.source {
         if configs.is_empty() {
             return Err(BuildError::Solve {

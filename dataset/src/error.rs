@@ -73,6 +73,11 @@ pub enum BuildError {
     /// that already holds a dataset. The message names the part directories or file.
     #[error("merge: {0}")]
     Merge(String),
+    /// Build arguments that do not go together (a step template for order records, values
+    /// without steps, a plan line for one-job answers, a solver setting that cannot run); the
+    /// message names the options.
+    #[error("{0}")]
+    Args(String),
     /// Another process holds the build lock ([`LOCK_FILE`](crate::layout::LOCK_FILE)) of the
     /// output directory, i.e. another build is writing to it.
     #[error("another `schedlm dataset build` is writing to {dir}; wait for it to finish or use another output directory")]

@@ -160,6 +160,42 @@ pub struct BuildArgs {
 }
 
 impl BuildArgs {
+    /// Checks that the arguments go together (what `build` checks first); the error names the
+    /// options as the command line spells them.
+    pub fn check(&self) -> Result<(), BuildError> {
+        let bad = |why: String| Err(BuildError::Args(why));
+        self.solve_options()
+            .check()
+            .map_err(|e| BuildError::Args(format!("--solver, --work-limit, --time-limit: {e}")))?;
+        let steps = self.records == RecordKind::Steps;
+        if steps && !matches!(self.template, Template::CompactV2 | Template::StepV2) {
+            return bad(format!(
+                "--records steps renders every record with step-v1 (compact-v2's ranking and \
+                 units, the default: --template compact-v2) or step-v2 (--template step-v2): \
+                 drop --template {}",
+                self.template
+            ));
+        }
+        if !steps && self.template.is_step() {
+            return bad(format!(
+                "--template {} renders one dispatching decision, answered by one job id: use \
+                 it through --records steps",
+                self.template
+            ));
+        }
+        if self.targets == Targets::Values && !steps {
+            return bad(
+                "--targets values gives each dispatching decision's candidates their values: \
+                 add --records steps"
+                    .into(),
+            );
+        }
+        if steps && self.plan {
+            return bad("--records steps answers with one job id: drop --plan".into());
+        }
+        Ok(())
+    }
+
     pub(crate) fn solve_options(&self) -> SolveOptions {
         SolveOptions {
             solver: self.solver,

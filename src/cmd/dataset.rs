@@ -13,7 +13,7 @@ use schedlm_dataset::{
 };
 use schedlm_generator::Family;
 use schedlm_model::Objective;
-use schedlm_solver::portfolio::{SolveOptions, Solver};
+use schedlm_solver::portfolio::Solver;
 
 use crate::args::{parse_duration, DispatcherArgs, ShapeArgs};
 
@@ -243,48 +243,16 @@ pub fn run(command: &DatasetCommand) -> Result<()> {
 /// The build arguments that decide the output.
 pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     let variant = a.dispatcher.variant();
-    SolveOptions {
-        solver: a.solver,
-        variant,
-        work_limit: a.work_limit.0,
-        time_limit: a.time_limit,
-        node_limit: a.node_limit,
-        ..SolveOptions::default()
-    }
-    .check()
-    .context("--solver, --work-limit, --time-limit")?;
     let records = match a.records {
         RecordKindArg::Orders => RecordKind::Orders,
         RecordKindArg::Steps => RecordKind::Steps,
     };
-    if records == RecordKind::Steps && !matches!(a.template, Template::CompactV2 | Template::StepV2)
-    {
-        bail!(
-            "--records steps renders every record with step-v1 (compact-v2's ranking and units, \
-             the default: --template compact-v2) or step-v2 (--template step-v2): drop \
-             --template {}",
-            a.template
-        );
-    }
-    if records == RecordKind::Orders && a.template.is_step() {
-        bail!(
-            "--template {} renders one dispatching decision, answered by one job id: use \
-             it through --records steps",
-            a.template
-        );
-    }
     let targets = match a.targets {
         TargetsArg::Label => Targets::Label,
         TargetsArg::Values => Targets::Values,
     };
-    if targets == Targets::Values && records != RecordKind::Steps {
-        bail!("--targets values gives each dispatching decision's candidates their values: add --records steps");
-    }
     if targets == Targets::Label && a.value_work_limit.is_some() {
         bail!("--value-work-limit budgets the values of --targets values: add --targets values or drop it");
-    }
-    if records == RecordKind::Steps && a.plan {
-        bail!("--records steps answers with one job id: drop --plan");
     }
     let source = match &a.from {
         Some(path) => {
@@ -325,7 +293,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             }
         }
     };
-    Ok(BuildArgs {
+    let args = BuildArgs {
         source,
         solver: a.solver,
         objective: a.objective,
@@ -354,7 +322,9 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         split: a.split,
         skip_invalid: a.skip_invalid,
         min_headroom: a.min_headroom,
-    })
+    };
+    args.check()?;
+    Ok(args)
 }
 
 /// `--format`: see [`RecordFormat`].
