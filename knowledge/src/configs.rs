@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::setting;
-use crate::vocabulary::NOT_TRAINING;
+use crate::vocabulary::{NOT_TRAINING, SUBMITIT_REQUESTS};
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -265,14 +265,8 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
 /// `gpus_per_node`, `cpus_per_task`, `mem_gb`, `timeout_min`) as (field, value).
 fn launcher_request(key: &str, value: &Value) -> Option<(Field, u64)> {
     let n = value.as_u64().filter(|&n| n > 0)?;
-    match key {
-        "nodes" => Some((Field::Nodes, n)),
-        "gpus_per_node" => Some((Field::GpusPerNode, n)),
-        "cpus_per_task" => Some((Field::CpusPerTask, n)),
-        "mem_gb" => Some((Field::MemoryMib, n * 1024)),
-        "timeout_min" => Some((Field::RequestedTimeS, n * 60)),
-        _ => None,
-    }
+    let &(_, field, unit) = SUBMITIT_REQUESTS.iter().find(|(name, ..)| *name == key)?;
+    Some((field, n * unit))
 }
 
 /// A value `${a.b.c}` (OmegaConf / Hydra interpolation, as NeMo and llm-foundry configs write

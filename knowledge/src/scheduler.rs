@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::facts::{Field, JobFacts, Strength};
 use crate::precedence::gpus_per_node;
+use crate::vocabulary::{Request, PBS_RESOURCES, SLURM_OPTIONS};
 
 /// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`.
 pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
@@ -171,7 +172,8 @@ fn option_pairs(words: &[String]) -> Vec<(String, Option<String>)> {
     out
 }
 
-/// One Slurm option; returns a total GPU count (`--gpus`, `-G`) for later division.
+/// One Slurm option ([`SLURM_OPTIONS`]); returns a total GPU count (`--gpus`, `-G`) for later
+/// division.
 fn slurm_option(
     key: &str,
     value: Option<&str>,
@@ -179,47 +181,45 @@ fn slurm_option(
 ) -> Option<u64> {
     // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
     let value = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$'))?;
-    match key {
-        "J" | "job-name" => set(Field::JobName, json!(value), 1.0),
-        "N" | "nodes" => {
-            // `2` or a range `2-4`: the job gets at least the minimum.
-            let min = value
-                .split('-')
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())?;
-            set(
-                Field::Nodes,
-                json!(min),
-                if value.contains('-') { 0.8 } else { 1.0 },
-            );
-        }
-        "gres" => {
-            let gpus = value.split(',').find_map(|g| {
-                let mut parts = g.split(':');
-                (parts.next() == Some("gpu")).then_some(())?;
-                parts.next_back()?.parse::<u64>().ok()
-            })?;
-            set(Field::GpusPerNode, json!(gpus), 1.0);
-        }
-        "gpus-per-node" => {
-            let gpus = value.rsplit(':').next()?.parse::<u64>().ok()?;
-            set(Field::GpusPerNode, json!(gpus), 1.0);
-        }
-        "G" | "gpus" => return value.rsplit(':').next()?.parse::<u64>().ok(),
-        "c" | "cpus-per-task" => set(Field::CpusPerTask, json!(value.parse::<u64>().ok()?), 1.0),
-        // `--mem=0` asks for all the memory of the node: not a number of MiB.
-        "mem" => set(
-            Field::MemoryMib,
-            json!(memory_mib(value).filter(|&m| m > 0)?),
-            1.0,
-        ),
-        "t" | "time" => set(Field::RequestedTimeS, json!(slurm_time(value)?), 1.0),
-        _ => {}
+    let &(_, field, how) = SLURM_OPTIONS
+        .iter()
+        .find(|(names, ..)| names.contains(&key))?;
+    let (v, confidence) = request(how, value)?;
+    if field == Field::GpusTotal {
+        return v.as_u64();
     }
+    set(field, v, confidence);
     None
 }
 
-/// One PBS option (`-N name`, `-l resource=value:...`).
+/// A request's value read as `how` says, with its confidence.
+pub fn request(how: Request, value: &str) -> Option<(serde_json::Value, f64)> {
+    let count = |v: &str| v.parse::<u64>().ok();
+    Some(match how {
+        Request::Text => (json!(value), 1.0),
+        Request::Count => (json!(count(value)?), 1.0),
+        // `2` or a range `2-4`: the job gets at least the minimum.
+        Request::CountOrRange => (
+            json!(count(value.split('-').next()?)?),
+            if value.contains('-') { 0.8 } else { 1.0 },
+        ),
+        Request::TypedCount => (json!(count(value.rsplit(':').next()?)?), 1.0),
+        Request::Gres => {
+            let gpus = value.split(',').find_map(|g| {
+                let mut parts = g.split(':');
+                (parts.next() == Some("gpu")).then_some(())?;
+                count(parts.next_back()?)
+            })?;
+            (json!(gpus), 1.0)
+        }
+        Request::Memory => (json!(memory_mib(value)?), 1.0),
+        // `--mem=0` asks for all the memory of the node: not a number of MiB.
+        Request::MemoryNotZero => (json!(memory_mib(value).filter(|&m| m > 0)?), 1.0),
+        Request::Time => (json!(slurm_time(value)?), 1.0),
+    })
+}
+
+/// One PBS option (`-N name`, `-l resource=value:...`, [`PBS_RESOURCES`]).
 fn pbs_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<()> {
     let value = value?;
     let mut set = |field: Field, v: serde_json::Value| {
@@ -241,15 +241,11 @@ fn pbs_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts
                     // `select=2:ncpus=...` starts with the chunk count.
                     continue;
                 };
-                match k {
-                    "select" | "nodes" => set(Field::Nodes, json!(v.parse::<u64>().ok()?)),
-                    // PBS counts GPUs per chunk (node).
-                    "ngpus" | "gpus" => set(Field::GpusPerNode, json!(v.parse::<u64>().ok()?)),
-                    "ncpus" | "ppn" => set(Field::CpusPerTask, json!(v.parse::<u64>().ok()?)),
-                    "mem" => set(Field::MemoryMib, json!(memory_mib(v)?)),
-                    "walltime" => set(Field::RequestedTimeS, json!(slurm_time(v)?)),
-                    _ => {}
-                }
+                let Some(&(_, field, how)) = PBS_RESOURCES.iter().find(|(n, ..)| n.contains(&k))
+                else {
+                    continue;
+                };
+                set(field, request(how, v)?.0);
             }
         }
         _ => {}
@@ -304,6 +300,82 @@ mod tests {
         let mut facts = JobFacts::default();
         read_headers("job.sbatch", text, &mut facts);
         facts
+    }
+
+    #[test]
+    fn every_request_row_reads_its_example() {
+        // (the row's name, a header that uses it, the field it sets, the value)
+        let examples = [
+            ("J", "#SBATCH -J sft-7b", Field::JobName, json!("sft-7b")),
+            ("nodes", "#SBATCH --nodes=2-4", Field::Nodes, json!(2)),
+            (
+                "gres",
+                "#SBATCH --gres=gpu:a100:4",
+                Field::GpusPerNode,
+                json!(4),
+            ),
+            (
+                "gpus-per-node",
+                "#SBATCH --gpus-per-node=h100:8",
+                Field::GpusPerNode,
+                json!(8),
+            ),
+            (
+                "gpus",
+                "#SBATCH -N 2\n#SBATCH --gpus=16",
+                Field::GpusPerNode,
+                json!(8),
+            ),
+            (
+                "cpus-per-task",
+                "#SBATCH --cpus-per-task=12",
+                Field::CpusPerTask,
+                json!(12),
+            ),
+            ("mem", "#SBATCH --mem=64G", Field::MemoryMib, json!(65536)),
+            (
+                "time",
+                "#SBATCH --time=1-00:00:00",
+                Field::RequestedTimeS,
+                json!(86400),
+            ),
+            ("select", "#PBS -l select=2:ngpus=4", Field::Nodes, json!(2)),
+            (
+                "ngpus",
+                "#PBS -l select=2:ngpus=4",
+                Field::GpusPerNode,
+                json!(4),
+            ),
+            (
+                "ncpus",
+                "#PBS -l select=1:ncpus=16",
+                Field::CpusPerTask,
+                json!(16),
+            ),
+            (
+                "mem",
+                "#PBS -l select=1:mem=2gb",
+                Field::MemoryMib,
+                json!(2048),
+            ),
+            (
+                "walltime",
+                "#PBS -l walltime=02:00:00",
+                Field::RequestedTimeS,
+                json!(7200),
+            ),
+        ];
+        for (_, text, field, value) in &examples {
+            assert_eq!(read(text).value(*field), Some(value), "{text}");
+        }
+        for (names, ..) in SLURM_OPTIONS.iter().chain(PBS_RESOURCES) {
+            assert!(
+                examples.iter().any(|(n, ..)| names.contains(n)),
+                "no example for {names:?}"
+            );
+        }
+        // `--mem=0` (the whole node) is no number; a PBS `mem=0` is.
+        assert_eq!(read("#SBATCH --mem=0").value(Field::MemoryMib), None);
     }
 
     #[test]

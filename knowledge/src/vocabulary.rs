@@ -1,10 +1,66 @@
 //! The reader's vocabularies as data: the training-setting names of the frameworks
-//! ([`NAMES`]), the launchers ([`LAUNCHERS`]) and their flags ([`LAUNCHER_FLAGS`]), and the
-//! word lists the readers consult. Each row of the name and launcher tables names the setup
+//! ([`NAMES`]), the launchers ([`LAUNCHERS`]) and their flags ([`LAUNCHER_FLAGS`]), the
+//! resource requests of schedulers ([`SLURM_OPTIONS`], [`PBS_RESOURCES`],
+//! [`SUBMITIT_REQUESTS`]), and the word lists the readers consult. Each row of the name and launcher tables names the setup
 //! of `tests/data/knowledge` that shows it (a test checks that it does); a rule for a new
 //! framework is a new row.
 
 use crate::facts::Field;
+
+/// How the value of a scheduler's resource request is read (`crate::scheduler::request`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// The text as written (a job name).
+    Text,
+    /// A whole number.
+    Count,
+    /// A whole number or a range `2-4`: the range's minimum, with less confidence.
+    CountOrRange,
+    /// The number after the last `:` (`a100:4`).
+    TypedCount,
+    /// The GPU count of a generic-resource list (`gpu:a100:4,shard:2`).
+    Gres,
+    /// Memory (`64G`, `500M`, plain megabytes) in MiB.
+    Memory,
+    /// Memory in MiB, where 0 (Slurm's "all of the node's memory") is no number.
+    MemoryNotZero,
+    /// A time (`1-12:00:00`, `90`, `hh:mm:ss`) in seconds.
+    Time,
+}
+
+/// Slurm options (`#SBATCH` lines, `srun` and `sbatch` words; short and long names) -> the
+/// field each requests and how its value reads. `GpusTotal` (`--gpus 16`) is the job's total,
+/// which gives GPUs per node with the node count (`precedence::gpus_per_node`).
+pub const SLURM_OPTIONS: &[(&[&str], Field, Request)] = &[
+    (&["J", "job-name"], Field::JobName, Request::Text),
+    (&["N", "nodes"], Field::Nodes, Request::CountOrRange),
+    (&["gres"], Field::GpusPerNode, Request::Gres),
+    (&["gpus-per-node"], Field::GpusPerNode, Request::TypedCount),
+    (&["G", "gpus"], Field::GpusTotal, Request::TypedCount),
+    (&["c", "cpus-per-task"], Field::CpusPerTask, Request::Count),
+    (&["mem"], Field::MemoryMib, Request::MemoryNotZero),
+    (&["t", "time"], Field::RequestedTimeS, Request::Time),
+];
+
+/// PBS `-l` resources (`select=2:ngpus=4`, `walltime=...`) -> field and reading; PBS counts
+/// GPUs per chunk, that is per node.
+pub const PBS_RESOURCES: &[(&[&str], Field, Request)] = &[
+    (&["select", "nodes"], Field::Nodes, Request::Count),
+    (&["ngpus", "gpus"], Field::GpusPerNode, Request::Count),
+    (&["ncpus", "ppn"], Field::CpusPerTask, Request::Count),
+    (&["mem"], Field::MemoryMib, Request::Memory),
+    (&["walltime"], Field::RequestedTimeS, Request::Time),
+];
+
+/// Requests of Hydra's Slurm launcher (submitit's `hydra.launcher`) -> field and the factor to
+/// the field's unit (`mem_gb` in MiB, `timeout_min` in seconds).
+pub const SUBMITIT_REQUESTS: &[(&str, Field, u64)] = &[
+    ("nodes", Field::Nodes, 1),
+    ("gpus_per_node", Field::GpusPerNode, 1),
+    ("cpus_per_task", Field::CpusPerTask, 1),
+    ("mem_gb", Field::MemoryMib, 1024),
+    ("timeout_min", Field::RequestedTimeS, 60),
+];
 
 /// Training-setting names of the frameworks (without dashes, `-` read as `_`) -> (field,
 /// confidence, the setup of `tests/data/knowledge` that shows the name, or where it is
