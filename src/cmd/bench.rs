@@ -34,8 +34,8 @@ pub enum BenchCommand {
     /// For each queue length N in --sizes it generates --count instances of --family with N
     /// queued jobs on --servers servers (instance k is `schedlm generate --family F --queue N
     /// --servers S --seed SEED` line k + 1), solves each with branch and bound and then with the
-    /// MILP, and prints per size: B&B median / p90 / max time to proof [ms], median / p90 nodes
-    /// and the number proven optimal; MILP median / p90 time [ms], how often HiGHS proved its
+    /// MILP, and prints per size: B&B median / p90 / max time to proof in ms, median / p90 nodes
+    /// and the number proven optimal; MILP median / p90 time in ms, how often HiGHS proved its
     /// MILP optimum, how often its lower bound reaches the B&B optimum; and the ratio of the
     /// median times (MILP / B&B). A run stopped by the time limit counts with its time (about
     /// the limit), so a quantile that reaches such runs is shown as `>= x`. Progress goes to

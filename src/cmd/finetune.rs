@@ -206,8 +206,8 @@ impl FinetuneArgs {
 }
 
 pub fn run(args: &FinetuneArgs) -> Result<()> {
-    let device = schedlm_finetune::device::parse(&args.device)?;
     let config = args.session()?;
+    let device = schedlm_finetune::device::parse(&args.device)?;
     let mut session = Session::open(&config, &device)?;
     let say = |line: &str| args.progress.say(format_args!("finetune: {line}"));
     if session.resumed {
