@@ -228,8 +228,7 @@ impl Predictor {
         };
         let started = Instant::now();
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        let mut best: Option<(f64, String)> = None;
-        let mut valid_samples = 0;
+        let mut best = BestOf::default();
         for _ in 0..options.samples() {
             let mut chooser = Chooser::Sample {
                 temperature: options.temperature,
@@ -246,23 +245,16 @@ impl Predictor {
                 &self.device,
             )?;
             let text = tok.decode_clean(&tokens)?;
-            let Some(value) =
-                order_value(&text, &rendered.ids, instance, objective, options.variant)
-            else {
-                continue;
-            };
-            valid_samples += 1;
-            if best.as_ref().is_none_or(|(v, _)| value < *v) {
-                best = Some((value, text));
-            }
+            let value = order_value(&text, &rendered.ids, instance, objective, options.variant);
+            best.offer(value, || text);
         }
         Ok(Prediction {
             text: tok.decode_clean(&greedy)?,
             tokens: greedy.len(),
             prompt_tokens: prompt.len(),
-            valid_samples,
-            best_value: best.as_ref().map(|b| b.0),
-            best_of: best.map(|b| b.1),
+            valid_samples: best.valid,
+            best_value: best.best.as_ref().map(|b| b.0),
+            best_of: best.best.map(|b| b.1),
             unconstrained,
             greedy_seconds,
             samples_seconds: started.elapsed().as_secs_f64(),
@@ -330,8 +322,7 @@ impl Predictor {
         let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
         let started = Instant::now();
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        let mut best: Option<(f64, String)> = None;
-        let mut valid_samples = 0;
+        let mut best = BestOf::default();
         for _ in 0..options.samples() {
             let sample = roll(&mut Chooser::Sample {
                 temperature: options.temperature,
@@ -342,19 +333,15 @@ impl Predictor {
                 .valid
                 .then(|| rollout_value(&problem, &sample.order, objective, options.variant))
                 .flatten();
-            let Some(value) = value else { continue };
-            valid_samples += 1;
-            if best.as_ref().is_none_or(|(v, _)| value < *v) {
-                best = Some((value, text_of(&sample)));
-            }
+            best.offer(value, || text_of(&sample));
         }
         Ok(Prediction {
             text: text_of(&greedy),
             tokens: greedy.tokens,
             prompt_tokens: greedy.prompt_tokens,
-            valid_samples,
-            best_value: best.as_ref().map(|b| b.0),
-            best_of: best.map(|b| b.1),
+            valid_samples: best.valid,
+            best_value: best.best.as_ref().map(|b| b.0),
+            best_of: best.best.map(|b| b.1),
             unconstrained,
             greedy_seconds,
             samples_seconds: started.elapsed().as_secs_f64(),
@@ -380,31 +367,44 @@ fn predict_scored(
     let problem = Problem::new(instance).map_err(|e| FinetuneError::Config(e.to_string()))?;
     let started = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-    let mut best: Option<(f64, String)> = None;
-    let mut valid_samples = 0;
+    let mut best = BestOf::default();
     for _ in 0..options.samples() {
         let order = scorer.rollout(instance, objective, options.variant, &mut |s| {
             scorer::sample(s, options.temperature, &mut rng)
         })?;
-        let Some(value) = rollout_value(&problem, &order, objective, options.variant) else {
-            continue;
-        };
-        valid_samples += 1;
-        if best.as_ref().is_none_or(|(v, _)| value < *v) {
-            best = Some((value, order_line(&order, &ids)));
-        }
+        let value = rollout_value(&problem, &order, objective, options.variant);
+        best.offer(value, || order_line(&order, &ids));
     }
     Ok(Prediction {
         text: order_line(&greedy, &ids),
         tokens: 0,
         prompt_tokens: 0,
-        valid_samples,
-        best_value: best.as_ref().map(|b| b.0),
-        best_of: best.map(|b| b.1),
+        valid_samples: best.valid,
+        best_value: best.best.as_ref().map(|b| b.0),
+        best_of: best.best.map(|b| b.1),
         unconstrained: None,
         greedy_seconds,
         samples_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The samples of a best-of run: the best valid one (the lowest value; of equals, the first)
+/// and how many were valid.
+#[derive(Default)]
+struct BestOf {
+    best: Option<(f64, String)>,
+    valid: usize,
+}
+
+impl BestOf {
+    /// A sample of value `value` (`None`: invalid), its text made only when it is the best.
+    fn offer(&mut self, value: Option<f64>, text: impl FnOnce() -> String) {
+        let Some(value) = value else { return };
+        self.valid += 1;
+        if self.best.as_ref().is_none_or(|(v, _)| value < *v) {
+            self.best = Some((value, text()));
+        }
+    }
 }
 
 /// The objective value of a strictly valid answer under the dispatcher; `None` if invalid.

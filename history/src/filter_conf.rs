@@ -14,7 +14,7 @@
 //!
 //! let conf = FilterConf::parse("db = /var/lib/schedlm/h.sqlite\nmargin = 2\n# note\n", "c").unwrap();
 //! assert_eq!(conf.margin, Some(2.0));
-//! assert_eq!(conf.budget_ms, None); // the filler's default: FilterConf::BUDGET_MS
+//! assert_eq!(conf.budget_ms(), FilterConf::BUDGET_MS); // not in the file: the default
 //! assert!(FilterConf::parse("margn = 2\n", "c").unwrap_err().to_string().contains("c:1"));
 //! ```
 
@@ -32,6 +32,9 @@ pub enum ConfError {
         /// Why.
         error: std::io::Error,
     },
+    /// Neither the command line nor the file names the history.
+    #[error("no history: give --db, or a --conf file with a `db` line")]
+    NoHistory,
     /// A line that is not a setting, or a value that is not one.
     #[error("{path}:{line}: {message}")]
     Line {
@@ -75,6 +78,50 @@ impl FilterConf {
     pub const BUDGET_MS: u64 = 100;
     /// GPUs per node by default.
     pub const GPUS_PER_NODE: u32 = 8;
+
+    /// The settings of the file at `path` (none given: every setting unset) with `flags`, the
+    /// command line's, over them: a setting given there wins.
+    pub fn resolve(path: Option<&Path>, flags: FilterConf) -> Result<FilterConf, ConfError> {
+        let file = match path {
+            Some(path) => FilterConf::read(path)?,
+            None => FilterConf::default(),
+        };
+        Ok(FilterConf {
+            schedlm: flags.schedlm.or(file.schedlm),
+            db: flags.db.or(file.db),
+            runs: flags.runs.or(file.runs),
+            margin: flags.margin.or(file.margin),
+            max_time: flags.max_time.or(file.max_time),
+            budget_ms: flags.budget_ms.or(file.budget_ms),
+            timeout: flags.timeout.or(file.timeout),
+            gpus_per_node: flags.gpus_per_node.or(file.gpus_per_node),
+        })
+    }
+
+    /// The history, which has no default.
+    pub fn db(&self) -> Result<&Path, ConfError> {
+        self.db.as_deref().ok_or(ConfError::NoHistory)
+    }
+
+    /// The margin, or [`FilterConf::MARGIN`].
+    pub fn margin(&self) -> f64 {
+        self.margin.unwrap_or(Self::MARGIN)
+    }
+
+    /// The longest time limit, or [`FilterConf::MAX_TIME`].
+    pub fn max_time(&self) -> Duration {
+        self.max_time.unwrap_or(Self::MAX_TIME)
+    }
+
+    /// The filler's budget, or [`FilterConf::BUDGET_MS`].
+    pub fn budget_ms(&self) -> u64 {
+        self.budget_ms.unwrap_or(Self::BUDGET_MS)
+    }
+
+    /// GPUs per node, or [`FilterConf::GPUS_PER_NODE`].
+    pub fn gpus_per_node(&self) -> u32 {
+        self.gpus_per_node.unwrap_or(Self::GPUS_PER_NODE)
+    }
 
     /// Reads and checks the file at `path`.
     pub fn read(path: &Path) -> Result<FilterConf, ConfError> {

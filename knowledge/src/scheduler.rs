@@ -193,7 +193,7 @@ fn slurm_option(
 }
 
 /// A request's value read as `how` says, with its confidence.
-pub fn request(how: Request, value: &str) -> Option<(serde_json::Value, f64)> {
+fn request(how: Request, value: &str) -> Option<(serde_json::Value, f64)> {
     let count = |v: &str| v.parse::<u64>().ok();
     Some(match how {
         Request::Text => (json!(value), 1.0),

@@ -120,7 +120,7 @@ impl Clock {
     }
 }
 
-pub use schedlm_model::cpu::cpu_ms;
+use schedlm_model::cpu::cpu_ms;
 
 /// Wall and CPU time of a closure, in ms (CPU: `None` if unavailable).
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, Option<f64>) {

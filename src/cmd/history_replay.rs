@@ -294,22 +294,16 @@ fn print(args: &ReplayArgs, planner: &Planner, errors: &[PlanRow], rows: &[Row])
 
 /// `history replay --db`: the recorded history under each limit.
 fn run_recorded(args: &ReplayArgs) -> Result<()> {
-    let conf = match &args.conf {
-        Some(path) => FilterConf::read(path)?,
-        None => FilterConf::default(),
+    let flags = FilterConf {
+        db: args.db.clone(),
+        margin: args.margin,
+        max_time: args.max_time,
+        gpus_per_node: args.gpus_per_node,
+        ..FilterConf::default()
     };
-    let margin = args.margin.or(conf.margin).unwrap_or(FilterConf::MARGIN);
-    let max_time = args
-        .max_time
-        .or(conf.max_time)
-        .unwrap_or(FilterConf::MAX_TIME);
-    let per_node = args
-        .gpus_per_node
-        .or(conf.gpus_per_node)
-        .unwrap_or(FilterConf::GPUS_PER_NODE);
-    let Some(db) = args.db.clone().or(conf.db) else {
-        bail!("no history: give --db, or a --conf file with a `db` line");
-    };
+    let conf = FilterConf::resolve(args.conf.as_deref(), flags)?;
+    let (margin, max_time, per_node) = (conf.margin(), conf.max_time(), conf.gpus_per_node());
+    let db = conf.db()?.to_path_buf();
     let fill = TimeFill::new(margin, i64::try_from(max_time.as_secs())?)?;
     let history = crate::cmd::history::open_existing(&db)?.jobs()?;
     let work = workload(&history);

@@ -116,42 +116,21 @@ pub enum FillOutput {
     Lines,
 }
 
-/// The fill's settings: each flag, else its line in --conf, else its default.
-struct Settings {
-    db: PathBuf,
-    runs: Option<PathBuf>,
-    margin: f64,
-    max_time: Duration,
-    gpus_per_node: u32,
-    budget_ms: u64,
-}
-
 impl FillArgs {
-    fn settings(&self) -> Result<Settings> {
-        let conf = match &self.conf {
-            Some(path) => FilterConf::read(path)?,
-            None => FilterConf::default(),
+    /// The fill's settings: each flag, else its line in --conf, else its default.
+    fn settings(&self) -> Result<FilterConf> {
+        let flags = FilterConf {
+            db: self.db.clone(),
+            runs: self.runs.clone(),
+            margin: self.margin,
+            max_time: self.max_time,
+            budget_ms: self.budget_ms,
+            gpus_per_node: self.gpus_per_node,
+            ..FilterConf::default()
         };
-        let Some(db) = self.db.clone().or(conf.db) else {
-            bail!("no history: give --db, or a --conf file with a `db` line");
-        };
-        Ok(Settings {
-            db,
-            runs: self.runs.clone().or(conf.runs),
-            margin: self.margin.or(conf.margin).unwrap_or(FilterConf::MARGIN),
-            max_time: self
-                .max_time
-                .or(conf.max_time)
-                .unwrap_or(FilterConf::MAX_TIME),
-            gpus_per_node: self
-                .gpus_per_node
-                .or(conf.gpus_per_node)
-                .unwrap_or(FilterConf::GPUS_PER_NODE),
-            budget_ms: self
-                .budget_ms
-                .or(conf.budget_ms)
-                .unwrap_or(FilterConf::BUDGET_MS),
-        })
+        let s = FilterConf::resolve(self.conf.as_deref(), flags)?;
+        s.db()?;
+        Ok(s)
     }
 }
 
@@ -251,13 +230,14 @@ fn unchanged(cause: String) -> Filled {
 pub fn fill(args: &FillArgs) -> Result<Filled> {
     let started = Instant::now();
     let s = args.settings()?;
-    let budget = Duration::from_millis(s.budget_ms);
+    let budget = Duration::from_millis(s.budget_ms());
     let deadline = started + budget;
-    let time_fill = TimeFill::new(s.margin, i64::try_from(s.max_time.as_secs())?)?;
-    if !args.has_time && !s.db.exists() {
+    let time_fill = TimeFill::new(s.margin(), i64::try_from(s.max_time().as_secs())?)?;
+    let db = s.db()?;
+    if !args.has_time && !db.exists() {
         bail!(
             "{}: no such history (`schedlm history add` creates it)",
-            s.db.display()
+            db.display()
         );
     }
     let mut filled = Filled::default();
@@ -308,7 +288,7 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
     let facts = &extraction.facts;
     let mut said = Vec::new();
     if !args.has_time {
-        let time = History::open_for_lookup(&s.db, Some(deadline))
+        let time = History::open_for_lookup(db, Some(deadline))
             .and_then(|history| time_fill.fill_indexed(&history, facts));
         match time {
             Ok(f) => {
@@ -318,7 +298,7 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
                 said.push(format!(
                     "time {} = {} x {} s predicted ({}; nearest past job {nearest}){}",
                     clock(f.minutes * 60),
-                    s.margin,
+                    s.margin(),
                     p.seconds,
                     p.basis,
                     if f.capped { ", capped" } else { "" }
@@ -351,10 +331,10 @@ pub fn fill(args: &FillArgs) -> Result<Filled> {
 }
 
 /// The cause of a job left unchanged at the budget, in `stage`.
-fn timeout(s: &Settings, stage: &str) -> String {
+fn timeout(s: &FilterConf, stage: &str) -> String {
     format!(
         "timeout: the filter's budget of {} ms ran out while {stage}",
-        s.budget_ms
+        s.budget_ms()
     )
 }
 
@@ -383,7 +363,7 @@ fn write_script(into: &Path, script: &[u8]) -> Result<()> {
 /// The GPU count and batch size per GPU of the fastest configuration of the job's model among
 /// the past runs (no queue waits are known at submission: every count is taken as free now).
 fn fill_gpus(
-    args: &Settings,
+    args: &FilterConf,
     facts: &schedlm_knowledge::JobFacts,
     filled: &mut Filled,
     said: &mut Vec<String>,
@@ -407,10 +387,10 @@ fn fill_gpus(
         samples: 1e6,
         gpus: None,
         local_batch: None,
-        gpus_per_node: args.gpus_per_node,
+        gpus_per_node: args.gpus_per_node(),
         waits: counts
             .into_iter()
-            .filter(|&g| g <= args.gpus_per_node)
+            .filter(|&g| g <= args.gpus_per_node())
             .map(|g| (g, 0.0))
             .collect(),
     };
