@@ -1,12 +1,11 @@
 //! Reading and writing JSON Lines files of instances and results.
 
-use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use schedlm_model::{text_lines, Instance, Problem, UnknownFields};
+use schedlm_model::UnknownFields;
 
 /// `println!` that returns an error instead of panicking when standard output fails (a closed
 /// pipe, a full disk): `outln!("...")?`.
@@ -44,13 +43,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// One non-blank line of an input file: its 1-based number and its text (or why its bytes are
-/// not text), and what its parser does with fields the instance schema does not know.
-pub struct Line {
-    pub number: usize,
-    pub text: std::result::Result<String, String>,
-    pub unknown: UnknownFields,
-}
+pub use schedlm_model::input::{empty_input, Line};
 
 /// `--allow-unknown-fields` of every command that reads instances.
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
@@ -74,149 +67,23 @@ impl InstanceArgs {
     }
 }
 
-/// Unknown instance fields met under `--allow-unknown-fields`, for one warning that names
-/// each with the first lines that hold it.
-#[derive(Debug, Default)]
-pub struct UnknownFieldsSeen {
-    /// Per field (`queue job field "dep"`): its first lines and how many lines hold it.
-    fields: BTreeMap<String, (Vec<usize>, usize)>,
-}
-
-/// Lines a warning lists per unknown field.
-const LINES_SHOWN: usize = 3;
-
-impl UnknownFieldsSeen {
-    /// Notes the unknown fields of the instance on line `number`; a line that is not JSON is
-    /// left to the parser's error.
-    pub fn add(&mut self, number: usize, text: &str) {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
-            return;
-        };
-        for field in schedlm_model::instance::unknown_fields(&value) {
-            let (first, count) = self.fields.entry(field.place()).or_default();
-            if first.last() == Some(&number) {
-                continue;
-            }
-            if first.len() < LINES_SHOWN {
-                first.push(number);
-            }
-            *count += 1;
-        }
-    }
-
-    /// The warning, or `None` when no field was unknown.
-    pub fn warning(&self, path: &Path) -> Option<String> {
-        if self.fields.is_empty() {
-            return None;
-        }
-        let fields: Vec<String> = self
-            .fields
-            .iter()
-            .map(|(place, (first, count))| {
-                let shown: Vec<String> = first.iter().map(usize::to_string).collect();
-                let more = match count - first.len() {
-                    0 => String::new(),
-                    n => format!(" and {n} more"),
-                };
-                let word = if *count == 1 { "line" } else { "lines" };
-                format!("{place} ({word} {}{more})", shown.join(", "))
-            })
-            .collect();
-        Some(format!(
-            "warning: {}: ignored unknown fields (--allow-unknown-fields): {}",
-            path.display(),
-            fields.join("; ")
-        ))
-    }
-
-    /// Prints [`UnknownFieldsSeen::warning`] on stderr, if any.
-    pub fn warn(&self, path: &Path) {
-        if let Some(message) = self.warning(path) {
-            eprintln!("{message}");
-        }
-    }
-}
-
-/// Under `--allow-unknown-fields`, one warning ([`UnknownFieldsSeen`]) for the file `path`,
-/// read one line at a time.
+/// Under `--allow-unknown-fields`, one warning for the file `path` (each unknown field with
+/// the first lines that hold it), read one line at a time.
 pub fn warn_unknown_fields_in(path: &Path) -> Result<()> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut seen = UnknownFieldsSeen::default();
-    for line in text_lines(BufReader::new(file)) {
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if let Ok(text) = &line.text {
-            seen.add(line.number, text);
-        }
+    if let Some(warning) = schedlm_model::input::unknown_fields_warning(path)? {
+        eprintln!("{warning}");
     }
-    seen.warn(path);
     Ok(())
 }
 
-/// Reads every non-blank line of `path` (`-` reads standard input), each at most
-/// `schedlm_model::lines::max_line_bytes()` long. A line that is not UTF-8 is kept, as a bad
-/// line. An input without any line is an error ([`empty_input`]). Under
-/// `--allow-unknown-fields` the unknown fields get one warning ([`UnknownFieldsSeen`]).
+/// Reads every non-blank line of `path` (`-` reads standard input) as
+/// [`schedlm_model::input::read_instance_lines`] does, printing its warning on unknown fields.
 pub fn read_instance_lines(path: &Path, instances: InstanceArgs) -> Result<Vec<Line>> {
-    let mut lines = read_lines(path)?;
-    let unknown = instances.unknown();
-    if unknown == UnknownFields::Ignore {
-        let mut seen = UnknownFieldsSeen::default();
-        for line in &lines {
-            if let Ok(text) = &line.text {
-                seen.add(line.number, text);
-            }
-        }
-        seen.warn(path);
-    }
-    for line in &mut lines {
-        line.unknown = unknown;
+    let (lines, warning) = schedlm_model::input::read_instance_lines(path, instances.unknown())?;
+    if let Some(warning) = warning {
+        eprintln!("{warning}");
     }
     Ok(lines)
-}
-
-/// Reads every non-blank line of `path` as [`read_instance_lines`] does, unknown instance
-/// fields rejected.
-pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
-    let reader: Box<dyn BufRead> = if path == Path::new("-") {
-        Box::new(BufReader::new(io::stdin()))
-    } else {
-        let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        Box::new(BufReader::new(file))
-    };
-    let mut lines = Vec::new();
-    for line in text_lines(reader) {
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if !line.is_blank() {
-            lines.push(Line {
-                number: line.number,
-                text: line.text,
-                unknown: UnknownFields::Reject,
-            });
-        }
-    }
-    if lines.is_empty() {
-        return Err(empty_input(path, "instance"));
-    }
-    Ok(lines)
-}
-
-/// The one rule for empty input (docs/design.md): an input that holds nothing to work on (no
-/// instance, record, answer or trace job; a directory without a file of the format) is an
-/// error that names it, before anything is written, so a pipeline whose earlier step produced
-/// nothing stops there instead of reporting a clean run over nothing.
-pub fn empty_input(path: &Path, what: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{}: no {what}: the input is empty (nothing to work on)",
-        path.display()
-    )
-}
-
-/// Parses and validates one line as an instance; the error lists every problem found.
-pub fn parse_instance(line: &Line) -> std::result::Result<(Instance, Problem), String> {
-    let text = line.text.as_deref().map_err(String::clone)?;
-    let (instance, _) = schedlm_model::parse_valid_with(text, line.unknown)?;
-    let problem = Problem::new(&instance).map_err(|e| e.to_string())?;
-    Ok((instance, problem))
 }
 
 /// Opens `path` for writing (`None` or `-` writes standard output).

@@ -55,6 +55,112 @@ pub struct BuildReport {
     pub already_complete: bool,
 }
 
+/// What a finished build tells its user.
+impl BuildReport {
+    /// What was written to `out` in `secs` seconds, the instances `--min-headroom` kept and
+    /// the labels' difficulty, one line each (empty when the build was already complete).
+    pub fn summary(&self, args: &BuildArgs, out: &Path, secs: f64) -> Vec<String> {
+        let m = &self.manifest;
+        if self.already_complete {
+            let n = m.total();
+            return vec![format!(
+                "{} already holds this build ({n} records); nothing to do",
+                out.display()
+            )];
+        }
+        let counts: Vec<String> = m.records.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        let resumed = match self.chunks_reused {
+            0 => String::new(),
+            n => format!(", resumed ({n} chunks were done)"),
+        };
+        let mut lines = vec![format!(
+            "wrote {} records to {} ({}) in {secs:.1} s: {} proven optimal ({:.0}/s), {} \
+             duplicates left out, {} skipped{resumed}",
+            m.total(),
+            out.display(),
+            counts.join(", "),
+            m.proven_optimal,
+            m.proven_optimal as f64 / secs.max(1e-9),
+            m.duplicates,
+            m.skipped.len(),
+        )];
+        if let Some(min) = args.min_headroom {
+            let kept = m.instances();
+            let drawn = match kept {
+                0 => "none kept: lower the headroom or change the family's settings".to_string(),
+                _ => format!(
+                    "{:.2} candidates drawn per instance kept",
+                    m.candidates() as f64 / kept as f64
+                ),
+            };
+            lines.push(format!(
+                "--min-headroom {:.2}%: kept {kept} of {} candidate instances ({} below it); {drawn}",
+                100.0 * min,
+                m.candidates(),
+                m.filtered,
+            ));
+        }
+        if let Some(d) = &m.difficulty {
+            lines.push(format!(
+                "difficulty: {:.1}% of the labels are the prompt's ranking, {:.1}% of label \
+                 positions leave it, mean headroom over the best rule per instance {:.2}% \
+                 (`schedlm dataset stats {}` for quantiles and queue lengths)",
+                100.0 * d.all.label_is_ranking,
+                100.0 * d.all.deviating_positions,
+                100.0 * d.all.headroom.mean,
+                out.display()
+            ));
+        }
+        lines
+    }
+
+    /// Warnings: labels that depend on the machine (the clock stopped some solves, or the
+    /// clock was the only budget), and labels that are mostly the prompt's ranking.
+    pub fn warnings(&self, args: &BuildArgs) -> Vec<String> {
+        let m = &self.manifest;
+        let mut warnings = Vec::new();
+        if self.already_complete {
+            return warnings;
+        }
+        if m.time_limited > 0 {
+            warnings.push(format!(
+                "warning: {} of {} records have labels the wall clock stopped (--time-limit; \
+                 manifest `time_limited`): they depend on this machine's speed and load, so \
+                 this build is not reproducible. Raise or drop --time-limit",
+                m.time_limited,
+                m.total()
+            ));
+        } else if args.work_limit.is_none() && args.node_limit.is_none() {
+            warnings.push(
+                "warning: --work-limit none: labels stopped by the clock depend on this \
+                 machine's speed and load; give a work limit for a reproducible build"
+                    .to_string(),
+            );
+        }
+        if let Some(d) = m.difficulty.as_ref().filter(|d| d.mostly_ranking()) {
+            warnings.push(crate::stats::ranking_warning(d));
+        }
+        warnings
+    }
+
+    /// Why the dataset in `out` is empty, when it is.
+    pub fn empty(&self, out: &Path) -> Option<String> {
+        let m = &self.manifest;
+        match (m.total(), m.filtered) {
+            (0, 0) => Some(format!(
+                "the dataset in {} is empty: all {} input lines were skipped (reasons above)",
+                out.display(),
+                m.skipped.len()
+            )),
+            (0, filtered) => Some(format!(
+                "the dataset in {} is empty: all {filtered} candidates were below --min-headroom",
+                out.display(),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// Tuning that does not change the output.
 #[derive(Debug, Clone, Copy)]
 pub struct BuildTuning {

@@ -134,6 +134,7 @@ pub struct Record {
 /// fine-tuning tools pick one by the columns they find, so a file with both is ambiguous (TRL's
 /// `SFTTrainer` decides by the order of a Python set, which changes with the hash seed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum RecordFormat {
     /// `messages` only: system, user and assistant turns (conversational; TRL applies the
@@ -167,6 +168,7 @@ impl RecordFormat {
 
 /// Which order among those as good as the solver's becomes the label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum AnswerOrder {
     /// The order the solver returned (every build before canonical labels).
@@ -199,6 +201,7 @@ impl AnswerOrder {
 
 /// What one solved instance becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum RecordKind {
     /// One record per instance, answered by the whole queue order (every build before step
@@ -227,6 +230,7 @@ impl RecordKind {
 
 /// What a step record's answer is trained towards (`--targets`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Targets {
     /// The label's next job only (every build before values).

@@ -256,6 +256,41 @@ impl TorchReference {
     }
 }
 
+/// The thread counts measured when none are given: 1 and every core (1 alone on a one-core
+/// machine or a GPU).
+pub fn default_threads(device: &Device) -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if device.is_cuda() || cores == 1 {
+        vec![1]
+    } else {
+        vec![1, cores]
+    }
+}
+
+/// The median of `repeat` candle runs of `steps` steps on `shape` with `threads` threads, and
+/// of as many PyTorch runs when a reference is given. Candle and PyTorch alternate, so that a
+/// change in the machine's speed during the run touches both.
+pub fn measure(
+    shape: TrainShape,
+    steps: usize,
+    threads: usize,
+    repeat: usize,
+    device: &Device,
+    torch: Option<&TorchReference>,
+) -> Result<(Timing, Option<Timing>)> {
+    let (mut candle, mut torch_runs) = (Vec::new(), Vec::new());
+    for _ in 0..repeat.max(1) {
+        candle.push(in_pool(threads, || candle_train(shape, steps, device))?);
+        if let Some(reference) = torch {
+            torch_runs.push(reference.train(shape, steps, threads)?);
+        }
+    }
+    Ok((
+        median(candle),
+        (!torch_runs.is_empty()).then(|| median(torch_runs)),
+    ))
+}
+
 /// Decoding speed: decisions (answered snapshots) per second.
 pub struct DecodeRate {
     /// One snapshot after the other.

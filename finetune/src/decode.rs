@@ -65,6 +65,25 @@ impl DecodeOptions {
             0
         }
     }
+
+    /// How the answers are decoded, in the words `eval` reports: `constrained greedy`, or
+    /// with best-of sampling `constrained greedy; best-of: constrained, best of 8 samples at
+    /// temperature 0.7, top 5`.
+    pub fn describe(&self) -> String {
+        let how = if self.constrained {
+            "constrained"
+        } else {
+            "unconstrained"
+        };
+        match self.samples() {
+            0 => format!("{how} greedy"),
+            n => {
+                let top = self.top_k.map(|k| format!(", top {k}")).unwrap_or_default();
+                let t = self.temperature;
+                format!("{how} greedy; best-of: {how}, best of {n} samples at temperature {t}{top}")
+            }
+        }
+    }
 }
 
 /// How to choose each token: greedy, or sampled.

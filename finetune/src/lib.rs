@@ -67,6 +67,6 @@ pub use error::FinetuneError;
 pub use gpt::GptConfig;
 pub use llama::LoraConfig;
 pub use model::{Base, ModelSpec};
-pub use predict::{Prediction, Predictor};
+pub use predict::{Prediction, Predictor, RecordAnswer};
 pub use tokenizer::TextTokenizer;
 pub use train::{TrainOptions, Trainer};

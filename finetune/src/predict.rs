@@ -7,7 +7,7 @@ use candle_core::Device;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use schedlm_dataset::{
-    order_line, parse_answer, prompt_ids, render, IdMap, Mode, RecordKind, Template,
+    order_line, parse_answer, prompt_ids, render, IdMap, Mode, Record, RecordKind, Template,
 };
 use schedlm_model::{Instance, Objective, Problem, Variant};
 use serde::{Deserialize, Serialize};
@@ -394,6 +394,75 @@ fn predict_scored(
 struct BestOf {
     best: Option<(f64, String)>,
     valid: usize,
+}
+
+/// One record answered by [`Predictor::answer_record`]: the `schedlm predict` output line and
+/// what it counts for.
+#[derive(Debug, Clone)]
+pub struct RecordAnswer {
+    /// `id`, `output`, `best_of`, `tokens`, `time_ms`, `decoding`, and with best-of sampling
+    /// `samples` and `best_of_time_ms`, with a check `unconstrained`; for a prompt longer than
+    /// the context an empty `output` and the `error`.
+    pub line: serde_json::Value,
+    /// The greedy answer is a valid order of the record's queue.
+    pub valid: bool,
+    /// The prompt does not fit the model's context.
+    pub too_long: bool,
+}
+
+impl Predictor {
+    /// Answers one dataset record (its own dispatcher variant) with `options`.
+    pub fn answer_record(&self, record: &Record, options: &DecodeOptions) -> Result<RecordAnswer> {
+        let template = record.template().ok_or_else(|| {
+            FinetuneError::Records(format!("unknown template {}", record.template))
+        })?;
+        let options = DecodeOptions {
+            variant: record.variant,
+            ..options.clone()
+        };
+        let p = match self.predict(&record.instance, record.objective, template, &options) {
+            Ok(p) => p,
+            Err(e @ FinetuneError::PromptTooLong { .. }) => {
+                let line = serde_json::json!({"id": record.id, "output": "", "best_of": null,
+                    "tokens": 0, "time_ms": 0.0, "error": e.to_string()});
+                return Ok(RecordAnswer {
+                    line,
+                    valid: false,
+                    too_long: true,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let ids = prompt_ids(&record.instance, record.objective, record.variant, template);
+        let valid = parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok();
+        let mut line = serde_json::json!({"id": record.id, "output": p.text, "best_of": p.best_of,
+            "tokens": p.tokens, "time_ms": p.greedy_seconds * 1e3,
+            "decoding": options.describe()});
+        if options.samples() > 0 {
+            line["samples"] = options.samples().into();
+            line["best_of_time_ms"] = (p.samples_seconds * 1e3).into();
+        }
+        if let Some(free) = &p.unconstrained {
+            line["unconstrained"] = serde_json::json!(free);
+        }
+        Ok(RecordAnswer {
+            line,
+            valid,
+            too_long: false,
+        })
+    }
+
+    /// A warning when records lie outside the model's training distribution (`who` starts
+    /// it: "predict: the model").
+    pub fn outside_warning(&self, records: &[Record], who: &str) -> Option<String> {
+        let d = self.trained_on()?;
+        let mut tally = schedlm_dataset::distribution::OutsideTally::default();
+        for r in records {
+            let queue = r.instance.queue.len();
+            tally.add(&d.outside(&r.family, queue, r.objective, r.variant, &r.template));
+        }
+        tally.warning(who, d)
+    }
 }
 
 impl BestOf {

@@ -405,6 +405,36 @@ pub struct Score {
     pub median_ape: f64,
 }
 
+/// The scores as a table, one model per line.
+pub fn score_table(scores: &[Score]) -> String {
+    let mut text = format!(
+        "{:<10} {:>6} {:>10} {:>14}",
+        "model", "runs", "MAPE %", "median APE %"
+    );
+    for s in scores {
+        let (mape, median) = (100.0 * s.mape, 100.0 * s.median_ape);
+        text += &format!(
+            "\n{:<10} {:>6} {mape:>10.1} {median:>14.1}",
+            s.model, s.runs
+        );
+    }
+    text
+}
+
+/// Parses a queue wait `GPUS=SECONDS` (`--wait` of `advise fill`).
+pub fn parse_wait(s: &str) -> Result<(u32, f64), String> {
+    let (gpus, seconds) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not GPUS=SECONDS"))?;
+    let gpus: u32 = (gpus.trim().parse().ok())
+        .filter(|&g| g > 0)
+        .ok_or_else(|| format!("`{s}`: GPUS must be a positive integer"))?;
+    let seconds: f64 = (seconds.trim().parse().ok())
+        .filter(|w: &f64| w.is_finite() && *w >= 0.0)
+        .ok_or_else(|| format!("`{s}`: SECONDS must be a number >= 0"))?;
+    Ok((gpus, seconds))
+}
+
 /// Holds out each fitting run with probability `fraction` (a hash of `seed` and its index, so
 /// the split is the same on every machine), learns from the others, and scores the predicted
 /// throughput of the held-out ones: one [`Score`] per model (name order), then `all`.

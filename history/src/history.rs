@@ -39,7 +39,7 @@
 //! ```
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -208,6 +208,28 @@ pub enum HistoryError {
          requests no time"
     )]
     Nothing,
+    /// A history that a reader needs is not there (reading never creates one).
+    #[error("{0}: no such history (`schedlm history add` creates it)")]
+    Missing(PathBuf),
+    /// A new history is to be written where one with jobs is.
+    #[error("{0} already holds jobs: a synthetic history is written into a new file")]
+    NotNew(PathBuf),
+    /// The job's facts cannot be read.
+    #[error("{source_name}: {reason}")]
+    JobFacts {
+        /// The file, or `standard input`.
+        source_name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The job's requested time fact is not a positive number of seconds.
+    #[error("the job's requested_time_s ({value} at {at}) is not a positive number of seconds")]
+    RequestedTime {
+        /// The value.
+        value: String,
+        /// Where it was read.
+        at: String,
+    },
 }
 
 /// A job to add.
@@ -261,6 +283,23 @@ pub struct History {
 }
 
 impl History {
+    /// Opens a history that must exist already (reading never creates one).
+    pub fn open_existing(path: &Path) -> Result<History, HistoryError> {
+        if !path.exists() {
+            return Err(HistoryError::Missing(path.to_path_buf()));
+        }
+        History::open(path)
+    }
+
+    /// Adds `jobs` to a history that holds none yet (a synthetic history is never mixed into
+    /// a real one).
+    pub fn add_new(&self, jobs: &[NewJob], path: &Path) -> Result<(), HistoryError> {
+        if !self.jobs()?.is_empty() {
+            return Err(HistoryError::NotNew(path.to_path_buf()));
+        }
+        self.add_all(jobs).map(drop)
+    }
+
     /// Opens (creating if needed) the history at `path`.
     pub fn open(path: &Path) -> Result<History, HistoryError> {
         let shown = path.display().to_string();
@@ -868,6 +907,83 @@ pub(crate) fn predict_from(
         seconds,
         basis,
         matches,
+    })
+}
+
+impl PastJob {
+    /// The job as `schedlm history list` prints it: id, name, user, requested and actual
+    /// seconds, outcome, the embedding's model, accounting and facts.
+    pub fn listing(&self) -> serde_json::Value {
+        let (job, accounting) = (&self.job, &self.job.accounting);
+        serde_json::json!({
+            "id": self.id,
+            "name": job.name,
+            "user": job.user,
+            "requested_s": job.requested_s,
+            "actual_s": job.actual_s,
+            "outcome": job.outcome,
+            "embedding_model": job.embedding.as_ref().map(|e| &e.model),
+            "submit": accounting.submit,
+            "start": accounting.start,
+            "gpus": accounting.gpus,
+            "facts": job.facts,
+        })
+    }
+}
+
+/// The output of `schedlm extract` at `path`, or on standard input for `-`.
+pub fn read_extraction(path: &Path) -> Result<schedlm_knowledge::Extraction, HistoryError> {
+    let stdin = path == Path::new("-");
+    let source_name = if stdin {
+        "standard input".into()
+    } else {
+        path.display().to_string()
+    };
+    let failed = |reason: String| HistoryError::JobFacts {
+        source_name: source_name.clone(),
+        reason,
+    };
+    let text = if stdin {
+        schedlm_model::lines::read_to_string_bounded(std::io::stdin())
+    } else {
+        schedlm_model::lines::read_bounded(path)
+    };
+    let text = text.map_err(|e| failed(format!("cannot read the job's facts: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        failed(format!(
+            "not the output of `schedlm extract` (a JSON object with `dir` and `facts`): {e}"
+        ))
+    })
+}
+
+/// The job's `requested_time_s` fact, if it has one (it must be a positive integer).
+pub fn requested_fact(facts: &JobFacts) -> Result<Option<i64>, HistoryError> {
+    facts
+        .positive_count(Field::RequestedTimeS)
+        .map_err(|fact| HistoryError::RequestedTime {
+            value: fact.value.to_string(),
+            at: fact.source.to_string(),
+        })
+}
+
+/// How many past jobs text matching leaves out for a job embedded as `embedding` (no
+/// embedding, or one from another model), said so that a thin match is not mistaken for a
+/// thin history; `None` when none is, or matching is by metadata only.
+pub fn unembedded_note(
+    past: &[PastJob],
+    embedding: Option<&Embedding>,
+    by: MatchBy,
+) -> Option<String> {
+    let query = embedding.filter(|_| by != MatchBy::Meta)?;
+    let comparable =
+        |p: &&PastJob| (p.job.embedding.as_ref()).is_some_and(|e| comparable(e, query));
+    let left_out = past.len() - past.iter().filter(comparable).count();
+    (left_out > 0).then(|| {
+        format!(
+            "{left_out} of {} past job(s) have no embedding by {} and are not matched by text",
+            past.len(),
+            query.model
+        )
     })
 }
 

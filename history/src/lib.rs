@@ -20,4 +20,6 @@ pub mod history;
 pub mod lookup;
 pub mod planning;
 pub mod replay;
+pub mod replay_table;
 pub mod snapshot;
+pub mod submit;

@@ -54,6 +54,30 @@ pub enum SnapshotError {
         /// Its value.
         value: String,
     },
+    /// A job directory without a name (`/`, `..`): job ids come from directory names.
+    #[error("{0}: a job directory needs a name")]
+    Unnamed(std::path::PathBuf),
+    /// Two job directories of one name.
+    #[error("two jobs named {name} ({first} and {second}): job ids come from directory names")]
+    SameName {
+        /// The name.
+        name: String,
+        /// The first directory.
+        first: String,
+        /// The second.
+        second: String,
+    },
+    /// A job directory could not be read.
+    #[error("cannot read job {job}: {reason}")]
+    Extract {
+        /// The job's name.
+        job: String,
+        /// What the extractor said.
+        reason: String,
+    },
+    /// The snapshot breaks the instance rules (a bug if it happens).
+    #[error("the snapshot is not a valid instance: {0}")]
+    Invalid(String),
 }
 
 /// One job to put in the snapshot: a name (its id in the instance) and its facts.
@@ -62,6 +86,48 @@ pub struct Job<'a> {
     pub name: String,
     /// What extraction read.
     pub facts: &'a JobFacts,
+}
+
+/// The snapshot of the training jobs in `dirs` (each named by its directory, read as
+/// `schedlm extract` reads it) on `servers` `dl` nodes; walltimes from `history` when given.
+pub fn snapshot_of_dirs(
+    dirs: &[std::path::PathBuf],
+    history: Option<&[PastJob]>,
+    servers: usize,
+) -> Result<Instance, SnapshotError> {
+    let mut named: Vec<(String, &std::path::PathBuf)> = Vec::new();
+    for dir in dirs {
+        let name = (dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .ok_or_else(|| SnapshotError::Unnamed(dir.clone()))?;
+        if let Some((_, first)) = named.iter().find(|(n, _)| *n == name) {
+            let (first, second) = (first.display().to_string(), dir.display().to_string());
+            return Err(SnapshotError::SameName {
+                name,
+                first,
+                second,
+            });
+        }
+        named.push((name, dir));
+    }
+    let mut facts = Vec::new();
+    for (name, dir) in &named {
+        let e = schedlm_knowledge::extract(dir, None, &[]).map_err(|source| {
+            SnapshotError::Extract {
+                job: name.clone(),
+                reason: source.to_string(),
+            }
+        })?;
+        facts.push((name.clone(), e.facts));
+    }
+    let jobs: Vec<Job> = (facts.iter())
+        .map(|(name, facts)| Job {
+            name: name.clone(),
+            facts,
+        })
+        .collect();
+    let instance = snapshot(&jobs, history, servers)?;
+    schedlm_model::validate(&instance).map_err(|e| SnapshotError::Invalid(e.to_string()))?;
+    Ok(instance)
 }
 
 /// The snapshot of `jobs` on `servers` `dl` nodes; walltimes from `history` when given.

@@ -112,6 +112,76 @@ pub fn cache_key(cache: &crate::extract::Cache, model: &str, options: AgentOptio
     crate::extract::hex(&h.finalize())
 }
 
+/// Fills what the parsers left empty in `extraction` with the agent, or with its cached
+/// answers when the files, `model` and `options` are those of the cache's last run; keeps the
+/// report in `extraction.agent` and a run that answered in `cache`. True when every agent
+/// run failed (a dead endpoint, a model that never answers): such a run is not cached.
+pub fn fill_cached(
+    dir: &Path,
+    extraction: &mut crate::extract::Extraction,
+    cache: &mut crate::extract::Cache,
+    model: &str,
+    chat: &dyn Chat,
+    options: AgentOptions,
+) -> bool {
+    let key = cache_key(cache, model, options);
+    let (facts, report) = match cache.agent.as_ref().filter(|c| c.key == key) {
+        Some(cached) => {
+            let report = AgentReport {
+                calls: 0,
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                reused: true,
+                ..cached.report.clone()
+            };
+            (cached.facts.clone(), report)
+        }
+        None => fill(dir, &extraction.facts, chat, options),
+    };
+    extraction.facts.absorb(&facts);
+    let failed = !report.reused && report.calls > 0 && report.errors.len() >= options.samples;
+    if !report.reused && !failed {
+        let report = report.clone();
+        cache.agent = Some(crate::extract::CachedAgent { key, facts, report });
+    } else if failed {
+        cache.agent = None;
+    }
+    extraction.agent = Some(report);
+    failed
+}
+
+impl AgentReport {
+    /// What the run did, for the user: the fields filled and rejected, the calls and tokens,
+    /// what was sent to `to` (the listing of `dir`, the files read) and each error.
+    pub fn lines(&self, dir: &Path, to: &str) -> Vec<String> {
+        let mut lines =
+            vec![format!(
+            "the LLM agent filled {} of {} empty field(s), rejected {} answer(s); {} call(s), {} \
+             prompt and {} completion tokens{}",
+            self.filled.len(),
+            self.asked.len(),
+            self.rejected.len(),
+            self.calls,
+            self.prompt_tokens,
+            self.completion_tokens,
+            if self.reused { " (answers reused from the cache)" } else { "" }
+        )];
+        if !self.reused && self.calls > 0 {
+            let files = if self.sent.is_empty() {
+                String::new()
+            } else {
+                format!(" and the contents of {}", self.sent.join(", "))
+            };
+            lines.push(format!(
+                "sent to {to}: the listing of {}{files}",
+                dir.display()
+            ));
+        }
+        lines.extend(self.errors.iter().map(|e| format!("LLM agent: {e}")));
+        lines
+    }
+}
+
 const SYSTEM: &str = "You read the files of one deep-learning training job to find its \
 settings. Each turn, reply with exactly one line, one of:\n\
 list_dir PATH      (PATH relative to the job directory; . is the directory)\n\

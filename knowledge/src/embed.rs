@@ -277,3 +277,21 @@ pub fn job_text(dir: &Path, command: Option<&str>, files: &[&str]) -> String {
     }
     text
 }
+/// The embedding of `text` by the model at `model`, from `cache` when the text and the model
+/// are unchanged (no model is loaded then; true), else computed and kept there.
+pub fn embed_cached(
+    cache: &mut crate::extract::Cache,
+    text: &str,
+    model: &Path,
+) -> Result<(Embedding, bool), EmbedError> {
+    let key = cache_key(text, model);
+    if let Some(cached) = cache.embedding.as_ref().filter(|c| c.key == key) {
+        return Ok((cached.embedding.clone(), true));
+    }
+    let embedding = Embedder::load(model)?.embed_job(text)?;
+    cache.embedding = Some(crate::extract::CachedEmbedding {
+        key,
+        embedding: embedding.clone(),
+    });
+    Ok((embedding, false))
+}

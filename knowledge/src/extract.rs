@@ -173,6 +173,68 @@ pub struct Cache {
     pub embedding: Option<CachedEmbedding>,
 }
 
+impl Cache {
+    /// The cache at `path`: an empty one when there is none yet, or when it cannot be read or
+    /// is not valid (then with what went wrong, for the user).
+    pub fn load(path: &Path) -> (Cache, Option<String>) {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Cache::default(), None),
+            Err(e) => {
+                return (
+                    Cache::default(),
+                    Some(format!("cannot read the cache: {e}")),
+                )
+            }
+        };
+        match serde_json::from_str(&text) {
+            Ok(cache) => (cache, None),
+            Err(e) => (
+                Cache::default(),
+                Some(format!("the cache is not valid ({e})")),
+            ),
+        }
+    }
+
+    /// Writes the cache to `path` through a temporary file and a rename, so a killed run
+    /// leaves the old one.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_string(self)?)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+impl Extraction {
+    /// The files skipped, for the user: names escaped (a newline or an ESC in a name shows as
+    /// `\n`, `\u{1b}`), reasons as the extractor cut and escaped them; past the listed ones, a
+    /// count; then the entries not looked at. `dir` is the directory as shown.
+    pub fn skipped_lines(&self, dir: &str) -> Vec<String> {
+        use crate::confine::escape;
+        let mut lines: Vec<String> = (self.skipped.iter())
+            .map(|s| format!("skipped {dir}/{}: {}", escape(&s.file), escape(&s.reason)))
+            .collect();
+        if self.skipped_more > 0 {
+            lines.push(format!(
+                "skipped {} more file(s) in {dir}, not listed (the listing stops at {MAX_LISTED})",
+                self.skipped_more
+            ));
+        }
+        if self.not_walked > 0 {
+            let at_least = if self.not_walked >= MAX_COUNTED {
+                "at least "
+            } else {
+                ""
+            };
+            lines.push(format!(
+                "{at_least}{} more entries of {dir} not looked at: over --max-entries",
+                self.not_walked
+            ));
+        }
+        lines
+    }
+}
+
 /// A sentence embedding kept in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CachedEmbedding {

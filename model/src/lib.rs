@@ -29,6 +29,7 @@
 
 pub mod cpu;
 pub mod dispatch;
+pub mod input;
 pub mod instance;
 pub mod lines;
 pub mod objective;

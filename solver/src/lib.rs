@@ -27,6 +27,7 @@ pub mod bench;
 pub mod bnb;
 pub mod brute;
 pub mod canonical;
+pub mod compare;
 pub mod cost;
 mod deadline;
 pub mod greedy;

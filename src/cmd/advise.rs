@@ -3,12 +3,14 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use schedlm_history::advice::{advise, read_runs, score, Knowledge, Request};
-use schedlm_history::replay::{dl_workload, jobs_of, knowledge_of, replay, Filling, Policy};
+use schedlm_history::advice::{
+    advise, parse_wait, read_runs, score, score_table, Knowledge, Request,
+};
+use schedlm_history::replay_table::advice_replay;
 
 #[derive(Debug, Subcommand)]
 pub enum AdviseCommand {
@@ -119,51 +121,14 @@ fn replay_dl(args: &ReplayArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&args.share) {
         bail!("--share must lie in [0, 1], got {}", args.share);
     }
-    let snapshot = |seed: u64| {
-        dl_workload(seed, args.jobs as usize, None).context("cannot generate the dl snapshot")
-    };
-    let past = jobs_of(&snapshot(args.seed)?, 0.0, args.seed)?;
-    let knowledge = knowledge_of(&past);
-    let jobs = jobs_of(&snapshot(args.seed.wrapping_add(1))?, args.share, args.seed)?;
-    let gpus = i64::from(args.servers) * 8;
-    let mut results = Vec::new();
-    for policy in [Policy::Fifo, Policy::Sjf] {
-        for filling in [Filling::Default, Filling::Advised] {
-            results.push(replay(&jobs, &knowledge, gpus, policy, filling)?);
-        }
-    }
+    let report = advice_replay(args.seed, args.jobs as usize, args.servers, args.share)?;
     if args.json {
-        for r in &results {
+        for r in &report.results {
             outln!("{}", serde_json::to_string(r)?)?;
         }
         return Ok(());
     }
-    outln!(
-        "{} jobs on {} GPUs, {} leave their configuration out; {} past runs learned",
-        jobs.len(),
-        gpus,
-        results[0].left_out,
-        knowledge.runs().len()
-    )?;
-    outln!(
-        "{:<7} {:<9} {:>12} {:>10} {:>22}",
-        "policy",
-        "filling",
-        "mean JCT s",
-        "mean bsld",
-        "mean GPUs (left out)"
-    )?;
-    for r in &results {
-        outln!(
-            "{:<7} {:<9} {:>12.0} {:>10.2} {:>22.2}",
-            format!("{:?}", r.policy).to_lowercase(),
-            format!("{:?}", r.filling).to_lowercase(),
-            r.mean_jct,
-            r.mean_bsld,
-            r.mean_gpus_left_out
-        )?;
-    }
-    Ok(())
+    out!("{report}")
 }
 
 fn fill(args: &FillArgs) -> Result<()> {
@@ -181,8 +146,7 @@ fn fill(args: &FillArgs) -> Result<()> {
     };
     let candidates = advise(&knowledge, &request)?;
     let value = json!({ "best": candidates[0], "candidates": candidates });
-    outln!("{}", serde_json::to_string(&value)?)?;
-    Ok(())
+    outln!("{}", serde_json::to_string(&value)?)
 }
 
 fn scores(args: &ScoreArgs) -> Result<()> {
@@ -190,41 +154,5 @@ fn scores(args: &ScoreArgs) -> Result<()> {
         bail!("--holdout must lie in (0, 1), got {}", args.holdout);
     }
     let runs = read_runs(&args.runs)?;
-    outln!(
-        "{:<10} {:>6} {:>10} {:>14}",
-        "model",
-        "runs",
-        "MAPE %",
-        "median APE %"
-    )?;
-    for s in score(&runs, args.holdout, args.seed) {
-        outln!(
-            "{:<10} {:>6} {:>10.1} {:>14.1}",
-            s.model,
-            s.runs,
-            100.0 * s.mape,
-            100.0 * s.median_ape
-        )?;
-    }
-    Ok(())
-}
-
-/// Parses `GPUS=SECONDS`.
-fn parse_wait(s: &str) -> Result<(u32, f64), String> {
-    let (gpus, seconds) = s
-        .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not GPUS=SECONDS"))?;
-    let gpus: u32 = gpus
-        .trim()
-        .parse()
-        .ok()
-        .filter(|&g| g > 0)
-        .ok_or_else(|| format!("`{s}`: GPUS must be a positive integer"))?;
-    let seconds: f64 = seconds
-        .trim()
-        .parse()
-        .ok()
-        .filter(|w: &f64| w.is_finite() && *w >= 0.0)
-        .ok_or_else(|| format!("`{s}`: SECONDS must be a number >= 0"))?;
-    Ok((gpus, seconds))
+    outln!("{}", score_table(&score(&runs, args.holdout, args.seed)))
 }

@@ -8,10 +8,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use schedlm_finetune::bench::{
-    candle_train, decode_rate, in_pool, median, table_header, table_row, TorchReference, TrainShape,
+    decode_rate, default_threads, in_pool, measure, table_header, table_row, TorchReference,
+    TrainShape,
 };
 use schedlm_finetune::GptConfig;
 
@@ -80,17 +81,10 @@ pub struct TrainBenchArgs {
 
 pub fn run(args: &TrainBenchArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
-    let threads = if device.is_cuda() {
-        vec![1]
-    } else if args.threads.is_empty() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if cores > 1 {
-            vec![1, cores]
-        } else {
-            vec![1]
-        }
-    } else {
-        args.threads.clone()
+    let threads = match (device.is_cuda(), args.threads.is_empty()) {
+        (true, _) => vec![1],
+        (false, true) => default_threads(&device),
+        (false, false) => args.threads.clone(),
     };
     if threads.contains(&0) || args.width.contains(&0) || args.seq.contains(&0) {
         bail!("--threads, --width and --seq take positive numbers");
@@ -100,72 +94,56 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         script: args.torch_script.clone(),
         device: args.device.clone(),
     };
-    let torch = if args.no_torch {
-        None
-    } else {
-        match reference.version() {
-            Ok(version) => Some(version),
-            Err(why) => {
-                eprintln!("PyTorch reference skipped: {why}");
-                None
-            }
+    let version = (!args.no_torch).then(|| reference.version());
+    let torch = match version {
+        Some(Ok(_)) => Some(&reference),
+        Some(Err(why)) => {
+            eprintln!("PyTorch reference skipped: {why}");
+            None
         }
+        None => None,
     };
     outln!("{}", table_header())?;
-    for &width in &args.width {
-        for &seq in &args.seq {
-            for &n in &threads {
-                let shape = TrainShape {
-                    config: GptConfig {
-                        vocab_size: args.vocab,
-                        context: seq.max(1024),
-                        layers: args.layers,
-                        width,
-                        heads: args.heads,
-                    },
-                    batch: args.batch,
-                    seq,
-                };
-                // Candle and PyTorch alternate, so that a change in the machine's speed
-                // during the run touches both; each figure is the median of its runs.
-                let (mut candle, mut torch_runs) = (Vec::new(), Vec::new());
-                for _ in 0..args.repeat.max(1) {
-                    candle.push(in_pool(n, || candle_train(shape, args.steps, &device))?);
-                    if let Some(version) = &torch {
-                        torch_runs.push(
-                            reference
-                                .train(shape, args.steps, n)
-                                .with_context(|| format!("PyTorch {version}"))?,
-                        );
-                    }
-                }
-                let candle = median(candle);
-                let torch_median = (!torch_runs.is_empty()).then(|| median(torch_runs));
-                let threads = if device.is_cuda() {
-                    args.device.clone()
-                } else {
-                    n.to_string()
-                };
-                outln!(
-                    "{}",
-                    table_row(shape, &threads, &candle, torch_median.as_ref())
-                )?;
-            }
-        }
+    for (&width, &seq, &n) in iproduct(&args.width, &args.seq, &threads) {
+        let config = GptConfig {
+            vocab_size: args.vocab,
+            context: seq.max(1024),
+            layers: args.layers,
+            width,
+            heads: args.heads,
+        };
+        let shape = TrainShape {
+            config,
+            batch: args.batch,
+            seq,
+        };
+        let (candle, torch) = measure(shape, args.steps, n, args.repeat, &device, torch)?;
+        let threads = if device.is_cuda() {
+            args.device.clone()
+        } else {
+            n.to_string()
+        };
+        outln!("{}", table_row(shape, &threads, &candle, torch.as_ref()))?;
     }
-    if args.decode > 0 {
-        for &n in &threads {
-            let rate = in_pool(n, || decode_rate(args.decode, &device))?;
-            outln!(
-                "decoding, {n} thread(s): {:.1} decisions/s one snapshot at a time, {:.1} with \
-                 all at once (gpt-tiny, untrained, constrained greedy with the KV cache, {} \
-                 8-job hpc snapshots of ~{} prompt tokens)",
-                rate.one,
-                rate.all,
-                args.decode,
-                rate.prompt
-            )?;
-        }
+    for &n in threads.iter().filter(|_| args.decode > 0) {
+        let rate = in_pool(n, || decode_rate(args.decode, &device))?;
+        outln!(
+            "decoding, {n} thread(s): {:.1} decisions/s one snapshot at a time, {:.1} with \
+             all at once (gpt-tiny, untrained, constrained greedy with the KV cache, {} \
+             8-job hpc snapshots of ~{} prompt tokens)",
+            rate.one,
+            rate.all,
+            args.decode,
+            rate.prompt
+        )?;
     }
     Ok(())
+}
+
+/// Every (a, b, c), in the order of nested loops over `a`, `b` and `c`.
+fn iproduct<'x, A, B, C>(a: &'x [A], b: &'x [B], c: &'x [C]) -> Vec<(&'x A, &'x B, &'x C)> {
+    let pairs = a.iter().flat_map(|x| b.iter().map(move |y| (x, y)));
+    pairs
+        .flat_map(|(x, y)| c.iter().map(move |z| (x, y, z)))
+        .collect()
 }

@@ -126,7 +126,7 @@ pub struct BuildCmd {
     /// the order the solver returned, as builds before this option did (use it to reproduce
     /// them).
     #[arg(long, value_enum, default_value = "canonical")]
-    pub answer: AnswerOrderArg,
+    pub answer: AnswerOrder,
 
     /// Add the dispatcher's plan (start and server of each job) as a second answer line.
     #[arg(long)]
@@ -140,7 +140,7 @@ pub struct BuildCmd {
     /// `predict` and `eval` (docs/learning.md). Steps use compact-v2's ranking and units and
     /// have no plan line.
     #[arg(long, value_enum, default_value = "orders")]
-    pub records: RecordKindArg,
+    pub records: RecordKind,
 
     /// What step records carry beyond their label. `label`: the next job of the label only.
     /// `values` (with --records steps): also, for every job the state offers, the best value
@@ -148,7 +148,7 @@ pub struct BuildCmd {
     /// value is proven (field `values`, docs/dataset.md), for `schedlm finetune --targets
     /// values`.
     #[arg(long, value_enum, default_value = "label")]
-    pub targets: TargetsArg,
+    pub targets: Targets,
 
     /// With --targets values: counted work per candidate (units of `schedlm_solver::work`),
     /// e.g. 100k. The default, 100k, costs about 15 ms of one core; on `uniform` 16..20 a
@@ -161,7 +161,7 @@ pub struct BuildCmd {
     /// they find: TRL's SFTTrainer, given both, picks by the order of a Python set, which
     /// changes with the hash seed (docs/dataset.md says what TRL does with each).
     #[arg(long, value_enum, default_value = "messages")]
-    pub format: RecordFormatArg,
+    pub format: RecordFormat,
 
     /// Keep only instances with at least this headroom: the best rule per instance (the
     /// ranking a compact-v2 prompt lists) must be this much above the label's value, e.g. 1%
@@ -243,14 +243,7 @@ pub fn run(command: &DatasetCommand) -> Result<()> {
 /// The build arguments that decide the output.
 pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     let variant = a.dispatcher.variant();
-    let records = match a.records {
-        RecordKindArg::Orders => RecordKind::Orders,
-        RecordKindArg::Steps => RecordKind::Steps,
-    };
-    let targets = match a.targets {
-        TargetsArg::Label => Targets::Label,
-        TargetsArg::Values => Targets::Values,
-    };
+    let (records, targets) = (a.records, a.targets);
     if targets == Targets::Label && a.value_work_limit.is_some() {
         bail!("--value-work-limit budgets the values of --targets values: add --targets values or drop it");
     }
@@ -303,10 +296,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
         node_limit: a.node_limit,
         solver_seed: a.shape.seed,
         template: a.template,
-        answer: match a.answer {
-            AnswerOrderArg::Canonical => AnswerOrder::Canonical,
-            AnswerOrderArg::Solver => AnswerOrder::Solver,
-        },
+        answer: a.answer,
         plan: a.plan,
         records,
         targets,
@@ -314,11 +304,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             a.value_work_limit
                 .unwrap_or(schedlm_solver::values::DEFAULT_VALUE_WORK)
         }),
-        format: match a.format {
-            RecordFormatArg::Messages => RecordFormat::Messages,
-            RecordFormatArg::PromptCompletion => RecordFormat::PromptCompletion,
-            RecordFormatArg::Both => RecordFormat::Both,
-        },
+        format: a.format,
         split: a.split,
         skip_invalid: a.skip_invalid,
         min_headroom: a.min_headroom,
@@ -327,62 +313,9 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     Ok(args)
 }
 
-/// `--format`: see [`RecordFormat`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RecordFormatArg {
-    /// `messages` only: system, user and assistant turns. TRL applies the model's chat
-    /// template, so the answer ends with the template's end-of-turn token.
-    Messages,
-    /// `prompt` and `completion` strings only. TRL computes the loss on the completion and
-    /// appends the end-of-sequence token to it.
-    PromptCompletion,
-    /// Both forms (what builds wrote before this option; ambiguous to TRL).
-    Both,
-}
-
-/// `--records`: see [`RecordKind`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RecordKindArg {
-    Orders,
-    Steps,
-}
-
-/// `--targets`: see [`Targets`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TargetsArg {
-    Label,
-    Values,
-}
-
-/// `--answer`: see [`AnswerOrder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AnswerOrderArg {
-    Canonical,
-    Solver,
-}
-
 fn stem(path: &Path) -> String {
     path.file_stem()
         .map_or_else(|| "file".to_string(), |s| s.to_string_lossy().into_owned())
-}
-
-/// Says when the labels depend on the machine: the clock stopped some solves, or the clock
-/// was the only budget.
-fn warn_unreproducible(args: &BuildArgs, m: &schedlm_dataset::manifest::Manifest) {
-    if m.time_limited > 0 {
-        eprintln!(
-            "warning: {} of {} records have labels the wall clock stopped (--time-limit; \
-             manifest `time_limited`): they depend on this machine's speed and load, so \
-             this build is not reproducible. Raise or drop --time-limit",
-            m.time_limited,
-            m.total()
-        );
-    } else if args.work_limit.is_none() && args.node_limit.is_none() {
-        eprintln!(
-            "warning: --work-limit none: labels stopped by the clock depend on this \
-             machine's speed and load; give a work limit for a reproducible build"
-        );
-    }
 }
 
 fn run_build(a: &BuildCmd) -> Result<()> {
@@ -408,79 +341,16 @@ fn run_build(a: &BuildCmd) -> Result<()> {
     let tuning = BuildTuning { chunk: a.chunk };
     let report = pool.install(|| build::build(&args, shard, &a.out, tuning, &|n| bar.inc(n)))?;
     bar.finish_and_clear();
-    let m = &report.manifest;
-    if report.already_complete {
-        a.progress.say(format_args!(
-            "{} already holds this build ({} records); nothing to do",
-            a.out.display(),
-            m.total()
-        ));
-        return Ok(());
+    for line in report.summary(&args, &a.out, started.elapsed().as_secs_f64()) {
+        a.progress.say(format_args!("{line}"));
     }
-    let secs = started.elapsed().as_secs_f64();
-    let counts: Vec<String> = m.records.iter().map(|(s, n)| format!("{s} {n}")).collect();
-    a.progress.say(format_args!(
-        "wrote {} records to {} ({}) in {secs:.1} s: {} proven optimal ({:.0}/s), {} duplicates left out, {} skipped{}",
-        m.total(),
-        a.out.display(),
-        counts.join(", "),
-        m.proven_optimal,
-        m.proven_optimal as f64 / secs.max(1e-9),
-        m.duplicates,
-        m.skipped.len(),
-        if report.chunks_reused > 0 {
-            format!(", resumed ({} chunks were done)", report.chunks_reused)
-        } else {
-            String::new()
-        }
-    ));
-    warn_unreproducible(&args, m);
-    if let Some(min) = args.min_headroom {
-        let kept = m.instances();
-        a.progress.say(format_args!(
-            "--min-headroom {:.2}%: kept {kept} of {} candidate instances ({} below it); {}",
-            100.0 * min,
-            m.candidates(),
-            m.filtered,
-            if kept > 0 {
-                format!(
-                    "{:.2} candidates drawn per instance kept",
-                    m.candidates() as f64 / kept as f64
-                )
-            } else {
-                "none kept: lower the headroom or change the family's settings".to_string()
-            }
-        ));
+    for warning in report.warnings(&args) {
+        eprintln!("{warning}");
     }
-    if let Some(d) = &m.difficulty {
-        a.progress.say(format_args!(
-            "difficulty: {:.1}% of the labels are the prompt's ranking, {:.1}% of label \
-             positions leave it, mean headroom over the best rule per instance {:.2}% \
-             (`schedlm dataset stats {}` for quantiles and queue lengths)",
-            100.0 * d.all.label_is_ranking,
-            100.0 * d.all.deviating_positions,
-            100.0 * d.all.headroom.mean,
-            a.out.display()
-        ));
-        if d.mostly_ranking() {
-            eprintln!("{}", schedlm_dataset::stats::ranking_warning(d));
-        }
+    match report.empty(&a.out) {
+        Some(why) if !report.already_complete => bail!("{why}"),
+        _ => Ok(()),
     }
-    if m.total() == 0 {
-        if m.filtered > 0 {
-            bail!(
-                "the dataset in {} is empty: all {} candidates were below --min-headroom",
-                a.out.display(),
-                m.filtered
-            );
-        }
-        bail!(
-            "the dataset in {} is empty: all {} input lines were skipped (reasons above)",
-            a.out.display(),
-            m.skipped.len()
-        );
-    }
-    Ok(())
 }
 
 fn run_merge(a: &MergeCmd) -> Result<()> {
@@ -511,7 +381,7 @@ fn run_stats(a: &StatsCmd) -> Result<()> {
     };
     let s = stats(&a.dir, tokenizer.as_ref().map(|_| &count as _))?;
     if s.records.values().sum::<u64>() == 0 {
-        return Err(crate::io::empty_input(&a.dir, "record"));
+        return Err(crate::io::empty_input(&a.dir, "record").into());
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&s)?)?;

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use schedlm_generator::trace::estimate::{
-    completions, evaluate_transfer, evaluate_with, Score, Split,
+    completions, evaluate_transfer, evaluate_with, score_table, Split,
 };
 use schedlm_generator::trace::swf::{read_swf_with_waits, SwfOptions, Trace};
 
@@ -101,7 +101,7 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
         }
     } else {
         outln!("{title}")?;
-        out!("{}", table(&scores))?;
+        out!("{}", score_table(&scores))?;
     }
     Ok(())
 }
@@ -128,24 +128,4 @@ fn load(path: &Path, options: &SwfOptions, args: &EstimateArgs) -> Result<(Trace
         Timeline::NoWait => completions(&trace, None),
     };
     Ok((trace, ends))
-}
-
-/// A fixed-width table, one row per estimator.
-pub fn table(scores: &[Score]) -> String {
-    let mut out = format!(
-        "{:<10} {:>8} {:>10} {:>12} {:>8} {:>10}\n",
-        "estimator", "jobs", "MAPE %", "median APE %", "under %", "accuracy"
-    );
-    for s in scores {
-        out += &format!(
-            "{:<10} {:>8} {:>10.1} {:>12.1} {:>8.1} {:>10.3}\n",
-            s.estimator.name(),
-            s.jobs,
-            100.0 * s.mape,
-            100.0 * s.median_ape,
-            100.0 * s.under,
-            s.accuracy
-        );
-    }
-    out
 }

@@ -13,7 +13,7 @@ use schedlm_eval::data::load_dataset;
 use schedlm_eval::online::{evaluate_online, LookaheadOptions, OnlineOptions};
 use schedlm_eval::openai::ClientOptions;
 use schedlm_eval::policy::parse_list;
-use schedlm_eval::report::markdown::{headline, policy_rows};
+use schedlm_eval::report::markdown::{headline, policy_table_text};
 use schedlm_eval::report::online::{
     headline as online_headline, online_summary, write_online_report,
 };
@@ -336,7 +336,7 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) ->
     for warning in &eval.warnings {
         eprintln!("eval: warning: {warning}");
     }
-    print_table(policy_rows(&summary))?;
+    outln!("{}", policy_table_text(&summary))?;
     if let Some(log) = &options.answers {
         written.push(log.path().to_path_buf());
     }
@@ -344,12 +344,9 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) ->
         args.progress_args
             .say(format_args!("wrote {}", path.display()));
     }
-    let dead: Vec<String> = summary
-        .stats
-        .policies
-        .iter()
+    let dead: Vec<&str> = (summary.stats.policies.iter())
         .filter(|p| p.all_failed())
-        .map(|p| p.policy.clone())
+        .map(|p| p.policy.as_str())
         .collect();
     if !dead.is_empty() && !args.keep_going {
         bail!(
@@ -398,41 +395,6 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
     for path in written {
         args.progress_args
             .say(format_args!("wrote {}", path.display()));
-    }
-    Ok(())
-}
-
-/// Prints a table with aligned columns.
-fn print_table((header, rows): (Vec<String>, Vec<Vec<String>>)) -> Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    // Names and words are left-aligned, numbers right-aligned.
-    let left: Vec<bool> = header
-        .iter()
-        .map(|h| h == "policy" || h == "decoding")
-        .collect();
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 || left.get(i).copied().unwrap_or(false) {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    outln!("{}", line(&header))?;
-    for row in &rows {
-        outln!("{}", line(row))?;
     }
     Ok(())
 }

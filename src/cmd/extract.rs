@@ -1,17 +1,15 @@
 //! `schedlm extract`: facts about one training job from its directory, launch command and logs.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use schedlm_eval::openai::{Client, ClientOptions};
 use schedlm_eval::policy::EvalPolicy;
-use schedlm_knowledge::agent::{self, cache_key, AgentOptions, AgentReport, Chat, ChatReply};
+use schedlm_knowledge::agent::{fill_cached, AgentOptions, Chat, ChatReply};
 use schedlm_knowledge::confine::escape;
-use schedlm_knowledge::embed::{cache_key as embed_key, extraction_text, Embedder, Embedding};
-use schedlm_knowledge::extract::{CachedAgent, CachedEmbedding};
+use schedlm_knowledge::embed::{embed_cached, extraction_text};
 use schedlm_knowledge::{Cache, ExtractOptions, Extraction};
 
 use crate::io::create_output;
@@ -109,34 +107,33 @@ pub struct ExtractArgs {
 /// also}`; a field the files do not determine is absent), `read` (the files read) and
 /// `skipped` (files left out, with the reason). docs/knowledge.md lists the fields.
 pub fn run(args: &ExtractArgs) -> Result<()> {
-    let mut cache = match &args.cache {
-        Some(path) => load_cache(path),
-        None => Cache::default(),
-    };
+    let mut cache = Cache::default();
+    if let Some(path) = &args.cache {
+        let warning;
+        (cache, warning) = Cache::load(path);
+        if let Some(w) = warning {
+            eprintln!("extract: {}: {w}; rebuilding it", path.display());
+        }
+    }
     let options = ExtractOptions {
         max_entries: args.max_entries,
         follow_hard_links: args.follow_hard_links,
     };
-    let mut extraction = schedlm_knowledge::extract_with(
-        &args.dir,
-        args.cmd.as_deref(),
-        &args.logs,
-        &mut cache,
-        options,
-    )?;
-    let dir = escape(&args.dir.display().to_string());
-    if extraction.read.is_empty() && args.cmd.is_none() {
-        report_skipped(&dir, &extraction);
+    let (dir, cmd) = (&args.dir, args.cmd.as_deref());
+    let mut extraction =
+        schedlm_knowledge::extract_with(dir, cmd, &args.logs, &mut cache, options)?;
+    let shown = escape(&dir.display().to_string());
+    let say = |lines: Vec<String>| lines.iter().for_each(|l| eprintln!("extract: {l}"));
+    if extraction.read.is_empty() && cmd.is_none() {
+        say(extraction.skipped_lines(&shown));
+        let skipped = extraction.skipped.len() + extraction.skipped_more;
         bail!(
-            "nothing readable in {dir}: no job script, configuration or Python file was read \
+            "nothing readable in {shown}: no job script, configuration or Python file was read \
              (and no --cmd or --log given){}",
-            if extraction.skipped.is_empty() && extraction.skipped_more == 0 {
+            if skipped == 0 {
                 String::new()
             } else {
-                format!(
-                    "; {} file(s) skipped, listed above",
-                    extraction.skipped.len() + extraction.skipped_more
-                )
+                format!("; {skipped} file(s) skipped, listed above")
             }
         );
     }
@@ -145,20 +142,27 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
         None => false,
     };
     if let Some(model) = &args.embed {
-        extraction.embedding = Some(embed(args, model, &extraction, &mut cache)?);
+        let text = extraction_text(&extraction, dir, cmd, &args.logs);
+        let (embedding, reused) = embed_cached(&mut cache, &text, model)?;
+        if reused {
+            eprintln!("extract: embedding reused from the cache");
+        }
+        extraction.embedding = Some(embedding);
     }
     if let Some(path) = &args.cache {
-        save_cache(path, &cache)?;
+        cache
+            .save(path)
+            .with_context(|| format!("cannot write the cache {}", path.display()))?;
     }
     let mut out = create_output(args.output.as_deref())?;
     let text = serde_json::to_string(&extraction).context("cannot serialise the facts")?;
     writeln!(out, "{text}").context("cannot write the facts")?;
-    report_skipped(&dir, &extraction);
+    say(extraction.skipped_lines(&shown));
     eprintln!(
         "extract: {} fact(s) from {} file(s){}; {} script(s)/config(s) parsed, {} reused from the cache",
         extraction.facts.iter().count(),
         extraction.read.len(),
-        if args.cmd.is_some() { " and the command" } else { "" },
+        if cmd.is_some() { " and the command" } else { "" },
         extraction.parsed,
         extraction.reused,
     );
@@ -179,61 +183,8 @@ fn positive(text: &str) -> Result<usize, String> {
     }
 }
 
-/// The files skipped, on standard error: names escaped (a newline or an ESC in a name shows
-/// as `\n`, `\u{1b}`), reasons as the extractor cut and escaped them; past the listed ones, a
-/// count.
-fn report_skipped(dir: &str, extraction: &Extraction) {
-    for skipped in &extraction.skipped {
-        eprintln!(
-            "extract: skipped {dir}/{}: {}",
-            escape(&skipped.file),
-            escape(&skipped.reason)
-        );
-    }
-    if extraction.skipped_more > 0 {
-        eprintln!(
-            "extract: skipped {} more file(s) in {dir}, not listed (the listing stops at {})",
-            extraction.skipped_more,
-            schedlm_knowledge::extract::MAX_LISTED
-        );
-    }
-    if extraction.not_walked > 0 {
-        eprintln!(
-            "extract: {}{} more entries of {dir} not looked at: over --max-entries",
-            if extraction.not_walked >= schedlm_knowledge::extract::MAX_COUNTED {
-                "at least "
-            } else {
-                ""
-            },
-            extraction.not_walked
-        );
-    }
-}
-
-/// The sentence embedding of the job's command and of the scripts and configs extraction read;
-/// from the cache when the text and the model are unchanged (no model is loaded then).
-fn embed(
-    args: &ExtractArgs,
-    model: &Path,
-    extraction: &Extraction,
-    cache: &mut Cache,
-) -> Result<Embedding> {
-    let text = extraction_text(extraction, &args.dir, args.cmd.as_deref(), &args.logs);
-    let key = embed_key(&text, model);
-    if let Some(cached) = cache.embedding.as_ref().filter(|c| c.key == key) {
-        eprintln!("extract: embedding reused from the cache");
-        return Ok(cached.embedding.clone());
-    }
-    let embedding = Embedder::load(model)?.embed_job(&text)?;
-    cache.embedding = Some(CachedEmbedding {
-        key,
-        embedding: embedding.clone(),
-    });
-    Ok(embedding)
-}
-
 /// Fills what the parsers left empty with the LLM agent (or its cached answers); true when
-/// every agent run failed (a dead endpoint, a model that never answers).
+/// every agent run failed.
 fn ask_agent(
     args: &ExtractArgs,
     spec: &str,
@@ -249,71 +200,19 @@ fn ask_agent(
         samples: usize::from(args.llm_samples),
         steps: usize::from(args.llm_steps),
     };
-    let key = cache_key(cache, spec, options);
-    let (facts, report) = match cache.agent.as_ref().filter(|c| c.key == key) {
-        Some(cached) => (
-            cached.facts.clone(),
-            AgentReport {
-                calls: 0,
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                reused: true,
-                ..cached.report.clone()
-            },
-        ),
-        None => {
-            let client = Client::new(
-                &url,
-                &model,
-                ClientOptions {
-                    temperature: if options.samples > 1 { 0.7 } else { 0.0 },
-                    max_tokens: Some(512),
-                    allow_http_key: args.allow_http_key,
-                    ..ClientOptions::default()
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("--llm: {e}"))?;
-            let (facts, report) =
-                agent::fill(&args.dir, &extraction.facts, &Agent(client), options);
-            cache.agent = Some(CachedAgent {
-                key,
-                facts: facts.clone(),
-                report: report.clone(),
-            });
-            (facts, report)
-        }
+    let client = ClientOptions {
+        temperature: if options.samples > 1 { 0.7 } else { 0.0 },
+        max_tokens: Some(512),
+        allow_http_key: args.allow_http_key,
+        ..ClientOptions::default()
     };
-    extraction.facts.absorb(&facts);
-    eprintln!(
-        "extract: the LLM agent filled {} of {} empty field(s), rejected {} answer(s); {} call(s), {} prompt and {} completion tokens{}",
-        report.filled.len(),
-        report.asked.len(),
-        report.rejected.len(),
-        report.calls,
-        report.prompt_tokens,
-        report.completion_tokens,
-        if report.reused { " (answers reused from the cache)" } else { "" }
-    );
-    if !report.reused && report.calls > 0 {
-        eprintln!(
-            "extract: sent to {url}: the listing of {}{}",
-            args.dir.display(),
-            if report.sent.is_empty() {
-                String::new()
-            } else {
-                format!(" and the contents of {}", report.sent.join(", "))
-            }
-        );
+    let client = Client::new(&url, &model, client).map_err(|e| anyhow::anyhow!("--llm: {e}"))?;
+    let failed = fill_cached(&args.dir, extraction, cache, spec, &Agent(client), options);
+    if let Some(report) = &extraction.agent {
+        for line in report.lines(&args.dir, &url) {
+            eprintln!("extract: {line}");
+        }
     }
-    for e in &report.errors {
-        eprintln!("extract: LLM agent: {e}");
-    }
-    let failed = !report.reused && report.calls > 0 && report.errors.len() >= options.samples;
-    if failed {
-        // A failed run must not be reused as if it had answered.
-        cache.agent = None;
-    }
-    extraction.agent = Some(report);
     Ok(failed)
 }
 
@@ -330,35 +229,4 @@ impl Chat for Agent {
             completion_tokens: reply.completion_tokens.unwrap_or(0),
         }
     }
-}
-
-/// The cache at `path`; an empty one when there is none yet, or (said on standard error) when
-/// it cannot be read.
-fn load_cache(path: &Path) -> Cache {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Cache::default(),
-        Err(e) => {
-            eprintln!(
-                "extract: cannot read the cache {}: {e}; rebuilding it",
-                path.display()
-            );
-            return Cache::default();
-        }
-    };
-    serde_json::from_str(&text).unwrap_or_else(|e| {
-        eprintln!(
-            "extract: the cache {} is not valid ({e}); rebuilding it",
-            path.display()
-        );
-        Cache::default()
-    })
-}
-
-/// Writes the cache through a temporary file and a rename, so a killed run leaves the old one.
-fn save_cache(path: &Path, cache: &Cache) -> Result<()> {
-    let text = serde_json::to_string(cache).context("cannot serialise the cache")?;
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, text).with_context(|| format!("cannot write the cache {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot write the cache {}", path.display()))
 }

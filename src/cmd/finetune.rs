@@ -2,6 +2,7 @@
 //! on a data set's records (see docs/finetune.md). The flags become a
 //! [`schedlm_finetune::session::SessionConfig`]; the session does the rest.
 
+use schedlm_dataset::Targets;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -76,7 +77,7 @@ pub struct FinetuneArgs {
     /// values keep the label. The validation loss stays the label's. Not with
     /// --deviation-weight.
     #[arg(long, value_enum, default_value = "label")]
-    pub targets: TargetsArg,
+    pub targets: Targets,
     /// With --targets values: the temperature T, in relative regret (0.01: a candidate 1%
     /// worse than the best weighs e^-1 of it).
     #[arg(long, value_name = "T", default_value_t = 0.01)]
@@ -142,13 +143,6 @@ pub struct FinetuneArgs {
     pub progress: crate::io::ProgressArgs,
 }
 
-/// `--targets` of `finetune`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TargetsArg {
-    Label,
-    Values,
-}
-
 impl FinetuneArgs {
     /// The session these flags ask for.
     fn session(&self) -> Result<SessionConfig> {
@@ -173,7 +167,7 @@ impl FinetuneArgs {
             eval_records: self.eval_records.unwrap_or(defaults.eval_records),
             curriculum: self.curriculum,
             deviation_weight: self.deviation_weight,
-            value_temperature: (self.targets == TargetsArg::Values).then_some(self.temperature),
+            value_temperature: (self.targets == Targets::Values).then_some(self.temperature),
             lr: self.lr.unwrap_or(if from_scratch { 1e-3 } else { 2e-4 }),
             batch: self.batch,
             warmup: self.warmup,

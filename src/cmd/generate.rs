@@ -12,7 +12,7 @@ use schedlm_model::Instance;
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::{Rule, RuleContext};
 
-use schedlm_history::snapshot::{snapshot, Job};
+use schedlm_history::snapshot::snapshot_of_dirs;
 
 use crate::args::{QueueRange, ShapeArgs};
 use crate::io::{create_output, write_jsonl};
@@ -195,47 +195,12 @@ fn from_jobs(args: &GenerateArgs) -> Result<()> {
         &["--servers"],
         "--from-jobs makes its queue from the jobs' files",
     )?;
-    let mut extracted = Vec::new();
-    for dir in &args.from_jobs {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .with_context(|| format!("{}: a job directory needs a name", dir.display()))?;
-        if let Some((_, first)) = extracted
-            .iter()
-            .find(|(n, _): &&(String, PathBuf)| *n == name)
-        {
-            bail!(
-                "two jobs named {name} ({} and {}): job ids come from directory names",
-                first.display(),
-                dir.display()
-            );
-        }
-        extracted.push((name, dir.clone()));
-    }
-    let mut facts = Vec::new();
-    for (name, dir) in &extracted {
-        let e = schedlm_knowledge::extract(dir, None, &[])
-            .with_context(|| format!("cannot read job {name}"))?;
-        facts.push((name.clone(), e.facts));
-    }
     let history = match &args.history {
-        Some(path) => Some(super::history::open_existing(path)?.jobs()?),
+        Some(path) => Some(schedlm_history::history::History::open_existing(path)?.jobs()?),
         None => None,
     };
-    let jobs: Vec<Job> = facts
-        .iter()
-        .map(|(name, facts)| Job {
-            name: name.clone(),
-            facts,
-        })
-        .collect();
-    let servers = args
-        .shape
-        .servers
-        .unwrap_or(schedlm_generator::family::dl::DEFAULT_SERVERS);
-    let instance = snapshot(&jobs, history.as_deref(), servers)?;
-    schedlm_model::validate(&instance).context("the snapshot is not a valid instance")?;
+    let servers = (args.shape.servers).unwrap_or(schedlm_generator::family::dl::DEFAULT_SERVERS);
+    let instance = snapshot_of_dirs(&args.from_jobs, history.as_deref(), servers)?;
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &[instance])?;
     Ok(())

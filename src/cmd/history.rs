@@ -1,17 +1,16 @@
 //! `schedlm history`: past training jobs in an SQLite file; similar jobs and predicted durations.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use schedlm_history::history::{
-    neighbours, predict, Accounting, History, MatchBy, NewJob, Outcome, PastJob, Query,
+    neighbours, predict, read_extraction, requested_fact, unembedded_note, Accounting, History,
+    MatchBy, NewJob, Outcome, PastJob, Query,
 };
-use schedlm_knowledge::embed::comparable;
-use schedlm_knowledge::facts::Field;
-use schedlm_knowledge::{Extraction, JobFacts};
+use schedlm_knowledge::Extraction;
 
 use crate::args::parse_seconds;
 
@@ -209,7 +208,7 @@ pub fn run(command: &HistoryCommand) -> Result<()> {
 }
 
 fn add(args: &AddArgs) -> Result<()> {
-    let extraction = read_job(&args.job)?;
+    let extraction = read_extraction(&args.job)?;
     if args.outcome == Outcome::Completed && args.actual.is_none() {
         bail!("a completed job needs --actual (how long it ran)");
     }
@@ -228,10 +227,7 @@ fn add(args: &AddArgs) -> Result<()> {
             gpus: args.gpus,
         },
     };
-    let history = open(&args.db)?;
-    let id = history.add(&job)?;
-    outln!("{id}")?;
-    Ok(())
+    outln!("{}", History::open(&args.db)?.add(&job)?)
 }
 
 fn synth(args: &SynthArgs) -> Result<()> {
@@ -248,62 +244,48 @@ fn synth(args: &SynthArgs) -> Result<()> {
         args.unstated,
         i64::try_from(args.max_time.as_secs())?,
     )?;
-    let history = open(&args.db)?;
-    if !history.jobs()?.is_empty() {
-        bail!(
-            "{} already holds jobs: `history synth` writes a new history",
-            args.db.display()
-        );
+    History::open(&args.db)?.add_new(&jobs, &args.db)?;
+    outln!("{}", jobs.len())
+}
+
+/// The job of a look-up, and the past jobs it is looked up among (with a note on those text
+/// matching leaves out).
+fn lookup(args: &Lookup) -> Result<(Extraction, Vec<PastJob>)> {
+    let extraction = read_extraction(&args.job)?;
+    let past = History::open_existing(&args.db)?.jobs()?;
+    if let Some(note) = unembedded_note(&past, extraction.embedding.as_ref(), args.by) {
+        eprintln!("history: {note}");
     }
-    history.add_all(&jobs)?;
-    outln!("{}", jobs.len())?;
-    Ok(())
+    Ok((extraction, past))
 }
 
 fn matches(args: &MatchArgs) -> Result<()> {
-    let extraction = read_job(&args.lookup.job)?;
-    let past = open_existing(&args.lookup.db)?.jobs()?;
-    report_unembedded(&past, &extraction, args.lookup.by);
-    let found = neighbours(
-        &past,
-        query(&extraction),
-        usize::from(args.lookup.k),
-        !args.all,
-        args.lookup.by,
-    )?;
+    let (extraction, past) = lookup(&args.lookup)?;
+    let (k, by) = (usize::from(args.lookup.k), args.lookup.by);
+    let found = neighbours(&past, query(&extraction), k, !args.all, by)?;
     for n in &found {
         outln!("{}", serde_json::to_string(n)?)?;
     }
     if found.is_empty() {
-        eprintln!(
-            "history match: {} holds no {}job to match",
-            args.lookup.db.display(),
-            if args.all { "" } else { "completed " }
-        );
+        let completed = if args.all { "" } else { "completed " };
+        let db = args.lookup.db.display();
+        eprintln!("history match: {db} holds no {completed}job to match");
     }
     Ok(())
 }
 
 fn prediction(args: &PredictArgs) -> Result<()> {
-    let extraction = read_job(&args.lookup.job)?;
+    let (extraction, past) = lookup(&args.lookup)?;
     let requested_s = args.requested.or(requested_fact(&extraction.facts)?);
-    let past = open_existing(&args.lookup.db)?.jobs()?;
-    report_unembedded(&past, &extraction, args.lookup.by);
-    let p = predict(
-        &past,
-        query(&extraction),
-        requested_s,
-        usize::from(args.lookup.k),
-        args.lookup.by,
-    )?;
+    let (k, by) = (usize::from(args.lookup.k), args.lookup.by);
+    let p = predict(&past, query(&extraction), requested_s, k, by)?;
     let value = json!({
         "seconds": p.seconds,
         "basis": p.basis,
         "requested_s": requested_s,
         "matches": p.matches,
     });
-    outln!("{}", serde_json::to_string(&value)?)?;
-    Ok(())
+    outln!("{}", serde_json::to_string(&value)?)
 }
 
 fn query(extraction: &Extraction) -> Query<'_> {
@@ -313,93 +295,9 @@ fn query(extraction: &Extraction) -> Query<'_> {
     }
 }
 
-/// Says on standard error how many past jobs text matching leaves out (no embedding, or one
-/// from another model), so that a thin match is not mistaken for a thin history.
-fn report_unembedded(past: &[PastJob], extraction: &Extraction, by: MatchBy) {
-    let Some(query) = extraction.embedding.as_ref() else {
-        return;
-    };
-    if by == MatchBy::Meta {
-        return;
-    }
-    let left_out = past
-        .iter()
-        .filter(|p| {
-            !p.job
-                .embedding
-                .as_ref()
-                .is_some_and(|e| comparable(e, query))
-        })
-        .count();
-    let model = &query.model;
-    if left_out > 0 {
-        eprintln!(
-            "history: {left_out} of {} past job(s) have no embedding by {model} and are not matched by text",
-            past.len()
-        );
-    }
-}
-
 fn list(args: &ListArgs) -> Result<()> {
-    for p in open_existing(&args.db)?.jobs()? {
-        let value = json!({
-            "id": p.id,
-            "name": p.job.name,
-            "user": p.job.user,
-            "requested_s": p.job.requested_s,
-            "actual_s": p.job.actual_s,
-            "outcome": p.job.outcome,
-            "embedding_model": p.job.embedding.as_ref().map(|e| &e.model),
-            "submit": p.job.accounting.submit,
-            "start": p.job.accounting.start,
-            "gpus": p.job.accounting.gpus,
-            "facts": p.job.facts,
-        });
-        outln!("{}", serde_json::to_string(&value)?)?;
+    for p in History::open_existing(&args.db)?.jobs()? {
+        outln!("{}", serde_json::to_string(&p.listing())?)?;
     }
     Ok(())
-}
-
-fn open(path: &Path) -> Result<History> {
-    Ok(History::open(path)?)
-}
-
-/// Opens a history that must exist already (reading never creates one).
-pub fn open_existing(path: &Path) -> Result<History> {
-    if !path.exists() {
-        bail!(
-            "{}: no such history (`schedlm history add` creates it)",
-            path.display()
-        );
-    }
-    open(path)
-}
-
-/// Reads the output of `schedlm extract` from a file or standard input (`-`).
-fn read_job(path: &Path) -> Result<Extraction> {
-    let (name, text) = if path == Path::new("-") {
-        let text = schedlm_model::lines::read_to_string_bounded(std::io::stdin())
-            .context("cannot read the job's facts from standard input")?;
-        ("standard input".to_string(), text)
-    } else {
-        let text = schedlm_model::lines::read_bounded(path)
-            .with_context(|| format!("cannot read the job's facts from {}", path.display()))?;
-        (path.display().to_string(), text)
-    };
-    serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{name} is not the output of `schedlm extract` (a JSON object with `dir` and `facts`)"
-        )
-    })
-}
-
-/// The `requested_time_s` fact, if the job has one (it must be a positive integer).
-fn requested_fact(facts: &JobFacts) -> Result<Option<i64>> {
-    facts.positive_count(Field::RequestedTimeS).map_err(|fact| {
-        anyhow::anyhow!(
-            "the job's requested_time_s ({} at {}) is not a positive number of seconds",
-            fact.value,
-            fact.source
-        )
-    })
 }

@@ -3,18 +3,16 @@
 //! request, the history's prediction, the learned throughput and the truth
 //! (`schedlm_history::planning`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_history::deployed::{limits, simulation, workload, FillCount, Limit, TimeFill};
+use schedlm_history::deployed::{Limit, TimeFill};
 use schedlm_history::filter_conf::FilterConf;
-use schedlm_history::planning::{plan_error, Plan, PlanError, Planner};
-use schedlm_history::replay::dl_workload;
-use schedlm_model::sim::{SimResult, Simulation, StartRule};
-use schedlm_solver::policy::RulePolicy;
+use schedlm_history::planning::Plan;
+use schedlm_history::replay_table::{drawn, recorded, Rules};
+use schedlm_model::sim::StartRule;
 use schedlm_solver::rules::Rule;
-use serde::Serialize;
 
 /// Replay a `dl` workload planned four ways and print what each rule gains from knowing the
 /// jobs.
@@ -128,32 +126,13 @@ pub struct ReplayArgs {
     pub json: bool,
 }
 
-/// One replay's figures.
-#[derive(Debug, Serialize)]
-struct Row {
-    rule: &'static str,
-    start: &'static str,
-    plan: &'static str,
-    jobs: usize,
-    mean_wait: f64,
-    mean_jct: f64,
-    mean_bsld: f64,
-    killed: usize,
-    /// GPU-hours of the runs killed at their limit (their work is lost).
-    lost_gpu_h: f64,
-}
-
-/// One plan's error.
-#[derive(Debug, Serialize)]
-struct PlanRow {
-    plan: &'static str,
-    #[serde(flatten)]
-    error: PlanError,
-}
-
 pub fn run(args: &ReplayArgs) -> Result<()> {
+    let rules = Rules {
+        priority: args.rules.clone(),
+        start: args.start_rules.clone(),
+    };
     if args.db.is_some() || args.conf.is_some() {
-        return run_recorded(args);
+        return run_recorded(args, &rules);
     }
     if !args.limits.is_empty()
         || args.margin.is_some()
@@ -162,138 +141,22 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     {
         bail!("--limits, --margin, --max-time and --gpus-per-node replay a history: give --db or --conf");
     }
-    let snapshot = |seed: u64| {
-        dl_workload(seed, args.jobs as usize, Some(args.servers as usize))
-            .context("cannot generate the dl snapshot")
-    };
-    let planner = Planner::learn(&snapshot(args.seed)?)?;
-    let workload = snapshot(args.seed.wrapping_add(1))?;
-    let mut errors = Vec::new();
-    let mut sims = Vec::new();
-    for &plan in &args.plans {
-        let jobs = planner.sim_jobs(&workload, plan)?;
-        errors.push(PlanRow {
-            plan: plan.name(),
-            error: plan_error(&jobs),
-        });
-        let sim = Simulation::new(workload.resources.clone(), workload.servers.clone(), jobs)
-            .context("cannot set up the replay")?;
-        sims.push((plan.name(), sim));
-    }
-    let rows = replays(args, &sims)?;
-    print(args, &planner, &errors, &rows)
-}
-
-/// Every (rule, start rule) over each named setup, in that order.
-fn replays(args: &ReplayArgs, sims: &[(&'static str, Simulation)]) -> Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    for &rule in &args.rules {
-        for &start in &args.start_rules {
-            for (name, sim) in sims {
-                let mut policy = RulePolicy::for_trace(rule, sim.jobs());
-                let result = sim
-                    .run(&mut policy, start)
-                    .with_context(|| format!("replay with {} and {}", rule.name(), start.name()))?;
-                rows.push(row(rule, start, name, &result, sim));
-            }
-        }
-    }
-    Ok(rows)
-}
-
-fn row(
-    rule: Rule,
-    start: StartRule,
-    plan: &'static str,
-    result: &SimResult,
-    sim: &Simulation,
-) -> Row {
-    let gpu = sim.resources().iter().position(|r| r == "gpus");
-    let lost: i64 = result
-        .jobs
-        .iter()
-        .zip(sim.jobs())
-        .filter(|(r, _)| r.killed)
-        .map(|(r, j)| r.run * gpu.map_or(0, |g| j.demand[g]))
-        .sum();
-    let n = result.jobs.len().max(1) as f64;
-    let jct = result
-        .jobs
-        .iter()
-        .map(|j| (j.end - j.submit) as f64)
-        .sum::<f64>();
-    Row {
-        rule: rule.name(),
-        start: start.name(),
-        plan,
-        jobs: result.jobs.len(),
-        mean_wait: result.summary.mean_wait,
-        mean_jct: jct / n,
-        mean_bsld: result.summary.mean_bsld,
-        killed: result.summary.killed,
-        lost_gpu_h: lost as f64 / 3600.0,
-    }
-}
-
-fn print(args: &ReplayArgs, planner: &Planner, errors: &[PlanRow], rows: &[Row]) -> Result<()> {
-    if args.json {
-        for r in rows {
-            outln!("{}", serde_json::to_string(r)?)?;
-        }
-        for e in errors {
-            outln!("{}", serde_json::to_string(e)?)?;
-        }
-        return Ok(());
-    }
-    outln!(
-        "{} dl jobs on {} nodes of 8 GPUs; {} past jobs learned (seed {})",
-        rows.first().map_or(0, |r| r.jobs),
+    let report = drawn(
+        args.seed,
+        args.jobs as usize,
         args.servers,
-        planner.past_jobs(),
-        args.seed
-    )?;
-    outln!(
-        "{:<11} {:>9} {:>12} {:>8}",
-        "plan",
-        "MAPE %",
-        "median APE %",
-        "under %"
-    )?;
-    for e in errors {
-        outln!(
-            "{:<11} {:>9.1} {:>12.1} {:>8.1}",
-            e.plan,
-            e.error.mape,
-            e.error.median_ape,
-            e.error.under * 100.0
-        )?;
+        &args.plans,
+        &rules,
+    )
+    .context("cannot replay the dl workload")?;
+    if args.json {
+        return outln!("{}", report.json_lines()?.join("\n"));
     }
-    outln!()?;
-    outln!(
-        "{:<6} {:<13} {:<11} {:>11} {:>11} {:>10}",
-        "rule",
-        "start",
-        "plan",
-        "mean wait",
-        "mean JCT",
-        "mean bsld"
-    )?;
-    for r in rows {
-        outln!(
-            "{:<6} {:<13} {:<11} {:>11.0} {:>11.0} {:>10.2}",
-            r.rule,
-            r.start,
-            r.plan,
-            r.mean_wait,
-            r.mean_jct,
-            r.mean_bsld
-        )?;
-    }
-    Ok(())
+    out!("{report}")
 }
 
 /// `history replay --db`: the recorded history under each limit.
-fn run_recorded(args: &ReplayArgs) -> Result<()> {
+fn run_recorded(args: &ReplayArgs, rules: &Rules) -> Result<()> {
     let flags = FilterConf {
         db: args.db.clone(),
         margin: args.margin,
@@ -302,148 +165,18 @@ fn run_recorded(args: &ReplayArgs) -> Result<()> {
         ..FilterConf::default()
     };
     let conf = FilterConf::resolve(args.conf.as_deref(), flags)?;
-    let (margin, max_time, per_node) = (conf.margin(), conf.max_time(), conf.gpus_per_node());
-    let db = conf.db()?.to_path_buf();
-    let fill = TimeFill::new(margin, i64::try_from(max_time.as_secs())?)?;
-    let history = crate::cmd::history::open_existing(&db)?.jobs()?;
-    let work = workload(&history);
-    report_left_out(&db, &work.left_out);
-    if work.jobs.is_empty() {
-        bail!(schedlm_history::deployed::DeployedError::Empty);
+    let fill = TimeFill::new(conf.margin(), i64::try_from(conf.max_time().as_secs())?)?;
+    let db = conf.db()?;
+    let history = schedlm_history::history::History::open_existing(db)?.jobs()?;
+    let gpus = i64::from(args.servers) * i64::from(conf.gpus_per_node());
+    let name = db.display().to_string();
+    let report = recorded(&name, &history, gpus, fill, &args.limits, rules)
+        .with_context(|| format!("cannot replay {name}"))?;
+    if let Some(left_out) = &report.left_out {
+        eprintln!("history replay: {left_out}");
     }
-    let gpus = i64::from(args.servers) * i64::from(per_node);
-    let mut sims = Vec::new();
-    let mut fills = Vec::new();
-    let chosen = if args.limits.is_empty() {
-        Limit::ALL.to_vec()
-    } else {
-        args.limits.clone()
-    };
-    for &limit in &chosen {
-        let (jobs, count) = limits(&work, &fill, limit);
-        fills.push((limit, count));
-        let sim = simulation(gpus, jobs).with_context(|| {
-            format!(
-                "cannot replay {} on a pool of {gpus} GPUs (--servers x --gpus-per-node; job \
-                 h<N> is row N of `schedlm history list`)",
-                db.display()
-            )
-        })?;
-        sims.push((limit.name(), sim));
-    }
-    let rows = replays(args, &sims)?;
-    print_recorded(args, &db, &fill, gpus, &fills, &rows)
-}
-
-/// Says on standard error which jobs of the history are not replayed, and why.
-fn report_left_out(db: &Path, left_out: &[schedlm_history::deployed::LeftOut]) {
-    if left_out.is_empty() {
-        return;
-    }
-    let mut reasons: Vec<(&str, usize)> = Vec::new();
-    for l in left_out {
-        match reasons.iter_mut().find(|(r, _)| *r == l.reason) {
-            Some((_, n)) => *n += 1,
-            None => reasons.push((l.reason, 1)),
-        }
-    }
-    let said: Vec<String> = reasons
-        .iter()
-        .map(|(r, n)| format!("{n} with {r}"))
-        .collect();
-    eprintln!(
-        "history replay: {} jobs of {} not replayed ({}; the first: id {}, {})",
-        left_out.len(),
-        db.display(),
-        said.join(", "),
-        left_out[0].id,
-        left_out[0].name
-    );
-}
-
-/// One limit's fill counts, in JSON.
-#[derive(Debug, Serialize)]
-struct FillRow {
-    limit: &'static str,
-    #[serde(flatten)]
-    count: FillCount,
-}
-
-fn print_recorded(
-    args: &ReplayArgs,
-    db: &Path,
-    fill: &TimeFill,
-    gpus: i64,
-    fills: &[(Limit, FillCount)],
-    rows: &[Row],
-) -> Result<()> {
     if args.json {
-        for r in rows {
-            // The same figures as the drawn workload's rows, keyed by the limit.
-            let mut value = serde_json::to_value(r)?;
-            if let Some(object) = value.as_object_mut() {
-                if let Some(limit) = object.remove("plan") {
-                    object.insert("limit".into(), limit);
-                }
-            }
-            outln!("{}", serde_json::to_string(&value)?)?;
-        }
-        for (limit, count) in fills {
-            let f = FillRow {
-                limit: limit.name(),
-                count: *count,
-            };
-            outln!("{}", serde_json::to_string(&f)?)?;
-        }
-        return Ok(());
+        return outln!("{}", report.json_lines()?.join("\n"));
     }
-    outln!(
-        "{} jobs of {} on a pool of {gpus} GPUs; filter: prediction x {}, at most {} s",
-        rows.first().map_or(0, |r| r.jobs),
-        db.display(),
-        fill.margin(),
-        fill.max_time_s()
-    )?;
-    outln!(
-        "{:<9} {:>7} {:>12} {:>7}",
-        "limit",
-        "filled",
-        "unpredicted",
-        "capped"
-    )?;
-    for (limit, c) in fills {
-        outln!(
-            "{:<9} {:>7} {:>12} {:>7}",
-            limit.name(),
-            c.filled,
-            c.unpredicted,
-            c.capped
-        )?;
-    }
-    outln!()?;
-    outln!(
-        "{:<6} {:<13} {:<9} {:>11} {:>11} {:>10} {:>7} {:>11}",
-        "rule",
-        "start",
-        "limit",
-        "mean wait",
-        "mean JCT",
-        "mean bsld",
-        "killed",
-        "lost GPU-h"
-    )?;
-    for r in rows {
-        outln!(
-            "{:<6} {:<13} {:<9} {:>11.0} {:>11.0} {:>10.2} {:>7} {:>11.1}",
-            r.rule,
-            r.start,
-            r.plan,
-            r.mean_wait,
-            r.mean_jct,
-            r.mean_bsld,
-            r.killed,
-            r.lost_gpu_h
-        )?;
-    }
-    Ok(())
+    out!("{report}")
 }

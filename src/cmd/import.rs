@@ -37,7 +37,7 @@ pub fn psplib(args: &ImportPsplibArgs) -> Result<()> {
     let files = expand(&args.inputs, "sm")?;
     if files.is_empty() {
         let first = args.inputs.first().cloned().unwrap_or_default();
-        return Err(crate::io::empty_input(&first, "PSPLIB file (.sm)"));
+        return Err(crate::io::empty_input(&first, "PSPLIB file (.sm)").into());
     }
     let mut instances = Vec::with_capacity(files.len());
     for file in &files {

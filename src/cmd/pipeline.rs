@@ -15,14 +15,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use rayon::prelude::*;
 use schedlm_generator::Family;
-use schedlm_model::{Objective, Objectives, Problem, Variant};
-use schedlm_solver::portfolio::{self, relative_gap, Solution, SolveOptions};
-use schedlm_solver::rules::{Rule, RuleContext};
+use schedlm_model::Problem;
+use schedlm_solver::compare::compare;
 
 use super::generate::snapshots;
-use super::schedule::schedule_with;
 use crate::args::QueueRange;
 use crate::cmd::Cli;
 use crate::io::{create_output, write_jsonl};
@@ -103,9 +100,9 @@ const SHIPPED_MODELS: [(&str, &str, &str); 2] = [
     ),
 ];
 
-/// The shipped model's training range, and a generator seed its data never used.
+/// The shipped models' training range (their unseen snapshots use generator seed 99; their
+/// training data is seed 11).
 const SHIPPED_QUEUE: &str = "16..20";
-const SHIPPED_SEED: &str = "99";
 
 pub fn run(args: &PipelineArgs) -> Result<()> {
     outln!(
@@ -125,36 +122,11 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
             .iter()
             .map(Problem::new)
             .collect::<Result<_, _>>()?;
-        // results[i][r]: objectives of instance i under rule r; optimal[i]: its bsld solution.
-        let results: Vec<(Vec<Objectives>, Solution)> = problems
-            .par_iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let ctx = RuleContext {
-                    seed: args.seed,
-                    stream: i as u64,
-                    ..RuleContext::default()
-                };
-                let rules = Rule::ALL
-                    .iter()
-                    .map(|&rule| {
-                        Objectives::of(p, &schedule_with(rule, p, Variant::Serial, &ctx).start)
-                    })
-                    .collect();
-                let options = SolveOptions {
-                    work_limit: Some(args.work_limit),
-                    time_limit: None,
-                    seed: args.seed,
-                    ..SolveOptions::default()
-                };
-                let best = portfolio::solve(p, &options)
-                    .map_err(|e| anyhow::anyhow!("snapshot {i}: {e}"))?;
-                Ok((rules, best))
-            })
-            .collect::<Result<_>>()?;
-        print_table(family, &results)?;
+        let table = compare(family.name(), &problems, args.seed, args.work_limit)?;
+        out!("\n{table}")?;
         if !args.table_only {
-            write_family(&args.out, family, &instances)?;
+            let path = args.out.join(format!("{}.jsonl", family.name()));
+            write_jsonl(&mut create_output(Some(&path))?, &instances)?;
         }
     }
     if args.table_only {
@@ -164,85 +136,58 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
     learn(args)
 }
 
+/// A command line with `{name}` words replaced by their values (paths may hold spaces).
+fn command(template: &str, values: &[(&str, &str)]) -> Vec<String> {
+    let value = |word: &str| values.iter().find(|(k, _)| *k == word).map(|(_, v)| *v);
+    template
+        .split_whitespace()
+        .map(|w| value(w).unwrap_or(w).to_string())
+        .collect()
+}
+
 /// Builds a dataset, trains a tiny model on it and evaluates it against the rules and the
-/// optimum, by running the subcommands with these arguments.
+/// optimum, by running the subcommands with these arguments; then the shipped models.
 fn learn(args: &PipelineArgs) -> Result<()> {
     let out = |p: &str| args.out.join(p).display().to_string();
-    let (data, model, report) = (out("data"), out("model"), out("report"));
-    let seed = args.seed.to_string();
-    let policies = format!("fcfs,sjf,saf,f1,wfp3,unicep,ljf,ect,ls,optimal,model:{model}");
-    let mut steps: Vec<(&str, Vec<String>)> = vec![
+    let shipped: Vec<(&Path, &str)> = shipped_models(args)?;
+    let models: Vec<String> = shipped
+        .iter()
+        .map(|(d, _)| format!("model:{}", d.display()))
+        .collect();
+    let (model, report, shipped_report) = (out("model"), out("report"), out("shipped-report"));
+    let values = [
+        ("{seed}", &args.seed.to_string()[..]),
+        ("{queue}", DATA_QUEUE),
+        ("{shipped_queue}", SHIPPED_QUEUE),
+        ("{count}", &args.train_count.to_string()),
+        ("{epochs}", &args.epochs.to_string()),
+        ("{shipped_count}", &args.shipped_count.to_string()),
+        ("{work}", &args.work_limit.to_string()),
+        ("{data}", &out("data")),
+        ("{train}", &out("data/train.jsonl")),
+        ("{val}", &out("data/val.jsonl")),
+        ("{test}", &out("data/test.jsonl")),
+        ("{model}", &model),
+        ("{report}", &report),
         (
-            "building the dataset",
-            strings(&[
-                "dataset",
-                "build",
-                "--family",
-                "uniform",
-                "--queue",
-                DATA_QUEUE,
-                "--count",
-                &args.train_count.to_string(),
-                "--split",
-                "75/5/20",
-                "--seed",
-                &seed,
-                "-o",
-                &data,
-            ]),
+            "{policies}",
+            &format!("fcfs,sjf,saf,f1,wfp3,unicep,ljf,ect,ls,optimal,model:{model}"),
         ),
+        ("{shipped_data}", &out("shipped-data")),
+        ("{shipped_test}", &out("shipped-data/test.jsonl")),
         (
-            "training a tiny GPT from scratch",
-            strings(&[
-                "finetune",
-                "--model",
-                "gpt-tiny",
-                "--train",
-                &format!("{data}/train.jsonl"),
-                "--val",
-                &format!("{data}/val.jsonl"),
-                "--epochs",
-                &args.epochs.to_string(),
-                "--lr",
-                "2e-3",
-                "--seed",
-                &seed,
-                "--out",
-                &model,
-            ]),
+            "{shipped_policies}",
+            &format!("sjf,ect,{}", models.join(",")),
         ),
-        (
-            "evaluating on the test split",
-            strings(&[
-                "eval",
-                "--data",
-                &format!("{data}/test.jsonl"),
-                "--policies",
-                &policies,
-                "--seed",
-                &seed,
-                "--out",
-                &report,
-            ]),
-        ),
+        ("{shipped_report}", &shipped_report),
     ];
-    let (shipped_data, shipped_report) = (out("shipped-data"), out("shipped-report"));
-    let mut shipped = Vec::new();
-    if args.shipped_count > 0 {
-        for (dir, file, what) in SHIPPED_MODELS {
-            if Path::new(dir).join(file).exists() {
-                shipped.push((Path::new(dir), what));
-            } else {
-                outln!("\nnote: the shipped model {dir} is not there; it is left out")?;
-            }
-        }
-    }
-    let with_shipped = !shipped.is_empty();
-    if with_shipped {
-        let dirs: Vec<&Path> = shipped.iter().map(|s| s.0).collect();
-        steps.extend(shipped_steps(args, &dirs, &shipped_data, &shipped_report));
-    }
-    for (what, argv) in steps {
+    let steps = if shipped.is_empty() {
+        &STEPS[..3]
+    } else {
+        &STEPS[..]
+    };
+    for (what, template) in steps {
+        let argv = command(template, &values);
         outln!("\n== {what}: schedlm {}", argv.join(" "))?;
         let cli = Cli::try_parse_from(std::iter::once("schedlm".to_string()).chain(argv))
             .map_err(|e| anyhow::anyhow!("pipeline step `{what}`: {e}"))?;
@@ -261,165 +206,60 @@ fn learn(args: &PipelineArgs) -> Result<()> {
             dir.display()
         )?;
     }
-    outln!(
-        "\nreport: {}/report.html (and report.md, summary.json, instances.csv)",
-        report
-    )?;
-    if with_shipped {
+    outln!("\nreport: {report}/report.html (and report.md, summary.json, instances.csv)")?;
+    if !shipped.is_empty() {
         outln!("shipped model's report: {shipped_report}/report.html")?;
     }
     Ok(())
 }
 
-/// The steps that evaluate the shipped models on snapshots of their training range that they
-/// never saw: the best rule per instance (always in a report), SJF, `ect`, and local search in
-/// each model's own time per snapshot (added by `eval` for every model).
-fn shipped_steps<'a>(
-    args: &PipelineArgs,
-    shipped: &[&Path],
-    data: &str,
-    report: &str,
-) -> [(&'a str, Vec<String>); 2] {
-    [
-        (
-            "building unseen snapshots in the shipped models' range",
-            strings(&[
-                "dataset",
-                "build",
-                "--family",
-                "uniform",
-                "--queue",
-                SHIPPED_QUEUE,
-                "--count",
-                &args.shipped_count.to_string(),
-                "--split",
-                "0/0/100",
-                "--seed",
-                SHIPPED_SEED,
-                "--work-limit",
-                &args.work_limit.to_string(),
-                "-o",
-                data,
-            ]),
-        ),
-        (
-            "evaluating the shipped models",
-            strings(&[
-                "eval",
-                "--data",
-                &format!("{data}/test.jsonl"),
-                "--policies",
-                &std::iter::once("sjf,ect".to_string())
-                    .chain(shipped.iter().map(|d| format!("model:{}", d.display())))
-                    .collect::<Vec<_>>()
-                    .join(","),
-                "--seed",
-                &args.seed.to_string(),
-                "--out",
-                report,
-            ]),
-        ),
-    ]
-}
-
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-fn print_table(family: Family, results: &[(Vec<Objectives>, Solution)]) -> Result<()> {
-    let n = results.len() as f64;
-    let proven = results.iter().filter(|(_, s)| s.proven_optimal).count();
-    outln!()?;
-    outln!(
-        "family {} ({} snapshots, {} with a proven optimum): mean of each objective, lower is better",
-        family.name(),
-        results.len(),
-        proven
-    )?;
-    outln!(
-        "{:<8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
-        "rule",
-        "bsld",
-        "wait [s]",
-        "flow [s]",
-        "makespan",
-        "bsld gap",
-        "best bsld"
-    )?;
-    for (r, rule) in Rule::ALL.iter().enumerate() {
-        let mean = |o: Objective| results.iter().map(|(row, _)| row[r].get(o)).sum::<f64>() / n;
-        // Mean gap of this rule's bsld to the optimum's lower bound (SPEC section 4).
-        let gap = results
-            .iter()
-            .map(|(row, s)| relative_gap(row[r].bsld, s.lower_bound))
-            .sum::<f64>()
-            / n;
-        // Share of snapshots where this rule reaches the lowest bsld of all rules.
-        let best = results
-            .iter()
-            .filter(|(row, _)| {
-                let min = row.iter().map(|o| o.bsld).fold(f64::INFINITY, f64::min);
-                row[r].bsld <= min
-            })
-            .count() as f64
-            / n;
-        outln!(
-            "{:<8} {:>10.3} {:>10.0} {:>10.0} {:>10.0} {:>11.2}% {:>11.0}%",
-            rule.name(),
-            mean(Objective::Bsld),
-            mean(Objective::Wait),
-            mean(Objective::Flow),
-            mean(Objective::Makespan),
-            100.0 * gap,
-            100.0 * best
-        )?;
+/// The shipped models that are there (none with --shipped-count 0), each with what it is.
+fn shipped_models(args: &PipelineArgs) -> Result<Vec<(&'static Path, &'static str)>> {
+    let mut shipped = Vec::new();
+    for (dir, file, what) in SHIPPED_MODELS.iter().filter(|_| args.shipped_count > 0) {
+        if Path::new(dir).join(file).exists() {
+            shipped.push((Path::new(*dir), *what));
+        } else {
+            outln!("\nnote: the shipped model {dir} is not there; it is left out")?;
+        }
     }
-    // The best rule per instance: on each snapshot the classic rule with the lowest bsld (the
-    // ranking a compact-v2 prompt lists); its gap is the headroom a model can win.
-    let brpi: Vec<f64> = results
-        .iter()
-        .map(|(row, _)| {
-            Rule::ALL
-                .iter()
-                .zip(row)
-                .filter(|(r, _)| Rule::CLASSIC.contains(r))
-                .map(|(_, o)| o.bsld)
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect();
-    let brpi_gap = results
-        .iter()
-        .zip(&brpi)
-        .map(|((_, s), &v)| relative_gap(v, s.lower_bound))
-        .sum::<f64>()
-        / n;
-    outln!(
-        "{:<8} {:>10.3} {:>10} {:>10} {:>10} {:>11.2}% {:>12}",
-        "brpi",
-        brpi.iter().sum::<f64>() / n,
-        "-",
-        "-",
-        "-",
-        100.0 * brpi_gap,
-        "(per inst.)"
-    )?;
-    let optimal_bsld = results.iter().map(|(_, s)| s.value).sum::<f64>() / n;
-    let gap = results.iter().map(|(_, s)| s.gap()).sum::<f64>() / n;
-    outln!(
-        "{:<8} {:>10.3} {:>10} {:>10} {:>10} {:>11.2}% {:>12}",
-        "optimal",
-        optimal_bsld,
-        "-",
-        "-",
-        "-",
-        100.0 * gap,
-        "(bsld)"
-    )?;
-    Ok(())
+    Ok(shipped)
 }
 
-fn write_family(dir: &Path, family: Family, instances: &[schedlm_model::Instance]) -> Result<()> {
-    let path = dir.join(format!("{}.jsonl", family.name()));
-    let mut out = create_output(Some(&path))?;
-    write_jsonl(&mut out, instances)
-}
+/// The learning loop's commands; the last two evaluate the shipped models on snapshots of
+/// their training range that they never saw, against SJF, `ect`, the best rule per instance
+/// (always in a report) and local search in each model's own time (added by `eval`).
+const STEPS: [(&str, &str); 5] = [
+    (
+        "building the dataset",
+        concat!(
+            "dataset build --family uniform --queue {queue} --count {count} --split 75/5/20 ",
+            "--seed {seed} -o {data}"
+        ),
+    ),
+    (
+        "training a tiny GPT from scratch",
+        concat!(
+            "finetune --model gpt-tiny --train {train} --val {val} --epochs {epochs} --lr 2e-3 ",
+            "--seed {seed} --out {model}"
+        ),
+    ),
+    (
+        "evaluating on the test split",
+        "eval --data {test} --policies {policies} --seed {seed} --out {report}",
+    ),
+    (
+        "building unseen snapshots in the shipped models' range",
+        concat!(
+            "dataset build --family uniform --queue {shipped_queue} --count {shipped_count} ",
+            "--split 0/0/100 --seed 99 --work-limit {work} -o {shipped_data}"
+        ),
+    ),
+    (
+        "evaluating the shipped models",
+        concat!(
+            "eval --data {shipped_test} --policies {shipped_policies} --seed {seed} ",
+            "--out {shipped_report}"
+        ),
+    ),
+];

@@ -8,11 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use rayon::prelude::*;
-use schedlm_dataset::distribution::OutsideTally;
-use schedlm_dataset::read_records;
-use schedlm_dataset::{parse_answer, prompt_ids, Mode, Record};
-use schedlm_finetune::{DecodeOptions, FinetuneError, Predictor};
-use serde_json::json;
+use schedlm_dataset::{read_records, Record};
+use schedlm_finetune::{DecodeOptions, Predictor};
 
 #[derive(Debug, Args)]
 pub struct PredictArgs {
@@ -82,24 +79,29 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         variant: Default::default(),
         check_unconstrained: !args.unconstrained && !args.constrained_only,
     };
-    warn_outside(&predictor, &records);
+    if let Some(w) = predictor.outside_warning(&records, "predict: the model") {
+        eprintln!("{w}");
+    }
     let mut out = crate::io::create_output(args.output.as_deref())?;
-    let written = |e: std::io::Error| {
-        let to = args
-            .output
-            .as_deref()
-            .map_or("standard output".into(), |p| p.display().to_string());
-        anyhow::Error::new(e).context(format!("cannot write to {to}"))
-    };
+    let to = args
+        .output
+        .as_deref()
+        .map_or("standard output".into(), |p| p.display().to_string());
+    let written =
+        |e: std::io::Error| anyhow::Error::new(e).context(format!("cannot write to {to}"));
     let (mut valid, mut too_long, started) = (0usize, 0usize, Instant::now());
     // Records are answered a few at a time on all cores (one shared model; every answer is
     // independent of the others, so the output is the same with any number of threads) and
     // written in input order.
     let chunk = 2 * rayon::current_num_threads();
     for records in records.chunks(chunk) {
-        let answers: Vec<Result<Answer>> = records
+        let answers: Vec<_> = records
             .par_iter()
-            .map(|r| answer(&predictor, r, &options))
+            .map(|r| {
+                predictor
+                    .answer_record(r, &options)
+                    .with_context(|| format!("record {}", r.id))
+            })
             .collect();
         for answer in answers {
             let answer = answer?;
@@ -117,91 +119,4 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         records.len() as f64 / secs.max(1e-9)
     ));
     Ok(())
-}
-
-/// Warns, on stderr, when records lie outside the model's training distribution.
-fn warn_outside(predictor: &Predictor, records: &[Record]) {
-    let Some(d) = predictor.trained_on() else {
-        return;
-    };
-    let mut tally = OutsideTally::default();
-    for r in records {
-        tally.add(&d.outside(
-            &r.family,
-            r.instance.queue.len(),
-            r.objective,
-            r.variant,
-            &r.template,
-        ));
-    }
-    if let Some(w) = tally.warning("predict: the model", d) {
-        eprintln!("{w}");
-    }
-}
-
-/// How the answers are decoded, in the words `eval` reports.
-fn decoding(options: &DecodeOptions) -> String {
-    let how = if options.constrained {
-        "constrained"
-    } else {
-        "unconstrained"
-    };
-    match options.samples() {
-        0 => format!("{how} greedy"),
-        n => format!(
-            "{how} greedy; best-of: {how}, best of {n} samples at temperature {}{}",
-            options.temperature,
-            options
-                .top_k
-                .map(|k| format!(", top {k}"))
-                .unwrap_or_default()
-        ),
-    }
-}
-
-/// One record's output line and what it counts for.
-struct Answer {
-    line: serde_json::Value,
-    valid: bool,
-    too_long: bool,
-}
-
-fn answer(predictor: &Predictor, record: &Record, options: &DecodeOptions) -> Result<Answer> {
-    let template = record
-        .template()
-        .with_context(|| format!("record {}: unknown template {}", record.id, record.template))?;
-    let options = DecodeOptions {
-        variant: record.variant,
-        ..options.clone()
-    };
-    let p = match predictor.predict(&record.instance, record.objective, template, &options) {
-        Ok(p) => p,
-        Err(e @ FinetuneError::PromptTooLong { .. }) => {
-            let line = json!({"id": record.id, "output": "", "best_of": null, "tokens": 0,
-                              "time_ms": 0.0, "error": e.to_string()});
-            return Ok(Answer {
-                line,
-                valid: false,
-                too_long: true,
-            });
-        }
-        Err(e) => return Err(e).with_context(|| format!("record {}", record.id)),
-    };
-    let ids = prompt_ids(&record.instance, record.objective, record.variant, template);
-    let valid = parse_answer(&p.text, &ids, &record.instance, Mode::Strict).is_ok();
-    let mut line = json!({"id": record.id, "output": p.text, "best_of": p.best_of,
-                      "tokens": p.tokens, "time_ms": p.greedy_seconds * 1e3,
-                      "decoding": decoding(&options)});
-    if options.samples() > 0 {
-        line["samples"] = json!(options.samples());
-        line["best_of_time_ms"] = json!(p.samples_seconds * 1e3);
-    }
-    if let Some(free) = &p.unconstrained {
-        line["unconstrained"] = json!(free);
-    }
-    Ok(Answer {
-        line,
-        valid,
-        too_long: false,
-    })
 }

@@ -3,14 +3,15 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use rayon::prelude::*;
-use schedlm_model::{dispatch, Objectives, Problem, Schedule, Variant};
-use schedlm_solver::rules::{order, Rule, RuleContext};
+use schedlm_model::{Objectives, Problem, Schedule, Variant};
+use schedlm_solver::compare::schedule_with;
+use schedlm_solver::rules::{Rule, RuleContext};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 use crate::args::DispatcherArgs;
-use crate::io::{create_output, parse_instance, read_instance_lines, report_skipped, write_jsonl};
+use crate::io::{create_output, read_instance_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
 pub struct ScheduleArgs {
@@ -65,7 +66,7 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
         .par_iter()
         .enumerate()
         .map(|(k, line)| {
-            let (_, problem) = parse_instance(line)?;
+            let (_, problem) = line.instance()?;
             let ctx = RuleContext {
                 origin: args.origin,
                 seed: args.seed,
@@ -92,21 +93,6 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The schedule a rule gives under a dispatcher variant.
-pub fn schedule_with(
-    rule: Rule,
-    problem: &Problem,
-    variant: Variant,
-    ctx: &RuleContext,
-) -> Schedule {
-    let jobs = order(rule, problem, ctx);
-    // A rule returns a permutation of the queue, which is all `dispatch` checks.
-    match dispatch(problem, &jobs, variant) {
-        Ok(schedule) => schedule,
-        Err(e) => unreachable!("a rule returned a non-permutation: {e}"),
-    }
 }
 
 fn record(

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::args::{parse_duration, DispatcherArgs};
-use crate::io::{create_output, parse_instance, read_instance_lines, report_skipped, write_jsonl};
+use crate::io::{create_output, read_instance_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
 pub struct SolveArgs {
@@ -140,7 +140,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             .progress_with(bar)
             .map(|line| {
                 let began = if single { reading } else { Instant::now() };
-                let (_, problem) = parse_instance(line)?;
+                let (_, problem) = line.instance()?;
                 let solution =
                     portfolio::solve_since(&problem, &options, began).map_err(|e| e.to_string())?;
                 Ok(SolveRecord {

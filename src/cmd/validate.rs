@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
 
-use crate::io::{parse_instance, read_instance_lines, InstanceArgs};
+use crate::io::{read_instance_lines, InstanceArgs};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -19,7 +19,7 @@ pub fn run(args: &ValidateArgs) -> Result<()> {
     let lines = read_instance_lines(&args.file, args.instances)?;
     let mut invalid = 0;
     for line in &lines {
-        if let Err(reason) = parse_instance(line) {
+        if let Err(reason) = line.instance() {
             invalid += 1;
             eprintln!("{}:{}: {}", args.file.display(), line.number, reason);
         }

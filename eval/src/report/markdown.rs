@@ -467,6 +467,41 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     md
 }
 
+/// The policy table as plain text for a terminal: aligned columns, names and words
+/// (`policy`, `decoding`) left-aligned, numbers right-aligned.
+pub fn policy_table_text(s: &SnapshotSummary) -> String {
+    let (header, rows) = policy_rows(s);
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let left: Vec<bool> = (header.iter().enumerate())
+        .map(|(i, h)| i == 0 || h == "policy" || h == "decoding")
+        .collect();
+    let line = |cells: &[String]| {
+        let cells = cells
+            .iter()
+            .zip(&widths)
+            .zip(&left)
+            .map(|((c, &w), &left)| {
+                if left {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            });
+        cells.collect::<Vec<_>>().join("  ")
+    };
+    let mut text = line(&header);
+    for row in &rows {
+        text.push('\n');
+        text.push_str(&line(row));
+    }
+    text
+}
+
 /// The header and rows of the policy table (shared with the HTML report).
 pub fn policy_rows(s: &SnapshotSummary) -> (Vec<String>, Vec<Vec<String>>) {
     let header = [

@@ -545,6 +545,24 @@ pub fn evaluate(trace: &Trace, split: Split) -> Result<Vec<Score>, EstimateError
     evaluate_with(trace, &completions(trace, None), split)
 }
 
+/// Scores as a fixed-width table, one row per estimator.
+pub fn score_table(scores: &[Score]) -> String {
+    let mut out = format!(
+        "{:<10} {:>8} {:>10} {:>12} {:>8} {:>10}\n",
+        "estimator", "jobs", "MAPE %", "median APE %", "under %", "accuracy"
+    );
+    for s in scores {
+        let (mape, median, under) = (100.0 * s.mape, 100.0 * s.median_ape, 100.0 * s.under);
+        out += &format!(
+            "{:<10} {:>8} {mape:>10.1} {median:>12.1} {under:>8.1} {:>10.3}\n",
+            s.estimator.name(),
+            s.jobs,
+            s.accuracy
+        );
+    }
+    out
+}
+
 /// Scores every estimator on `trace` after `split`: all jobs are replayed online (the ones
 /// before the split are history), the ones from the split on are scored.
 pub fn evaluate_with(
