@@ -190,10 +190,11 @@ struct Chunk {
 /// The progress callback: called with the number of items just finished.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// How many items the source holds (a pass over the file for `Source::File`).
+/// How many items the source holds (a pass over the file for `Source::File`); a source without
+/// any is an error ([`BuildError::Args`]), before anything is written.
 pub fn source_len(source: &Source) -> Result<u64, BuildError> {
-    match source {
-        Source::Generate { count, .. } => Ok(*count),
+    let n = match source {
+        Source::Generate { count, .. } => *count,
         Source::File { path, .. } => {
             let mut n = 0;
             for line in text_lines(open(path)?) {
@@ -201,9 +202,18 @@ pub fn source_len(source: &Source) -> Result<u64, BuildError> {
                     n += 1;
                 }
             }
-            Ok(n)
+            n
         }
+    };
+    if n == 0 {
+        let what = match source {
+            Source::File { path, .. } => format!("{} is empty", path.display()),
+            Source::Generate { .. } => "--count is 0".to_string(),
+        };
+        let why = format!("no instance to build from: {what}; nothing was written");
+        return Err(BuildError::Args(why));
     }
+    Ok(n)
 }
 
 /// Builds (or resumes, or finds complete) the dataset of `args` and `shard` in `dir`.

@@ -98,6 +98,22 @@ pub enum Source {
     },
 }
 
+impl Source {
+    /// The instances of the file at `path`, recorded as family `label` (by default the file's
+    /// stem), unknown instance fields treated by `unknown_fields`.
+    pub fn file(path: &Path, label: Option<String>, unknown_fields: UnknownFields) -> Source {
+        let stem = || {
+            path.file_stem()
+                .map_or("file".into(), |s| s.to_string_lossy().into_owned())
+        };
+        Source::File {
+            path: path.to_path_buf(),
+            label: label.unwrap_or_else(stem),
+            unknown_fields,
+        }
+    }
+}
+
 /// Every argument that decides the output bytes. A resumed build must repeat them exactly;
 /// they are stored in the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -35,6 +35,20 @@ pub struct Dataset {
     pub variant: Variant,
 }
 
+impl Dataset {
+    /// Keeps the first `n` records (`--limit`); true when that left some out. 0 is refused.
+    pub fn keep_first(&mut self, n: usize) -> Result<bool, EvalError> {
+        if n == 0 {
+            return Err(EvalError::Input(
+                "--limit 0 leaves no record to evaluate".into(),
+            ));
+        }
+        let cut = n < self.records.len();
+        self.records.truncate(n);
+        Ok(cut)
+    }
+}
+
 /// Loads a dataset file for evaluation (records read by [`schedlm_dataset::read_records`]).
 /// Blank lines are skipped; any other line must be a valid record with a
 /// valid instance and a consistent label ([`Record::check_label`]: its order scores its

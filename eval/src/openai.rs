@@ -24,24 +24,39 @@ use serde_json::{json, Value};
 
 use crate::text_policy::{shorten, Ask, Reply, TextModel};
 
-/// Limits of the client.
-#[derive(Debug, Clone, PartialEq)]
+/// Limits of the client; the flags of `openai:` policies in `schedlm eval`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ClientOptions {
-    /// Timeout of one request (connect, send and read together).
+    /// Timeout of one request to an `openai:` endpoint (connect, send and read together).
+    #[arg(long = "request-timeout", value_name = "DURATION", default_value = "300s",
+          value_parser = schedlm_model::units::parse_duration)]
     pub timeout: Duration,
-    /// Retries after the first attempt.
+    /// Retries of a failed request (no connection, timeout, HTTP 408, 429 or 5xx, malformed
+    /// response), with exponential backoff from 1 s, waiting at least what the server's
+    /// `Retry-After` asks (at most 5 min). Other HTTP errors (401, 404, ...) are not retried.
+    #[arg(long, default_value_t = 2)]
     pub retries: u32,
-    /// Wait before the first retry; doubled at each further retry.
+    /// Wait before the first retry of a request; doubled at each further retry.
+    #[arg(long, value_name = "DURATION", default_value = "1s",
+          value_parser = schedlm_model::units::parse_duration)]
     pub backoff: Duration,
-    /// Environment variable holding the API key (unset or empty: no key is sent).
+    /// Environment variable holding the API key of `openai:` endpoints (sent as a bearer token
+    /// when set; unset or empty: no key is sent).
+    #[arg(long, default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
-    /// `max_tokens` of each request; `None`: [`auto_max_tokens`] of the queue length.
+    /// `max_tokens` of each request [default: 64 + 8 per queued job, enough for an order of
+    /// job ids]. Answers cut off at the limit (`finish_reason: length`) are counted in the
+    /// report; raise it for models that reason before answering.
+    #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
     /// Sampling temperature (0: the most likely answer, what an evaluation wants; above 0 for
-    /// answers that are to vary, as the votes of `extract --llm-samples`).
+    /// answers that are to vary, as the votes of `extract --llm-samples`). Not a flag.
+    #[arg(skip = 0.0)]
     pub temperature: f64,
-    /// Send the API key over plain `http://` to a host that is not this machine (refused
-    /// otherwise: anyone on the path can read it).
+    /// Send the API key to an `openai:` endpoint over plain `http://` on another machine.
+    /// Refused without it: anyone on the network path can read a key sent that way (https and
+    /// servers on this machine need no flag).
+    #[arg(long)]
     pub allow_http_key: bool,
 }
 

@@ -44,6 +44,11 @@ pub enum EvalPolicy {
 }
 
 impl EvalPolicy {
+    /// Whether the policy answers in text (a model or an endpoint), whose answers are logged.
+    pub fn answers_in_text(&self) -> bool {
+        matches!(self, EvalPolicy::Model(_) | EvalPolicy::OpenAi { .. })
+    }
+
     /// The name used in reports: the spec as written.
     pub fn name(&self) -> String {
         match self {

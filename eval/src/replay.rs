@@ -18,11 +18,78 @@ use schedlm_generator::trace::estimate::{completions, predict_online, Estimator,
 use schedlm_generator::trace::swf::{
     cluster, read_swf_with_waits, ClusterShape, SwfOptions, Trace,
 };
-use schedlm_model::sim::Simulation;
+use schedlm_model::sim::{Simulation, StartRule};
 use schedlm_model::{Server, Time};
 use serde::{Deserialize, Serialize};
 
 use crate::error::EvalError;
+
+/// How a trace is replayed: the flags shared by `schedlm replay` and `schedlm eval --trace`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TraceReplayArgs {
+    /// How jobs are started from the ordered queue: `strict` (in order, no overtaking),
+    /// `easy` (backfilling behind the first job's reservation), `conservative` (every waiting
+    /// job holds a reservation).
+    #[arg(long, value_enum, default_value_t = StartRule::Easy, requires = "trace")]
+    pub start_rule: StartRule,
+
+    /// A window START:COUNT (COUNT jobs from index START of the cleaned trace, in submit
+    /// order, 0-based); repeat for several. Without windows the whole trace is one window.
+    #[arg(
+        long = "window",
+        value_name = "START:COUNT",
+        conflicts_with = "windows",
+        requires = "trace"
+    )]
+    pub window: Vec<Span>,
+
+    /// N random windows of LEN jobs (NxLEN, e.g. 10x1024), starts drawn uniformly from
+    /// 0..=jobs-LEN with ChaCha8 seeded by --seed.
+    #[arg(long, value_name = "NxLEN", requires = "trace")]
+    pub windows: Option<RandomWindows>,
+
+    /// Machine layout: `pool` (one server with MaxProcs cores) or `nodes:N:K` (N servers of K
+    /// cores; a job runs on one server).
+    #[arg(
+        long,
+        value_name = "pool|nodes:N:K",
+        default_value = "pool",
+        requires = "trace"
+    )]
+    pub cluster: Cluster,
+
+    /// Skip and count malformed trace lines instead of stopping at the first one.
+    #[arg(long, requires = "trace")]
+    pub skip_bad_lines: bool,
+
+    /// Plan with a run-time estimate instead of the requested walltime (reservations,
+    /// backfill tests and rule scores; jobs are still killed at their walltime). `user`,
+    /// `last2`, `model`, `similar`: predicted at each job's submission from the jobs completed before
+    /// it on the trace's own timeline (submit + wait + run), over the whole trace; `oracle`:
+    /// the true run time. See docs/validation.md.
+    #[arg(long, value_enum, requires = "trace")]
+    pub estimate: Option<PlanEstimate>,
+}
+
+impl TraceReplayArgs {
+    /// How the trace is read and laid out ([`TraceOptions`]).
+    pub fn options(&self) -> TraceOptions {
+        TraceOptions {
+            skip_bad_lines: self.skip_bad_lines,
+            cluster: self.cluster,
+            estimate: self.estimate,
+        }
+    }
+
+    /// The windows asked for.
+    pub fn windows(&self) -> WindowChoice {
+        match (self.windows, self.window.is_empty()) {
+            (Some(random), _) => WindowChoice::Random(random),
+            (None, true) => WindowChoice::Whole,
+            (None, false) => WindowChoice::Spans(self.window.clone()),
+        }
+    }
+}
 
 /// How a trace is read and laid out, and what the replay plans with.
 #[derive(Debug, Clone, Default, PartialEq)]

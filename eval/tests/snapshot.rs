@@ -8,7 +8,7 @@ use std::path::Path;
 
 use schedlm_eval::data::load_dataset;
 use schedlm_eval::policy::parse_list;
-use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
+use schedlm_eval::report::{snapshot_summary, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
 use schedlm_generator::Family;
 use schedlm_model::{dispatch, repair, Problem};
@@ -68,8 +68,7 @@ fn run(dir: &Path, threads: usize) -> (Value, Vec<Cells>) {
     let eval = pool.install(|| evaluate(&data, &specs, &options)).unwrap();
     let summary = snapshot_summary(&data_path, &data, &eval, &options);
     let out = dir.join(format!("out{threads}"));
-    write_snapshot_report(&out, &summary, &eval.rows).unwrap();
-    write_baselines(&out, &eval.rules).unwrap();
+    write_snapshot_report(&out, &summary, &eval).unwrap();
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     (json, read_csv(&out.join("instances.csv")))

@@ -577,6 +577,21 @@ pub fn can_resume(dir: &Path) -> bool {
     dir.join(RL_STATE_FILE).is_file() && dir.join(STATE_FILE).is_file()
 }
 
+/// The questions of the records file at `path`, one per instance: only the first step of a
+/// step record's instance is kept as the file is read (a step file holds about 17 records per
+/// instance).
+pub fn read_questions(path: &Path) -> Result<Vec<Question>> {
+    let bad = |e: schedlm_dataset::BuildError| FinetuneError::Records(e.to_string());
+    let mut firsts = Vec::new();
+    for item in schedlm_dataset::read_records(path).map_err(bad)? {
+        let (_, record) = item.map_err(bad)?;
+        if record.is_first_step() {
+            firsts.push(record);
+        }
+    }
+    questions(firsts)
+}
+
 /// The questions of a records file: one per instance (the first step of step records).
 pub fn questions(records: Vec<Record>) -> Result<Vec<Question>> {
     records

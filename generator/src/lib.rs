@@ -174,29 +174,39 @@ pub struct Config {
 /// headroom measured with it. Extra random draws happen only when a setting is on, so the
 /// instances of a configuration without them are unchanged.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Hard {
-    /// `hpc`: the partition's walltime limit in seconds (a short or debug partition): jobs,
-    /// queued and running, whose request would exceed it are drawn again. At least 300 s (the
-    /// smallest walltime step).
+    /// hpc: the partition's walltime limit (a short or debug partition), e.g. 1h: jobs, queued
+    /// and running, whose request would exceed it are drawn again. At least 5m (the smallest
+    /// walltime step). One of the settings that give headroom over the rules
+    /// (docs/generator.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION",
+        value_parser = schedlm_model::units::parse_seconds))]
     pub max_walltime: Option<i64>,
-    /// Every family: the queue arrived within this many seconds before `now` (a burst of
-    /// submissions: a job array, a sweep, a deadline). The family's arrival times are scaled
-    /// down so that the oldest job waited this long; their order is kept.
+    /// Every family: the queue arrived in a burst within this span before `now` (a job array,
+    /// a sweep, a deadline), e.g. 10m: the family's arrival times are scaled down to it, in the
+    /// same order. 0 puts every submission at `now`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION",
+        value_parser = schedlm_model::units::parse_seconds_or_zero))]
     pub queue_span: Option<i64>,
-    /// `hpc` and `dl`: the share of jobs that are wide: half a node or more (`hpc`: 16 to 32
-    /// cores) or 4 to 8 GPUs (`dl`, at least the model's minimum), in [0, 1].
+    /// hpc and dl: the share of wide jobs, e.g. 0.3 or 30%: 16 to 32 cores (half a node or
+    /// more) on hpc, 4 or 8 GPUs on dl (GPU fragmentation, at least the model's minimum).
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SHARE", default_value_t = 0.0,
+        hide_default_value = true, value_parser = schedlm_model::units::parse_share))]
     pub wide: f64,
-    /// `hpc`: the share of jobs that are memory-bound: 1 to 4 cores with half to all of the
-    /// largest node's memory, in [0, 1].
+    /// hpc: the share of memory-bound jobs: 1 to 4 cores with half to all of the largest
+    /// node's memory, e.g. 0.3 or 30%.
     #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SHARE", default_value_t = 0.0,
+        hide_default_value = true, value_parser = schedlm_model::units::parse_share))]
     pub mem_bound: f64,
-    /// `hpc` and `dl`: heterogeneous servers, node types in turn (`hpc`: 32 cores/128 GiB,
-    /// 64/256, 32/512 (large memory), 16/64; `dl`: 8 GPUs/64 cores/512 GiB, 4/32/256) instead
-    /// of identical nodes.
+    /// hpc and dl: heterogeneous servers, node types in turn (hpc: 32 cores/128 GiB, 64/256,
+    /// 32/512, 16/64; dl: 8 GPUs/64 cores/512 GiB and 4/32/256) instead of identical nodes.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub mixed_nodes: bool,
 }
 
@@ -275,19 +285,50 @@ impl Hard {
 }
 
 /// The options that shape a generated set beyond its family, queue lengths and seed, as
-/// `schedlm generate` and the Python package take them; `None` leaves the family default.
+/// `schedlm generate`, `dataset build` and the Python package take them; `None` leaves the
+/// family default. With the `clap` feature they are the commands' flags.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Shape {
-    /// Server count.
+    /// Number of servers [default: the family's: uniform 2-4, hpc 8, dl 4, mixed 4].
+    #[cfg_attr(feature = "clap", arg(long))]
     pub servers: Option<usize>,
-    /// Running jobs at `now` (wins over `load`).
+    /// Number of running jobs at `now` [default: the family's]. Conflicts with --load.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "load"))]
     pub running: Option<usize>,
-    /// Running load at `now` as a fraction of the capacity.
+    /// Fraction of the first resource (hpc: cores, dl: GPUs) kept busy by running jobs at
+    /// `now`, in [0, 1) [default: the family's]. Conflicts with --running.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub load: Option<f64>,
-    /// Dependency probability ([`Config::dep_prob`]; 0 when absent).
+    /// Probability in [0, 1] that a queued job depends on an earlier queued or a running job
+    /// [default: 0].
+    #[cfg_attr(feature = "clap", arg(long))]
     pub deps: Option<f64>,
     /// The settings that give headroom.
+    #[cfg_attr(feature = "clap", command(flatten))]
     pub hard: Hard,
+}
+
+impl Shape {
+    /// The flags given that shape a sampled cluster: they mean nothing when the snapshots
+    /// come from elsewhere (a trace, a file, job directories).
+    pub fn options_given(&self) -> Vec<&'static str> {
+        let h = &self.hard;
+        [
+            ("--servers", self.servers.is_some()),
+            ("--running", self.running.is_some()),
+            ("--load", self.load.is_some()),
+            ("--deps", self.deps.is_some()),
+            ("--max-walltime", h.max_walltime.is_some()),
+            ("--queue-span", h.queue_span.is_some()),
+            ("--wide", h.wide != 0.0),
+            ("--mem-bound", h.mem_bound != 0.0),
+            ("--mixed-nodes", h.mixed_nodes),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
 }
 
 impl Config {

@@ -688,6 +688,99 @@ pub fn optimum_of(table: &[(String, i64)], name: &str) -> Option<i64> {
         .map(|&(_, v)| v)
 }
 
+/// Why PSPLIB files could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A directory could not be listed, or a file read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A file is not a PSPLIB instance this importer reads.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong, with its line.
+        source: PsplibError,
+    },
+    /// No `.sm` file was named or found.
+    #[error(transparent)]
+    Empty(#[from] schedlm_model::input::InputError),
+}
+
+/// The instances of the `.sm` files named in `inputs`, each directory replaced by its `.sm`
+/// files in natural order (`j301_2` before `j301_10`).
+pub fn import_files(inputs: &[std::path::PathBuf]) -> Result<Vec<Instance>, ImportError> {
+    let files = expand(inputs, "sm")?;
+    if files.is_empty() {
+        let first = inputs.first().cloned().unwrap_or_default();
+        return Err(schedlm_model::input::empty_input(&first, "PSPLIB file (.sm)").into());
+    }
+    let read = |path: &std::path::PathBuf| {
+        let text =
+            schedlm_model::lines::read_bounded(path).map_err(|source| ImportError::Read {
+                path: path.clone(),
+                source,
+            })?;
+        parse_sm(&text).map_err(|source| ImportError::Parse {
+            path: path.clone(),
+            source,
+        })
+    };
+    files.iter().map(read).collect()
+}
+
+/// The files named, with each directory replaced by its files of this extension, by name.
+fn expand(
+    inputs: &[std::path::PathBuf],
+    extension: &str,
+) -> Result<Vec<std::path::PathBuf>, ImportError> {
+    let mut files = Vec::new();
+    for input in inputs.iter() {
+        if !input.is_dir() {
+            files.push(input.clone());
+            continue;
+        }
+        let listing = std::fs::read_dir(input).map_err(|source| ImportError::Read {
+            path: input.clone(),
+            source,
+        })?;
+        let mut found: Vec<std::path::PathBuf> = (listing.filter_map(|e| e.ok().map(|e| e.path())))
+            .filter(|p| p.extension().is_some_and(|e| e == extension))
+            .collect();
+        found.sort_by_key(|a| natural_key(a));
+        files.extend(found);
+    }
+    Ok(files)
+}
+
+/// Sorts `j301_2` before `j301_10`: digit runs compare as numbers.
+fn natural_key(path: &std::path::Path) -> Vec<(u64, String)> {
+    let name = (path.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_default();
+    let mut key = Vec::new();
+    let mut rest = name.as_str();
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits > 0 {
+            key.push((rest[..digits].parse().unwrap_or(u64::MAX), String::new()));
+            rest = &rest[digits..];
+        } else {
+            let text = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            key.push((0, rest[..text].to_string()));
+            rest = &rest[text..];
+        }
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

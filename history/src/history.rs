@@ -64,6 +64,31 @@ pub enum MatchBy {
     Text,
 }
 
+impl FromStr for MatchBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MatchBy, String> {
+        match s {
+            "meta" => Ok(MatchBy::Meta),
+            "text" => Ok(MatchBy::Text),
+            _ => Err(format!("expected meta or text, got {s:?}")),
+        }
+    }
+}
+
+/// Parses an instant: Unix seconds, or a UTC time `YYYY-MM-DDTHH:MM:SS` (sacct's format; a
+/// space also separates date and time).
+pub fn parse_instant(s: &str) -> Result<i64, String> {
+    if let Ok(seconds) = s.parse::<i64>() {
+        return Ok(seconds);
+    }
+    let time = humantime::parse_rfc3339_weak(s).map_err(|e| {
+        format!("`{s}` is neither Unix seconds nor a time as 2026-11-28T02:36:16 ({e})")
+    })?;
+    let since = (time.duration_since(std::time::UNIX_EPOCH))
+        .map_err(|_| format!("`{s}` is before 1970"))?;
+    i64::try_from(since.as_secs()).map_err(|_| format!("`{s}` is too far in the future"))
+}
+
 /// How a past job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -206,6 +206,31 @@ impl Cache {
 }
 
 impl Extraction {
+    /// What extraction did, in one line: facts, files read, scripts and configs parsed or
+    /// reused from the cache.
+    pub fn summary(&self, with_command: bool) -> String {
+        format!(
+            "{} fact(s) from {} file(s){}; {} script(s)/config(s) parsed, {} reused from the cache",
+            self.facts.iter().count(),
+            self.read.len(),
+            if with_command { " and the command" } else { "" },
+            self.parsed,
+            self.reused,
+        )
+    }
+
+    /// Why nothing was read from `dir` (as shown), when no file was and no command was given.
+    pub fn nothing_read(&self, dir: &str) -> String {
+        let skipped = match self.skipped.len() + self.skipped_more {
+            0 => String::new(),
+            n => format!("; {n} file(s) skipped, listed above"),
+        };
+        format!(
+            "nothing readable in {dir}: no job script, configuration or Python file was read \
+             (and no --cmd or --log given){skipped}"
+        )
+    }
+
     /// The files skipped, for the user: names escaped (a newline or an ESC in a name shows as
     /// `\n`, `\u{1b}`), reasons as the extractor cut and escaped them; past the listed ones, a
     /// count; then the entries not looked at. `dir` is the directory as shown.

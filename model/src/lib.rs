@@ -40,6 +40,7 @@ pub mod progress;
 pub mod quantile;
 pub mod sim;
 pub mod skips;
+pub mod units;
 pub mod validate;
 
 pub use dispatch::{dispatch, Dispatcher, Placement, Schedule, Variant};

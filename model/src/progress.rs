@@ -6,6 +6,47 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// `-q/--quiet` and `--progress` of every command that can take more than a few seconds: the
+/// one place that decides whether progress (bars, progress lines, summaries) goes to standard
+/// error. Warnings and errors always do.
+#[derive(Debug, Clone, Copy, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct ProgressArgs {
+    /// Print nothing on standard error but warnings and errors (no progress bar, no summary).
+    #[cfg_attr(feature = "clap", arg(short = 'q', long))]
+    pub quiet: bool,
+    /// Show progress even when standard error is not a terminal (a log file, CI): the bar is
+    /// then written as one line per update, at most one a second.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with = "quiet"))]
+    pub progress: bool,
+}
+
+impl ProgressArgs {
+    /// Whether progress is shown: not `--quiet`, and `--progress` or a terminal.
+    pub fn shown(&self) -> bool {
+        !self.quiet && (self.progress || io::stderr().is_terminal())
+    }
+
+    /// A progress bar of `len` steps with `template` (indicatif's syntax): hidden unless
+    /// [`ProgressArgs::shown`]; drawn in place on a terminal, as lines otherwise
+    /// ([`draw_target`]).
+    pub fn bar(&self, len: u64, template: &str) -> indicatif::ProgressBar {
+        if !self.shown() {
+            return indicatif::ProgressBar::hidden();
+        }
+        let style = indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        indicatif::ProgressBar::with_draw_target(Some(len), draw_target()).with_style(style)
+    }
+
+    /// `eprintln!` of a progress message or summary, unless `--quiet`.
+    pub fn say(&self, message: std::fmt::Arguments<'_>) {
+        if !self.quiet {
+            eprintln!("{message}");
+        }
+    }
+}
+
 /// Shortest time between two progress lines written to a non-terminal.
 pub const LINE_INTERVAL: Duration = Duration::from_secs(1);
 

@@ -1,4 +1,5 @@
-//! Every priority rule against the proven optimum on the same snapshots: the comparison table
+//! A rule's schedule ([`schedule_with`], and as `schedlm schedule` writes it,
+//! [`ScheduleRecord`]), and every priority rule against the proven optimum on the same snapshots: the comparison table
 //! `schedlm pipeline` prints for each family. Each row is a rule's mean objectives, its mean
 //! bsld gap to the optimum's lower bound (SPEC section 4) and how often it is the best rule;
 //! then the best rule per instance (`brpi`, the headroom a model can win) and the optimum.
@@ -24,6 +25,84 @@ pub fn schedule_with(
         Ok(schedule) => schedule,
         Err(e) => unreachable!("a rule returned a non-permutation: {e}"),
     }
+}
+
+/// A rule's schedule of one instance as `schedlm schedule` writes it: the input's line, the
+/// rule and dispatcher, the queued ids in dispatch order, each job's start, end and server
+/// (id -> value) and the objectives.
+#[derive(Debug, serde::Serialize)]
+pub struct ScheduleRecord {
+    /// The input's line.
+    pub line: usize,
+    /// The rule.
+    pub policy: &'static str,
+    /// The dispatcher variant.
+    pub variant: &'static str,
+    /// Queued job ids in dispatch order.
+    pub order: Vec<String>,
+    /// Job id -> start.
+    pub starts: serde_json::Map<String, serde_json::Value>,
+    /// Job id -> end.
+    pub ends: serde_json::Map<String, serde_json::Value>,
+    /// Job id -> server id.
+    pub servers: serde_json::Map<String, serde_json::Value>,
+    /// The schedule's objectives.
+    pub objectives: Objectives,
+}
+
+impl ScheduleRecord {
+    /// The schedule `rule` gives `problem` (read from input line `line`) under `variant`.
+    pub fn new(
+        line: usize,
+        rule: Rule,
+        variant: Variant,
+        problem: &Problem,
+        ctx: &RuleContext,
+    ) -> Self {
+        let schedule = schedule_with(rule, problem, variant, ctx);
+        let id = |j: usize| problem.job_id(j).to_string();
+        let per_job = |f: &dyn Fn(usize) -> serde_json::Value| {
+            (0..problem.jobs()).map(|j| (id(j), f(j))).collect()
+        };
+        ScheduleRecord {
+            line,
+            policy: rule.name(),
+            variant: variant.name(),
+            order: schedule.order.iter().map(|&j| id(j)).collect(),
+            starts: per_job(&|j| schedule.start[j].into()),
+            ends: per_job(&|j| schedule.end(problem, j).into()),
+            servers: per_job(&|j| problem.server_id(schedule.server[j]).into()),
+            objectives: Objectives::of(problem, &schedule.start),
+        }
+    }
+}
+
+/// Schedules every instance line of a file with `rule` under `variant` (line k with stream k
+/// of `seed`, F1's origin `origin`), in parallel; a line that is not a valid instance gives its
+/// reason.
+pub fn schedule_lines(
+    lines: &[schedlm_model::input::Line],
+    rule: Rule,
+    variant: Variant,
+    seed: u64,
+    origin: i64,
+) -> Vec<Result<ScheduleRecord, String>> {
+    let one = |(k, line): (usize, &schedlm_model::input::Line)| {
+        let (_, problem) = line.instance()?;
+        let ctx = RuleContext {
+            origin,
+            seed,
+            stream: k as u64,
+        };
+        Ok(ScheduleRecord::new(
+            line.number,
+            rule,
+            variant,
+            &problem,
+            &ctx,
+        ))
+    };
+    lines.par_iter().enumerate().map(one).collect()
 }
 
 /// One snapshot: the objectives of each rule of [`Rule::ALL`] (serial dispatcher), and the

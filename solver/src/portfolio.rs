@@ -19,6 +19,8 @@
 
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
+
 use schedlm_model::{Objective, Problem, Variant};
 
 use crate::bnb::{self, BnbOptions};
@@ -172,6 +174,54 @@ pub struct Solution {
     pub elapsed: Duration,
     /// Each classic rule's objective value.
     pub baselines: Vec<(Rule, f64)>,
+}
+
+/// One line of `schedlm solve` output: the input's line, then the solution.
+#[derive(Debug, serde::Serialize)]
+pub struct SolveRecord {
+    /// The input's line.
+    pub line: usize,
+    /// The solution.
+    #[serde(flatten)]
+    pub output: SolveOutput,
+}
+
+/// Solves every instance line of a file with `options` on the current rayon pool, calling
+/// `done` after each; a line that is not a valid instance, or that the solver refuses, gives
+/// its reason. A single line gets every thread of the pool, and its time limit counts from
+/// `read` (reading a huge queue is part of what the user waits for); other lines' from their
+/// own start.
+pub fn solve_lines(
+    lines: &[schedlm_model::input::Line],
+    options: &SolveOptions,
+    read: Instant,
+    done: &(dyn Fn() + Sync),
+) -> Vec<Result<SolveRecord, String>> {
+    let single = lines.len() == 1;
+    let options = SolveOptions {
+        threads: if single {
+            rayon::current_num_threads()
+        } else {
+            options.threads
+        },
+        ..options.clone()
+    };
+    let one = |line: &schedlm_model::input::Line| {
+        let began = if single { read } else { Instant::now() };
+        let (_, problem) = line.instance()?;
+        let solution = solve_since(&problem, &options, began).map_err(|e| e.to_string())?;
+        let output = SolveOutput::new(&options, &problem, &solution);
+        Ok(SolveRecord {
+            line: line.number,
+            output,
+        })
+    };
+    let each = |line| {
+        let record = one(line);
+        done();
+        record
+    };
+    lines.par_iter().map(each).collect()
 }
 
 /// A solution as `schedlm solve` writes it (one JSON object per instance, after the input's

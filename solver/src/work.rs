@@ -100,6 +100,45 @@ impl Allowance {
     }
 }
 
+/// `--work-limit`: units of counted search work, or none (the clock alone decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkLimit(pub Option<u64>);
+
+impl std::fmt::Display for WorkLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => f.write_str("none"),
+            Some(w) if w % 1_000_000 == 0 => write!(f, "{}M", w / 1_000_000),
+            Some(w) if w % 1_000 == 0 => write!(f, "{}k", w / 1_000),
+            Some(w) => write!(f, "{w}"),
+        }
+    }
+}
+
+impl WorkLimit {
+    /// The time limit of a solve under this work limit: the one given; without one, 10 s
+    /// unless a work limit is set (then the work decides, the same on every machine).
+    pub fn time_limit(
+        work: Option<WorkLimit>,
+        time: Option<std::time::Duration>,
+    ) -> Option<std::time::Duration> {
+        match (time, work) {
+            (Some(t), _) => Some(t),
+            (None, Some(WorkLimit(Some(_)))) => None,
+            (None, _) => Some(std::time::Duration::from_secs(10)),
+        }
+    }
+}
+
+/// Parses `--work-limit`: [`parse_work`], or `none` (the clock alone decides; give a time
+/// limit then).
+pub fn parse_work_limit(s: &str) -> Result<WorkLimit, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(WorkLimit(None));
+    }
+    parse_work(s).map(|w| WorkLimit(Some(w)))
+}
+
 /// Parses a work limit as written on the command line: a whole number with an optional `k`,
 /// `M` or `G` suffix (thousands, millions, billions), e.g. `5M` or `2500000`.
 pub fn parse_work(text: &str) -> Result<u64, String> {

@@ -1,6 +1,6 @@
 //! `schedlm dataset build | merge | stats`: fine-tuning records from solved snapshots.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -249,7 +249,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     }
     let source = match &a.from {
         Some(path) => {
-            let mut given = a.shape.cluster_options_given();
+            let mut given = a.shape.cluster.options_given();
             if a.shape.queue.is_some() {
                 given.insert(0, "--queue");
             }
@@ -267,11 +267,7 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
             if a.instances.allow_unknown_fields {
                 crate::io::warn_unknown_fields_in(path)?;
             }
-            Source::File {
-                path: path.clone(),
-                label: a.label.clone().unwrap_or_else(|| stem(path)),
-                unknown_fields: a.instances.unknown(),
-            }
+            Source::file(path, a.label.clone(), a.instances.unknown())
         }
         None => {
             let families = if a.family.is_empty() {
@@ -313,22 +309,10 @@ pub fn build_args(a: &BuildCmd) -> Result<BuildArgs> {
     Ok(args)
 }
 
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(|| "file".to_string(), |s| s.to_string_lossy().into_owned())
-}
-
 fn run_build(a: &BuildCmd) -> Result<()> {
     let args = build_args(a)?;
     let shard = a.shard.unwrap_or_default();
     let total = build::source_len(&args.source)?;
-    if total == 0 {
-        let what = match &args.source {
-            Source::File { path, .. } => format!("{} is empty", path.display()),
-            Source::Generate { .. } => "--count is 0".to_string(),
-        };
-        bail!("no instance to build from: {what}; nothing was written");
-    }
     let bar = a.progress.bar(
         total,
         "{bar:40} {pos}/{len} snapshots, {per_sec}, elapsed {elapsed}, ETA {eta}",

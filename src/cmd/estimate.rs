@@ -4,20 +4,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use schedlm_generator::trace::estimate::{
-    completions, evaluate_transfer, evaluate_with, score_table, Split,
+    evaluate_transfer, evaluate_with, score_table, Split, Timeline,
 };
 use schedlm_generator::trace::swf::{read_swf_with_waits, SwfOptions, Trace};
-
-/// Which completion times the online replay of the estimators uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Timeline {
-    /// submit + wait (SWF field 3; 0 where missing) + run time: when the job really ended.
-    Trace,
-    /// submit + run time, as if no job had waited (completions known earlier than they were).
-    NoWait,
-}
 
 /// Score the run-time estimators (user walltime, last-2 of the user, regression model) on
 /// SWF traces, online and causally: each job is predicted at its submission from the jobs
@@ -77,7 +68,7 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
                 trace.jobs.len(),
                 trace.jobs.len(),
                 args.split,
-                timeline_name(args.timeline)
+                args.timeline.describe()
             );
             (title, scores)
         }
@@ -89,7 +80,7 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
                 "{} scored after {} as history, timeline {}",
                 test.display(),
                 train.display(),
-                timeline_name(args.timeline)
+                args.timeline.describe()
             );
             (title, scores)
         }
@@ -106,13 +97,6 @@ pub fn run(args: &EstimateArgs) -> Result<()> {
     Ok(())
 }
 
-fn timeline_name(t: Timeline) -> &'static str {
-    match t {
-        Timeline::Trace => "trace (submit + wait + run)",
-        Timeline::NoWait => "no-wait (submit + run)",
-    }
-}
-
 /// Reads a trace, reports its cleaning on stderr, and returns it with its completion times.
 fn load(path: &Path, options: &SwfOptions, args: &EstimateArgs) -> Result<(Trace, Vec<i64>)> {
     let start = Instant::now();
@@ -123,9 +107,6 @@ fn load(path: &Path, options: &SwfOptions, args: &EstimateArgs) -> Result<(Trace
         start.elapsed(),
         trace.report
     ));
-    let ends = match args.timeline {
-        Timeline::Trace => completions(&trace, Some(&waits)),
-        Timeline::NoWait => completions(&trace, None),
-    };
+    let ends = args.timeline.completions(&trace, &waits);
     Ok((trace, ends))
 }

@@ -13,11 +13,11 @@ use schedlm_eval::data::load_dataset;
 use schedlm_eval::online::{evaluate_online, LookaheadOptions, OnlineOptions};
 use schedlm_eval::openai::ClientOptions;
 use schedlm_eval::policy::parse_list;
-use schedlm_eval::report::markdown::{headline, policy_table_text};
+use schedlm_eval::report::markdown::terminal_text;
 use schedlm_eval::report::online::{
     headline as online_headline, online_summary, write_online_report,
 };
-use schedlm_eval::report::{snapshot_summary, write_baselines, write_snapshot_report};
+use schedlm_eval::report::{snapshot_summary, write_snapshot_report};
 use schedlm_eval::snapshot::{evaluate, SnapshotOptions};
 use schedlm_eval::text_policy::ModelLoader;
 use schedlm_eval::verdict::VerdictRule;
@@ -103,36 +103,9 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
 
-    /// Timeout of one request to an `openai:` endpoint (connect, send and read together).
-    #[arg(long, default_value = "300s", value_parser = parse_duration)]
-    pub request_timeout: Duration,
-
-    /// Retries of a failed request (no connection, timeout, HTTP 408, 429 or 5xx, malformed
-    /// response), with exponential backoff from 1 s, waiting at least what the server's
-    /// `Retry-After` asks (at most 5 min). Other HTTP errors (401, 404, ...) are not retried.
-    #[arg(long, default_value_t = 2)]
-    pub retries: u32,
-
-    /// Wait before the first retry of a request; doubled at each further retry.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
-    pub backoff: Duration,
-
-    /// Environment variable holding the API key of `openai:` endpoints (sent as a bearer token
-    /// when set).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
-
-    /// Send the API key to an `openai:` endpoint over plain `http://` on another machine.
-    /// Refused without it: anyone on the network path can read a key sent that way (https and
-    /// servers on this machine need no flag).
-    #[arg(long)]
-    pub allow_http_key: bool,
-
-    /// `max_tokens` of each request [default: 64 + 8 per queued job, enough for an order of
-    /// job ids]. Answers cut off at the limit (`finish_reason: length`) are counted in the
-    /// report; raise it for models that reason before answering.
-    #[arg(long, value_name = "N")]
-    pub max_tokens: Option<u32>,
+    /// How `openai:` endpoints are asked.
+    #[command(flatten)]
+    pub client: ClientOptions,
 
     /// Snapshot evaluation: evaluate only the first N records of --data.
     #[arg(long, value_name = "N", requires = "data")]
@@ -235,18 +208,6 @@ impl EvalArgs {
         schedlm_eval::model_policy::loader(decode)
     }
 
-    fn client(&self) -> ClientOptions {
-        ClientOptions {
-            timeout: self.request_timeout,
-            retries: self.retries,
-            backoff: self.backoff,
-            api_key_env: self.api_key_env.clone(),
-            max_tokens: self.max_tokens,
-            allow_http_key: self.allow_http_key,
-            ..ClientOptions::default()
-        }
-    }
-
     /// The options of a snapshot evaluation; `asks` says whether some policy answers in
     /// text here (a model or an endpoint), whose answers then go to answers.jsonl.
     fn snapshot_options(&self, asks: bool) -> Result<SnapshotOptions> {
@@ -271,7 +232,7 @@ impl EvalArgs {
             seed: self.seed,
             ls_evaluations: self.ls_evaluations,
             concurrency: self.concurrency.max(1),
-            client: self.client(),
+            client: self.client.clone(),
             models: self.models(true),
             answers: log,
             progress: self.progress_args.shown(),
@@ -300,43 +261,23 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) ->
     let mut data = load_dataset(path)?;
     super::note_later_steps("eval", path, data.records.len(), data.later_steps);
     if let Some(n) = args.limit {
-        if n == 0 {
-            bail!("--limit 0 leaves no record to evaluate");
-        }
-        if n < data.records.len() {
+        let all = data.records.len();
+        if data.keep_first(n)? {
             args.progress_args.say(format_args!(
-                "eval: the first {n} of {} records (--limit)",
-                data.records.len()
+                "eval: the first {n} of {all} records (--limit)"
             ));
-            data.records.truncate(n);
         }
     }
-    let asks = specs.iter().any(|s| {
-        matches!(
-            s,
-            schedlm_eval::EvalPolicy::Model(_) | schedlm_eval::EvalPolicy::OpenAi { .. }
-        )
-    });
-    let options = args.snapshot_options(asks)?;
+    let options = args.snapshot_options(specs.iter().any(|s| s.answers_in_text()))?;
     let eval = evaluate(&data, specs, &options)?;
     let summary = snapshot_summary(path, &data, &eval, &options);
-    let mut written = write_snapshot_report(&args.report, &summary, &eval.rows)
+    let mut written = write_snapshot_report(&args.report, &summary, &eval)
         .with_context(|| format!("cannot write the report to {}", args.report.display()))?;
-    written.push(
-        write_baselines(&args.report, &eval.rules)
-            .with_context(|| format!("cannot write the report to {}", args.report.display()))?,
-    );
-    for line in headline(&summary) {
-        outln!("{}", line.replace("**", ""))?;
-    }
     // What went wrong with answers is a warning (stderr); other remarks go with the results.
-    for note in &eval.notes {
-        outln!("Note: {note}")?;
-    }
+    outln!("{}", terminal_text(&summary, &eval.notes))?;
     for warning in &eval.warnings {
         eprintln!("eval: warning: {warning}");
     }
-    outln!("{}", policy_table_text(&summary))?;
     if let Some(log) = &options.answers {
         written.push(log.path().to_path_buf());
     }
@@ -344,10 +285,7 @@ fn snapshot(args: &EvalArgs, path: &Path, specs: &[schedlm_eval::EvalPolicy]) ->
         args.progress_args
             .say(format_args!("wrote {}", path.display()));
     }
-    let dead: Vec<&str> = (summary.stats.policies.iter())
-        .filter(|p| p.all_failed())
-        .map(|p| p.policy.as_str())
-        .collect();
+    let dead = summary.dead_policies();
     if !dead.is_empty() && !args.keep_going {
         bail!(
             "every answer of {} failed (reasons above and in the report); rerun with --resume \
@@ -370,7 +308,7 @@ fn online(args: &EvalArgs, trace: &Path, specs: &[schedlm_eval::EvalPolicy]) -> 
         ls_evaluations: args.ls_evaluations,
         template: args.template,
         text_queue: args.text_queue.map(|k| k as usize),
-        client: args.client(),
+        client: args.client.clone(),
         models: args.models(false),
         lookahead: LookaheadOptions {
             horizon: args.horizon.as_secs() as i64,

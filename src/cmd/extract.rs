@@ -51,7 +51,7 @@ pub struct ExtractArgs {
     /// Entries of DIR (files, folders, links) looked at, at most, in path order; the rest are
     /// counted (`not_walked` in the output), not looked at.
     #[arg(long, value_name = "N", default_value_t = schedlm_knowledge::extract::MAX_ENTRIES,
-          value_parser = positive)]
+          value_parser = schedlm_model::units::parse_count)]
     pub max_entries: usize,
 
     /// Read files that have more than one hard link. By default they are skipped and listed:
@@ -126,16 +126,7 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
     let say = |lines: Vec<String>| lines.iter().for_each(|l| eprintln!("extract: {l}"));
     if extraction.read.is_empty() && cmd.is_none() {
         say(extraction.skipped_lines(&shown));
-        let skipped = extraction.skipped.len() + extraction.skipped_more;
-        bail!(
-            "nothing readable in {shown}: no job script, configuration or Python file was read \
-             (and no --cmd or --log given){}",
-            if skipped == 0 {
-                String::new()
-            } else {
-                format!("; {skipped} file(s) skipped, listed above")
-            }
-        );
+        bail!("{}", extraction.nothing_read(&shown));
     }
     let agent_failed = match &args.llm {
         Some(spec) => ask_agent(args, spec, &mut cache, &mut extraction)?,
@@ -158,29 +149,11 @@ pub fn run(args: &ExtractArgs) -> Result<()> {
     let text = serde_json::to_string(&extraction).context("cannot serialise the facts")?;
     writeln!(out, "{text}").context("cannot write the facts")?;
     say(extraction.skipped_lines(&shown));
-    eprintln!(
-        "extract: {} fact(s) from {} file(s){}; {} script(s)/config(s) parsed, {} reused from the cache",
-        extraction.facts.iter().count(),
-        extraction.read.len(),
-        if cmd.is_some() { " and the command" } else { "" },
-        extraction.parsed,
-        extraction.reused,
-    );
+    eprintln!("extract: {}", extraction.summary(cmd.is_some()));
     if agent_failed {
         bail!("every LLM agent run failed (see above); the facts written are the parsers' only");
     }
     Ok(())
-}
-
-/// A whole number >= 1.
-fn positive(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "expected a whole number >= 1, got {}",
-            escape(text)
-        )),
-    }
 }
 
 /// Fills what the parsers left empty with the LLM agent (or its cached answers); true when

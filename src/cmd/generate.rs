@@ -7,14 +7,13 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use schedlm_generator::trace::cut::{cut_trace, CutConfig, Select};
 use schedlm_generator::trace::swf::{read_swf, SwfOptions};
-use schedlm_generator::{generate, Config, Family};
-use schedlm_model::Instance;
+use schedlm_generator::{generate, Family};
 use schedlm_solver::policy::RulePolicy;
 use schedlm_solver::rules::{Rule, RuleContext};
 
 use schedlm_history::snapshot::snapshot_of_dirs;
 
-use crate::args::{QueueRange, ShapeArgs};
+use crate::args::ShapeArgs;
 use crate::io::{create_output, write_jsonl};
 
 #[derive(Debug, Args)]
@@ -124,34 +123,12 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     Ok(())
 }
 
-/// A generator configuration with the family's defaults and the given queue range and seed.
-pub fn config(family: Family, queue: QueueRange, seed: u64) -> Config {
-    let mut config = Config::new(family, seed);
-    config.queue_min = queue.min;
-    config.queue_max = queue.max;
-    config
-}
-
-/// Generates `count` snapshots of `family` with defaults.
-pub fn snapshots(
-    family: Family,
-    count: usize,
-    queue: QueueRange,
-    seed: u64,
-) -> Result<Vec<Instance>> {
-    generate(&config(family, queue, seed), count).context("cannot generate snapshots")
-}
-
 /// `generate --from-trace`: replay the trace with the rule and cut snapshots.
 fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
     let trace = read_swf(path, &SwfOptions::default()).context("cannot read the trace")?;
     let queue = args.shape.queue();
     let mut config = CutConfig::new(queue.min, queue.max);
-    config.select = match (args.every, args.sample) {
-        (_, Some(k)) => Select::Sample(k),
-        (Some(n), None) => Select::Every(n),
-        (None, None) => Select::Every(1),
-    };
+    config.select = Select::of(args.every, args.sample);
     config.count = Some(args.count);
     config.seed = args.shape.seed;
     config.estimate = args.estimate;
@@ -177,7 +154,7 @@ fn from_trace(args: &GenerateArgs, path: &Path) -> Result<()> {
 /// Fails when `--family` or options that shape a sampled cluster (but those in `keep`) were
 /// given to a source that does not sample one; `source` says why they mean nothing there.
 fn refuse_shape_options(args: &GenerateArgs, keep: &[&str], source: &str) -> Result<()> {
-    let mut given = args.shape.cluster_options_given();
+    let mut given = args.shape.cluster.options_given();
     given.retain(|o| !keep.contains(o));
     if args.family.is_some() {
         given.insert(0, "--family");
@@ -199,7 +176,8 @@ fn from_jobs(args: &GenerateArgs) -> Result<()> {
         Some(path) => Some(schedlm_history::history::History::open_existing(path)?.jobs()?),
         None => None,
     };
-    let servers = (args.shape.servers).unwrap_or(schedlm_generator::family::dl::DEFAULT_SERVERS);
+    let servers =
+        (args.shape.cluster.servers).unwrap_or(schedlm_generator::family::dl::DEFAULT_SERVERS);
     let instance = snapshot_of_dirs(&args.from_jobs, history.as_deref(), servers)?;
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &[instance])?;

@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use schedlm_history::history::{
-    neighbours, predict, read_extraction, requested_fact, unembedded_note, Accounting, History,
-    MatchBy, NewJob, Outcome, PastJob, Query,
+    neighbours, parse_instant, predict, read_extraction, requested_fact, unembedded_note,
+    Accounting, History, MatchBy, NewJob, Outcome, PastJob, Query,
 };
 use schedlm_knowledge::Extraction;
 
@@ -95,16 +95,8 @@ pub struct Lookup {
     /// What to match by: `meta` (the extracted metadata) or `text` (the cosine of the
     /// sentence embeddings; the job and the past jobs need `schedlm extract --embed`, and past
     /// jobs embedded by another model or not at all are left out).
-    #[arg(long, default_value = "meta", value_parser = parse_match_by)]
+    #[arg(long, default_value = "meta")]
     pub by: MatchBy,
-}
-
-fn parse_match_by(s: &str) -> Result<MatchBy, String> {
-    match s {
-        "meta" => Ok(MatchBy::Meta),
-        "text" => Ok(MatchBy::Text),
-        _ => Err(format!("expected meta or text, got {s:?}")),
-    }
 }
 
 #[derive(Debug, Args)]
@@ -152,21 +144,6 @@ pub struct AddArgs {
     /// node x nodes.
     #[arg(long)]
     pub gpus: Option<u32>,
-}
-
-/// Unix seconds, or a UTC time `YYYY-MM-DDTHH:MM:SS` (sacct's format; a space also
-/// separates date and time).
-fn parse_instant(s: &str) -> Result<i64, String> {
-    if let Ok(seconds) = s.parse::<i64>() {
-        return Ok(seconds);
-    }
-    let time = humantime::parse_rfc3339_weak(s).map_err(|e| {
-        format!("`{s}` is neither Unix seconds nor a time as 2026-11-28T02:36:16 ({e})")
-    })?;
-    let since = time
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_err(|_| format!("`{s}` is before 1970"))?;
-    i64::try_from(since.as_secs()).map_err(|_| format!("`{s}` is too far in the future"))
 }
 
 #[derive(Debug, Args)]

@@ -1,10 +1,10 @@
 //! `schedlm import`: instances from other formats.
 
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result};
-use schedlm_generator::psplib::parse_sm;
+use anyhow::Result;
+use schedlm_generator::psplib::import_files;
 
 use crate::io::{create_output, write_jsonl};
 
@@ -34,68 +34,11 @@ pub struct ImportPsplibArgs {
 }
 
 pub fn psplib(args: &ImportPsplibArgs) -> Result<()> {
-    let files = expand(&args.inputs, "sm")?;
-    if files.is_empty() {
-        let first = args.inputs.first().cloned().unwrap_or_default();
-        return Err(crate::io::empty_input(&first, "PSPLIB file (.sm)").into());
-    }
-    let mut instances = Vec::with_capacity(files.len());
-    for file in &files {
-        let text = schedlm_model::lines::read_bounded(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        let instance = parse_sm(&text).with_context(|| format!("{}", file.display()))?;
-        instances.push(instance);
-    }
+    let instances = import_files(&args.inputs)?;
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &instances)?;
-    args.progress.say(format_args!(
-        "imported {} PSPLIB instance(s)",
-        instances.len()
-    ));
+    let n = instances.len();
+    args.progress
+        .say(format_args!("imported {n} PSPLIB instance(s)"));
     Ok(())
-}
-
-/// The files named, with each directory replaced by its files of this extension, by name.
-fn expand(inputs: &[PathBuf], extension: &str) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for input in inputs {
-        if input.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(input)
-                .with_context(|| format!("cannot list {}", input.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == extension))
-                .collect();
-            found.sort_by_key(|a| natural_key(a));
-            files.extend(found);
-        } else {
-            files.push(input.clone());
-        }
-    }
-    Ok(files)
-}
-
-/// Sorts `j301_2` before `j301_10`: digit runs compare as numbers.
-fn natural_key(path: &Path) -> Vec<(u64, String)> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut key = Vec::new();
-    let mut rest = name.as_str();
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits > 0 {
-            key.push((rest[..digits].parse().unwrap_or(u64::MAX), String::new()));
-            rest = &rest[digits..];
-        } else {
-            let text = rest
-                .find(|c: char| c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            key.push((0, rest[..text].to_string()));
-            rest = &rest[text..];
-        }
-    }
-    key
 }

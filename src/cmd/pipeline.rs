@@ -15,11 +15,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use schedlm_generator::Family;
+use schedlm_generator::{generate, Config, Family, Shape};
 use schedlm_model::Problem;
 use schedlm_solver::compare::compare;
 
-use super::generate::snapshots;
 use crate::args::QueueRange;
 use crate::cmd::Cli;
 use crate::io::{create_output, write_jsonl};
@@ -117,7 +116,15 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
         "brpi = the best rule per instance (the lowest bsld of the classic rules on each snapshot): its gap is the headroom a model can win"
     )?;
     for family in FAMILIES {
-        let instances = snapshots(family, args.count as usize, args.queue, args.seed)?;
+        let config = Config::shaped(
+            family,
+            args.queue.min,
+            args.queue.max,
+            args.seed,
+            &Shape::default(),
+        );
+        let instances =
+            generate(&config, args.count as usize).context("cannot generate snapshots")?;
         let problems: Vec<Problem> = instances
             .iter()
             .map(Problem::new)
@@ -136,50 +143,34 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
     learn(args)
 }
 
-/// A command line with `{name}` words replaced by their values (paths may hold spaces).
-fn command(template: &str, values: &[(&str, &str)]) -> Vec<String> {
-    let value = |word: &str| values.iter().find(|(k, _)| *k == word).map(|(_, v)| *v);
-    template
-        .split_whitespace()
-        .map(|w| value(w).unwrap_or(w).to_string())
-        .collect()
+/// A command line: the template's words with each `{name}` in them replaced by its value
+/// (split before the values go in, so paths may hold spaces).
+fn command(template: &str, values: &[(&str, String)]) -> Vec<String> {
+    let fill = |word: &str| {
+        let fill = |w: String, (k, v): &(&str, String)| w.replace(&format!("{{{k}}}"), v);
+        values.iter().fold(word.to_string(), fill)
+    };
+    template.split_whitespace().map(fill).collect()
 }
 
 /// Builds a dataset, trains a tiny model on it and evaluates it against the rules and the
 /// optimum, by running the subcommands with these arguments; then the shipped models.
 fn learn(args: &PipelineArgs) -> Result<()> {
-    let out = |p: &str| args.out.join(p).display().to_string();
     let shipped: Vec<(&Path, &str)> = shipped_models(args)?;
-    let models: Vec<String> = shipped
+    let models = shipped
         .iter()
-        .map(|(d, _)| format!("model:{}", d.display()))
-        .collect();
-    let (model, report, shipped_report) = (out("model"), out("report"), out("shipped-report"));
+        .map(|(d, _)| format!(",model:{}", d.display()));
+    let out = args.out.display().to_string();
     let values = [
-        ("{seed}", &args.seed.to_string()[..]),
-        ("{queue}", DATA_QUEUE),
-        ("{shipped_queue}", SHIPPED_QUEUE),
-        ("{count}", &args.train_count.to_string()),
-        ("{epochs}", &args.epochs.to_string()),
-        ("{shipped_count}", &args.shipped_count.to_string()),
-        ("{work}", &args.work_limit.to_string()),
-        ("{data}", &out("data")),
-        ("{train}", &out("data/train.jsonl")),
-        ("{val}", &out("data/val.jsonl")),
-        ("{test}", &out("data/test.jsonl")),
-        ("{model}", &model),
-        ("{report}", &report),
-        (
-            "{policies}",
-            &format!("fcfs,sjf,saf,f1,wfp3,unicep,ljf,ect,ls,optimal,model:{model}"),
-        ),
-        ("{shipped_data}", &out("shipped-data")),
-        ("{shipped_test}", &out("shipped-data/test.jsonl")),
-        (
-            "{shipped_policies}",
-            &format!("sjf,ect,{}", models.join(",")),
-        ),
-        ("{shipped_report}", &shipped_report),
+        ("seed", args.seed.to_string()),
+        ("queue", DATA_QUEUE.to_string()),
+        ("shipped_queue", SHIPPED_QUEUE.to_string()),
+        ("count", args.train_count.to_string()),
+        ("epochs", args.epochs.to_string()),
+        ("shipped_count", args.shipped_count.to_string()),
+        ("work", args.work_limit.to_string()),
+        ("models", models.collect()),
+        ("out", out.clone()),
     ];
     let steps = if shipped.is_empty() {
         &STEPS[..3]
@@ -193,10 +184,11 @@ fn learn(args: &PipelineArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("pipeline step `{what}`: {e}"))?;
         super::run(cli).with_context(|| format!("pipeline step `{what}`"))?;
     }
-    outln!("\nthe models:")?;
+    let model = args.out.join("model");
     outln!(
-        "- {model}: the quick model, a tiny GPT trained here from scratch for {} epoch(s) on \
-         uniform {DATA_QUEUE} snapshots; it shows the loop, not what a model can learn",
+        "\nthe models:\n- {}: the quick model, a tiny GPT trained here from scratch for {} \
+         epoch(s) on uniform {DATA_QUEUE} snapshots; it shows the loop, not what a model can learn",
+        model.display(),
         args.epochs
     )?;
     for (dir, what) in &shipped {
@@ -206,9 +198,13 @@ fn learn(args: &PipelineArgs) -> Result<()> {
             dir.display()
         )?;
     }
-    outln!("\nreport: {report}/report.html (and report.md, summary.json, instances.csv)")?;
+    let report = args.out.join("report");
+    outln!(
+        "\nreport: {}/report.html (and report.md, summary.json, instances.csv)",
+        report.display()
+    )?;
     if !shipped.is_empty() {
-        outln!("shipped model's report: {shipped_report}/report.html")?;
+        outln!("shipped model's report: {out}/shipped-report/report.html")?;
     }
     Ok(())
 }
@@ -234,32 +230,36 @@ const STEPS: [(&str, &str); 5] = [
         "building the dataset",
         concat!(
             "dataset build --family uniform --queue {queue} --count {count} --split 75/5/20 ",
-            "--seed {seed} -o {data}"
+            "--seed {seed} -o {out}/data"
         ),
     ),
     (
         "training a tiny GPT from scratch",
         concat!(
-            "finetune --model gpt-tiny --train {train} --val {val} --epochs {epochs} --lr 2e-3 ",
-            "--seed {seed} --out {model}"
+            "finetune --model gpt-tiny --train {out}/data/train.jsonl --val {out}/data/val.jsonl ",
+            "--epochs {epochs} --lr 2e-3 --seed {seed} --out {out}/model"
         ),
     ),
     (
         "evaluating on the test split",
-        "eval --data {test} --policies {policies} --seed {seed} --out {report}",
+        concat!(
+            "eval --data {out}/data/test.jsonl --policies ",
+            "fcfs,sjf,saf,f1,wfp3,unicep,ljf,ect,ls,optimal,model:{out}/model --seed {seed} ",
+            "--out {out}/report"
+        ),
     ),
     (
         "building unseen snapshots in the shipped models' range",
         concat!(
             "dataset build --family uniform --queue {shipped_queue} --count {shipped_count} ",
-            "--split 0/0/100 --seed 99 --work-limit {work} -o {shipped_data}"
+            "--split 0/0/100 --seed 99 --work-limit {work} -o {out}/shipped-data"
         ),
     ),
     (
         "evaluating the shipped models",
         concat!(
-            "eval --data {shipped_test} --policies {shipped_policies} --seed {seed} ",
-            "--out {shipped_report}"
+            "eval --data {out}/shipped-data/test.jsonl --policies sjf,ect{models} --seed {seed} ",
+            "--out {out}/shipped-report"
         ),
     ),
 ];

@@ -2,13 +2,12 @@
 //! start rule, over the whole trace or windows of it. The replay loop and the report are the
 //! library's (`schedlm_eval::online`, the loop of `eval --trace`); this file prints the table.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use schedlm_eval::online::{evaluate_online, OnlineOptions};
-use schedlm_eval::report::online::{online_summary, write_online_report, OnlineSummary};
+use schedlm_eval::report::online::{online_summary, replay_table, write_online_report};
 use schedlm_eval::EvalPolicy;
 use schedlm_solver::rules::Rule;
 
@@ -58,62 +57,8 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let summary = online_summary(&eval);
     write_online_report(&args.out, &summary, &eval)
         .with_context(|| format!("cannot write the report to {}", args.out.display()))?;
-    out!("{}", table(&summary))?;
+    out!("{}", replay_table(&summary))?;
     Ok(())
-}
-
-/// One line per window, then `all` when there are several.
-fn table(s: &OnlineSummary) -> String {
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "{}: {} jobs after cleaning; policy {}, start rule {}, cluster {}{}",
-        s.trace,
-        s.jobs_in_trace,
-        s.ranking.first().map_or("", String::as_str),
-        s.start_rule,
-        s.cluster,
-        s.estimate
-            .as_ref()
-            .map(|e| format!(", planning with {e} estimates"))
-            .unwrap_or_default()
-    );
-    let _ = writeln!(
-        t,
-        "{:>6} {:>8} {:>7} {:>11} {:>11} {:>6} {:>11} {:>7} {:>8}",
-        "window", "start", "jobs", "mean bsld", "mean wait", "util", "makespan", "killed", "time s"
-    );
-    for w in &s.per_window {
-        let _ = writeln!(
-            t,
-            "{:>6} {:>8} {:>7} {:>11.2} {:>11.1} {:>6.3} {:>11} {:>7} {:>8.3}",
-            w.window,
-            w.start,
-            w.jobs,
-            w.mean_bsld,
-            w.mean_wait,
-            w.utilization,
-            w.makespan,
-            w.killed,
-            w.seconds
-        );
-    }
-    if let (true, Some(p)) = (s.per_window.len() > 1, s.policies.first()) {
-        let _ = writeln!(
-            t,
-            "{:>6} {:>8} {:>7} {:>11.2} {:>11.1} {:>6.3} {:>11} {:>7} {:>8.3}",
-            "all",
-            "",
-            p.jobs,
-            p.mean_bsld,
-            p.mean_wait,
-            p.mean_utilization,
-            "",
-            p.killed,
-            p.seconds
-        );
-    }
-    t
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! `schedlm rl`: reinforcement learning with the dispatcher as the reward, from a supervised
 //! run (`schedlm_finetune::rl`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use schedlm_dataset::read_records;
-use schedlm_finetune::rl::{can_resume, questions, Question, Reinforce, RlOptions};
+use schedlm_finetune::rl::{can_resume, read_questions, Reinforce, RlOptions};
 
 /// Sharpen a trained model with reinforcement learning: for each of --prompts training
 /// instances per step, sample --group answers (constrained to valid orders), score each with the
@@ -72,19 +71,6 @@ pub struct RlArgs {
 
     #[command(flatten)]
     pub progress: crate::io::ProgressArgs,
-}
-
-/// The questions of a records file, one per instance: only the first step of a step record's
-/// instance is kept as the file is read (a step file holds about 17 records per instance).
-fn read_questions(path: &Path) -> Result<Vec<Question>> {
-    let mut firsts = Vec::new();
-    for item in read_records(path)? {
-        let (_, record) = item?;
-        if record.is_first_step() {
-            firsts.push(record);
-        }
-    }
-    Ok(questions(firsts)?)
 }
 
 pub fn run(args: &RlArgs) -> Result<()> {

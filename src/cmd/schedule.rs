@@ -2,12 +2,8 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use rayon::prelude::*;
-use schedlm_model::{Objectives, Problem, Schedule, Variant};
-use schedlm_solver::compare::schedule_with;
-use schedlm_solver::rules::{Rule, RuleContext};
-use serde::Serialize;
-use serde_json::{Map, Value};
+use schedlm_solver::compare::schedule_lines;
+use schedlm_solver::rules::Rule;
 use std::path::PathBuf;
 
 use crate::args::DispatcherArgs;
@@ -46,42 +42,10 @@ pub struct ScheduleArgs {
     pub output: Option<PathBuf>,
 }
 
-/// One line of `schedule` output.
-#[derive(Debug, Serialize)]
-pub struct ScheduleRecord {
-    pub line: usize,
-    pub policy: &'static str,
-    pub variant: &'static str,
-    pub order: Vec<String>,
-    pub starts: Map<String, Value>,
-    pub ends: Map<String, Value>,
-    pub servers: Map<String, Value>,
-    pub objectives: Objectives,
-}
-
 pub fn run(args: &ScheduleArgs) -> Result<()> {
     let variant = args.dispatcher.variant();
     let lines = read_instance_lines(&args.file, args.instances)?;
-    let results: Vec<Result<ScheduleRecord, String>> = lines
-        .par_iter()
-        .enumerate()
-        .map(|(k, line)| {
-            let (_, problem) = line.instance()?;
-            let ctx = RuleContext {
-                origin: args.origin,
-                seed: args.seed,
-                stream: k as u64,
-            };
-            let schedule = schedule_with(args.policy, &problem, variant, &ctx);
-            Ok(record(
-                line.number,
-                args.policy,
-                variant,
-                &problem,
-                &schedule,
-            ))
-        })
-        .collect();
+    let results = schedule_lines(&lines, args.policy, variant, args.seed, args.origin);
     let (records, invalid) = report_skipped(&args.file, &lines, results);
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &records)?;
@@ -93,27 +57,4 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn record(
-    line: usize,
-    rule: Rule,
-    variant: Variant,
-    problem: &Problem,
-    schedule: &Schedule,
-) -> ScheduleRecord {
-    let id = |j: usize| problem.job_id(j).to_string();
-    let per_job = |f: &dyn Fn(usize) -> Value| -> Map<String, Value> {
-        (0..problem.jobs()).map(|j| (id(j), f(j))).collect()
-    };
-    ScheduleRecord {
-        line,
-        policy: rule.name(),
-        variant: variant.name(),
-        order: schedule.order.iter().map(|&j| id(j)).collect(),
-        starts: per_job(&|j| schedule.start[j].into()),
-        ends: per_job(&|j| schedule.end(problem, j).into()),
-        servers: per_job(&|j| problem.server_id(schedule.server[j]).into()),
-        objectives: Objectives::of(problem, &schedule.start),
-    }
 }

@@ -2,15 +2,12 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::ParallelProgressIterator;
-use rayon::prelude::*;
 use schedlm_model::Objective;
-use schedlm_solver::portfolio::{self, SolveOptions, SolveOutput, Solver};
-use serde::Serialize;
+use schedlm_solver::portfolio::{self, SolveOptions, Solver};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::args::{parse_duration, DispatcherArgs};
+use crate::args::{parse_duration, DispatcherArgs, WorkLimit};
 use crate::io::{create_output, read_instance_lines, report_skipped, write_jsonl};
 
 #[derive(Debug, Args)]
@@ -84,33 +81,13 @@ pub struct SolveArgs {
     pub progress: crate::io::ProgressArgs,
 }
 
-/// One line of `solve` output: the input's line, then the solution.
-#[derive(Debug, Serialize)]
-pub struct SolveRecord {
-    pub line: usize,
-    #[serde(flatten)]
-    pub output: SolveOutput,
-}
-
-/// The time limit of a solve: the one given; without one, 10 s unless a work limit was given.
-pub fn solve_time_limit(
-    work: Option<crate::args::WorkLimit>,
-    time: Option<Duration>,
-) -> Option<Duration> {
-    match (time, work) {
-        (Some(t), _) => Some(t),
-        (None, Some(crate::args::WorkLimit(Some(_)))) => None,
-        (None, _) => Some(Duration::from_secs(10)),
-    }
-}
-
 pub fn run(args: &SolveArgs) -> Result<()> {
-    let mut options = SolveOptions {
+    let options = SolveOptions {
         solver: args.solver,
         objective: args.objective,
         variant: args.dispatcher.variant(),
         work_limit: args.work_limit.and_then(|w| w.0),
-        time_limit: solve_time_limit(args.work_limit, args.time_limit),
+        time_limit: WorkLimit::time_limit(args.work_limit, args.time_limit),
         node_limit: args.node_limit,
         seed: args.seed,
         threads: 1,
@@ -126,30 +103,12 @@ pub fn run(args: &SolveArgs) -> Result<()> {
         .num_threads(args.threads.unwrap_or(0))
         .build()
         .context("cannot start worker threads")?;
-    let single = lines.len() == 1;
-    if single {
-        options.threads = pool.current_num_threads();
-    }
     let bar = args.progress.bar(
         lines.len() as u64,
         "{bar:40} {pos}/{len} instances, {per_sec}, ETA {eta}",
     );
-    let results: Vec<Result<SolveRecord, String>> = pool.install(|| {
-        lines
-            .par_iter()
-            .progress_with(bar)
-            .map(|line| {
-                let began = if single { reading } else { Instant::now() };
-                let (_, problem) = line.instance()?;
-                let solution =
-                    portfolio::solve_since(&problem, &options, began).map_err(|e| e.to_string())?;
-                Ok(SolveRecord {
-                    line: line.number,
-                    output: SolveOutput::new(&options, &problem, &solution),
-                })
-            })
-            .collect()
-    });
+    let results =
+        pool.install(|| portfolio::solve_lines(&lines, &options, reading, &|| bar.inc(1)));
     let (records, failed) = report_skipped(&args.file, &lines, results);
     let mut out = create_output(args.output.as_deref())?;
     write_jsonl(&mut out, &records)?;

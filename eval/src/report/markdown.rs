@@ -467,6 +467,16 @@ pub fn snapshot(s: &SnapshotSummary) -> String {
     md
 }
 
+/// What a terminal shows of a snapshot evaluation: the headline (plain text), each of
+/// `notes` as `Note: ...`, then the policy table ([`policy_table_text`]).
+pub fn terminal_text(s: &SnapshotSummary, notes: &[String]) -> String {
+    let headline = headline(s).into_iter().map(|l| l.replace("**", ""));
+    let notes = notes.iter().map(|n| format!("Note: {n}"));
+    let mut lines: Vec<String> = headline.chain(notes).collect();
+    lines.push(policy_table_text(s));
+    lines.join("\n")
+}
+
 /// The policy table as plain text for a terminal: aligned columns, names and words
 /// (`policy`, `decoding`) left-aligned, numbers right-aligned.
 pub fn policy_table_text(s: &SnapshotSummary) -> String {

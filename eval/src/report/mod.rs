@@ -110,15 +110,15 @@ pub fn snapshot_summary(
     }
 }
 
-/// Writes `instances.csv`, `summary.json`, `report.md` and `report.html` into `dir`; returns
-/// the paths written.
+/// Writes `instances.csv`, `summary.json`, `report.md`, `report.html` and `baselines.csv`
+/// ([`write_baselines`]) into `dir`; returns the paths written.
 pub fn write_snapshot_report(
     dir: &Path,
     summary: &SnapshotSummary,
-    rows: &[Row],
+    eval: &Evaluation,
 ) -> Result<Vec<PathBuf>, EvalError> {
     std::fs::create_dir_all(dir).map_err(|e| EvalError::io(dir, e))?;
-    let csv_path = dir.join("instances.csv");
+    let (csv_path, rows) = (dir.join("instances.csv"), &eval.rows);
     write_rows(&csv_path, rows)?;
     let json = serde_json::to_string_pretty(summary)
         .map_err(|e| EvalError::Report(format!("summary.json: {e}")))?;
@@ -133,7 +133,16 @@ pub fn write_snapshot_report(
         std::fs::write(&path, text).map_err(|e| EvalError::io(&path, e))?;
         written.push(path);
     }
+    written.push(write_baselines(dir, &eval.rules)?);
     Ok(written)
+}
+
+impl SnapshotSummary {
+    /// The policies whose every answer failed: they did not schedule.
+    pub fn dead_policies(&self) -> Vec<&str> {
+        let dead = self.stats.policies.iter().filter(|p| p.all_failed());
+        dead.map(|p| p.policy.as_str()).collect()
+    }
 }
 
 /// Writes `baselines.csv` into `dir`: per record (file order) its id and line, where the rule

@@ -589,3 +589,57 @@ fn series_cdf(
         ..Chart::new(title, x_label, "share of time with value <= x", &lines)
     })
 }
+/// The replay of one policy as a terminal table (`schedlm replay`): what was replayed, one
+/// line per window, then `all` when there are several.
+pub fn replay_table(s: &OnlineSummary) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{}: {} jobs after cleaning; policy {}, start rule {}, cluster {}{}",
+        s.trace,
+        s.jobs_in_trace,
+        s.ranking.first().map_or("", String::as_str),
+        s.start_rule,
+        s.cluster,
+        s.estimate
+            .as_ref()
+            .map(|e| format!(", planning with {e} estimates"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        t,
+        "{:>6} {:>8} {:>7} {:>11} {:>11} {:>6} {:>11} {:>7} {:>8}",
+        "window", "start", "jobs", "mean bsld", "mean wait", "util", "makespan", "killed", "time s"
+    );
+    for w in &s.per_window {
+        let _ = writeln!(
+            t,
+            "{:>6} {:>8} {:>7} {:>11.2} {:>11.1} {:>6.3} {:>11} {:>7} {:>8.3}",
+            w.window,
+            w.start,
+            w.jobs,
+            w.mean_bsld,
+            w.mean_wait,
+            w.utilization,
+            w.makespan,
+            w.killed,
+            w.seconds
+        );
+    }
+    if let (true, Some(p)) = (s.per_window.len() > 1, s.policies.first()) {
+        let _ = writeln!(
+            t,
+            "{:>6} {:>8} {:>7} {:>11.2} {:>11.1} {:>6.3} {:>11} {:>7} {:>8.3}",
+            "all",
+            "",
+            p.jobs,
+            p.mean_bsld,
+            p.mean_wait,
+            p.mean_utilization,
+            "",
+            p.killed,
+            p.seconds
+        );
+    }
+    t
+}

@@ -83,6 +83,17 @@ pub enum Select {
     Sample(usize),
 }
 
+impl Select {
+    /// Every `every`-th event, or a sample of `sample` events; every event when neither.
+    pub fn of(every: Option<usize>, sample: Option<usize>) -> Select {
+        match (every, sample) {
+            (_, Some(k)) => Select::Sample(k),
+            (Some(n), None) => Select::Every(n),
+            (None, None) => Select::Every(1),
+        }
+    }
+}
+
 /// What to cut.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CutConfig {

@@ -404,6 +404,36 @@ fn solve(a: &[[f64; FEATURES]; FEATURES], b: &[f64; FEATURES]) -> [f64; FEATURES
     w
 }
 
+/// Which completion times the online replay of the estimators uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Timeline {
+    /// submit + wait (SWF field 3; 0 where missing) + run time: when the job really ended.
+    #[default]
+    Trace,
+    /// submit + run time, as if no job had waited (completions known earlier than they were).
+    NoWait,
+}
+
+impl Timeline {
+    /// Its name in reports, with what it means.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Timeline::Trace => "trace (submit + wait + run)",
+            Timeline::NoWait => "no-wait (submit + run)",
+        }
+    }
+
+    /// The completion times of `trace`'s jobs on this timeline, given their `waits`
+    /// ([`crate::trace::swf::read_swf_with_waits`]).
+    pub fn completions(self, trace: &Trace, waits: &[Option<i64>]) -> Vec<i64> {
+        match self {
+            Timeline::Trace => completions(trace, Some(waits)),
+            Timeline::NoWait => completions(trace, None),
+        }
+    }
+}
+
 /// Each job's completion time: `submit + wait + run time`, with the waits of
 /// [`crate::trace::swf::read_swf_with_waits`] (0 where missing) or, with `None`, no wait at all.
 /// The run time is the trace's (the job really ran that long).
