@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 # Tests whose prerequisite is missing (a model file, a Python package, a GPU) write one line
-# here (schedlm_model::skips); the closing lines count them.
+# here (schedlm_model::skips); the closing lines count them. SCHEDLM_REQUIRE (set below from
+# what the setup provided) turns such a skip into a failure.
 export SCHEDLM_SKIP_LOG="$PWD/target/test-skips.log"
 mkdir -p target
 : > "$SCHEDLM_SKIP_LOG"
@@ -61,6 +62,20 @@ if conf="$(slurm/cluster.sh start target/slurm)"; then
 else
   echo "test.sh: no Slurm cluster: tests/slurm.rs will be skipped" >&2
 fi
+# What the setup provided: a test that would skip for one of these fails instead
+# (schedlm_model::skips), so a skip where its tool is installed is not a quiet `ok`.
+require=()
+[ -n "${SLURM_CONF:-}" ] && require+=(slurm)
+[ "$(id -u)" -eq 0 ] && require+=(root)
+[ -r /proc/self/status ] && require+=(procfs)
+[ -f target/models/all-MiniLM-L6-v2/model.safetensors ] && require+=(minilm)
+[ -f "${SCHEDLM_SMOLLM2_GGUF:-target/models/SmolLM2-135M-Instruct.Q4_1.gguf}" ] && require+=(smollm2)
+for module in trl datasets; do
+  python3 -c "import $module" >/dev/null 2>&1 && require+=("$module")
+done
+SCHEDLM_REQUIRE="${SCHEDLM_REQUIRE:-$(IFS=,; echo "${require[*]}")}"
+export SCHEDLM_REQUIRE
+echo "test.sh: required (a test that skips for one of these fails): ${SCHEDLM_REQUIRE:-none}" >&2
 cargo test --workspace
 ./scripts/test-python.sh
 if command -v chromium >/dev/null 2>&1; then

@@ -859,9 +859,10 @@ fn history_matches_by_text_embedding() {
         .join("model.safetensors")
         .exists()
     {
-        schedlm_model::skips::skip(&format!(
-            "the matching part: {model} is absent (run scripts/fetch-minilm.sh)"
-        ));
+        schedlm_model::skips::skip(
+            "minilm",
+            &format!("the matching part: {model} is absent (run scripts/fetch-minilm.sh)"),
+        );
         return;
     }
     let embedded = |name: &str| {

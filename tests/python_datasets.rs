@@ -19,6 +19,7 @@ fn python_has(module: &str) -> bool {
 fn trl_fine_tunes_on_both_formats() {
     if !python_has("trl") {
         schedlm_model::skips::skip(
+            "trl",
             "python3 with `trl` is not installed (scripts/setup-tests.sh installs it)",
         );
         return;
@@ -37,6 +38,7 @@ fn trl_fine_tunes_on_both_formats() {
 fn hugging_face_datasets_loads_a_built_set() {
     if !python_has("datasets") {
         schedlm_model::skips::skip(
+            "datasets",
             "python3 with the `datasets` package is not installed (pip install datasets)",
         );
         return;

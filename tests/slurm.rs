@@ -28,6 +28,7 @@ fn cluster() -> bool {
             .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
     if !up {
         schedlm_model::skips::skip(
+            "slurm",
             "no Slurm cluster (scripts/test.sh starts one with slurm/cluster.sh; SLURM_CONF)",
         );
     }
@@ -401,7 +402,7 @@ fn root() -> bool {
     let out = Command::new("id").arg("-u").output();
     let root = out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root {
-        schedlm_model::skips::skip("not root: another user's rights cannot be taken");
+        schedlm_model::skips::skip("root", "not root: another user's rights cannot be taken");
     }
     root
 }

@@ -13,7 +13,7 @@ fn gpu() -> Option<Device> {
     match schedlm_finetune::device::parse("cuda:0") {
         Ok(d) => Some(d),
         Err(e) => {
-            schedlm_model::skips::skip(&e.to_string());
+            schedlm_model::skips::skip("cuda", &e.to_string());
             None
         }
     }

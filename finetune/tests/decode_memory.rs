@@ -25,7 +25,7 @@ fn lora_decoding_memory_is_bounded_by_the_model() {
         return;
     };
     if resident().is_none() {
-        schedlm_model::skips::skip("no /proc/self/status");
+        schedlm_model::skips::skip("procfs", "no /proc/self/status");
         return;
     }
     let spec = ModelSpec::Lora {

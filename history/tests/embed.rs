@@ -16,10 +16,10 @@ fn workspace() -> PathBuf {
 fn minilm() -> Option<Embedder> {
     let dir = workspace().join("target/models/all-MiniLM-L6-v2");
     if !dir.join("model.safetensors").exists() {
-        schedlm_model::skips::skip(&format!(
-            "{} is absent (run scripts/fetch-minilm.sh)",
-            dir.display()
-        ));
+        schedlm_model::skips::skip(
+            "minilm",
+            &format!("{} is absent (run scripts/fetch-minilm.sh)", dir.display()),
+        );
         return None;
     }
     Some(Embedder::load(&dir).expect("the installed model loads"))

@@ -75,10 +75,10 @@ pub fn gguf_path() -> Option<std::path::PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        schedlm_model::skips::skip(&format!(
-            "{} not found; run scripts/fetch-smollm2.sh",
-            path.display()
-        ));
+        schedlm_model::skips::skip(
+            "smollm2",
+            &format!("{} not found; run scripts/fetch-smollm2.sh", path.display()),
+        );
         None
     }
 }
