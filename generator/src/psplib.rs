@@ -785,6 +785,18 @@ fn natural_key(path: &std::path::Path) -> Vec<(u64, String)> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn files_sort_with_numbers_as_numbers() {
+        let mut names = ["j301_10.sm", "j3010_1.sm", "j301_2.sm", "j301_1.sm", "a.sm"]
+            .map(std::path::PathBuf::from);
+        names.sort_by_key(|p| natural_key(p));
+        let sorted: Vec<_> = names.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(
+            sorted,
+            ["a.sm", "j301_1.sm", "j301_2.sm", "j301_10.sm", "j3010_1.sm"]
+        );
+    }
+
     const SMALL: &str = "\
 jobs (incl. supersource/sink ):  5
 RESOURCES

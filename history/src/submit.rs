@@ -26,6 +26,9 @@ pub enum FillError {
     /// The settings are wrong.
     #[error(transparent)]
     Conf(#[from] ConfError),
+    /// The longest time limit does not fit in seconds.
+    #[error("max_time of {0} s is too long")]
+    MaxTime(u64),
     /// The margin or the cap is out of range.
     #[error(transparent)]
     Deployed(#[from] DeployedError),
@@ -140,10 +143,9 @@ pub fn fill(job: &Submission, s: &FilterConf, reader: &Reader) -> Result<Filled,
     let started = Instant::now();
     let budget = Duration::from_millis(s.budget_ms());
     let deadline = started + budget;
-    let time_fill = TimeFill::new(
-        s.margin(),
-        i64::try_from(s.max_time().as_secs()).unwrap_or(i64::MAX),
-    )?;
+    let max_time_s = i64::try_from(s.max_time().as_secs())
+        .map_err(|_| FillError::MaxTime(s.max_time().as_secs()))?;
+    let time_fill = TimeFill::new(s.margin(), max_time_s)?;
     let db = s.db()?;
     if !job.has_time && !db.exists() {
         return Err(HistoryError::Missing(db.to_path_buf()).into());
