@@ -488,3 +488,31 @@ impl fmt::Display for AdviceReplay {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deployed::LeftOut;
+
+    #[test]
+    fn jobs_left_out_are_counted_per_reason_with_the_first() {
+        assert_eq!(left_out_summary("h.sqlite", &[]), None);
+        let job = |id: i64, reason: &'static str| LeftOut {
+            id,
+            name: format!("j{id}"),
+            reason,
+        };
+        let left = [
+            job(4, "no submit time"),
+            job(7, "no GPUs"),
+            job(9, "no submit time"),
+        ];
+        assert_eq!(
+            left_out_summary("h.sqlite", &left).as_deref(),
+            Some(
+                "3 jobs of h.sqlite not replayed (2 with no submit time, 1 with no GPUs; the \
+                 first: id 4, j4)"
+            )
+        );
+    }
+}

@@ -333,3 +333,38 @@ fn clock(seconds: u64) -> String {
     let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
     format!("{h}:{m:02}:{s:02}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_start_with_the_format_and_keep_each_value_on_its_line() {
+        let filled = Filled {
+            time_limit_min: Some(135),
+            gpus: Some(8),
+            comment: "schedlm filled:\ttime\n2:15:00".into(),
+            notes: vec!["gpus: a\nb".into(), "dir: not read".into()],
+            ..Filled::default()
+        };
+        let text = filled.lines();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("format\t{LINES_FORMAT}"));
+        assert_eq!(lines[1], "time_limit_min\t135");
+        assert_eq!(lines[2], "gpus\t8");
+        assert_eq!(lines[3], "comment\tschedlm filled: time 2:15:00");
+        assert_eq!(&lines[4..], ["note\tgpus: a b", "note\tdir: not read"]);
+        let unchanged = Filled::unchanged("timeout: x".into()).lines();
+        assert_eq!(
+            unchanged,
+            format!("format\t{LINES_FORMAT}\nunchanged\ttimeout: x")
+        );
+    }
+
+    #[test]
+    fn clock_is_hours_minutes_seconds() {
+        assert_eq!(clock(8100), "2:15:00");
+        assert_eq!(clock(59), "0:00:59");
+        assert_eq!(clock(90061), "25:01:01");
+    }
+}

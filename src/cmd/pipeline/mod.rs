@@ -211,3 +211,29 @@ const STEPS: [(&str, &str); 5] = [
         ),
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::command;
+
+    #[test]
+    fn a_template_is_split_before_its_values_go_in() {
+        let values = [("out", "my runs".to_string()), ("seed", "7".to_string())];
+        let argv = command(
+            "eval --data {out}/data/test.jsonl --seed {seed} -o {out}",
+            &values,
+        );
+        assert_eq!(
+            argv,
+            [
+                "eval",
+                "--data",
+                "my runs/data/test.jsonl",
+                "--seed",
+                "7",
+                "-o",
+                "my runs"
+            ]
+        );
+    }
+}
