@@ -143,9 +143,13 @@ impl BuildReport {
         warnings
     }
 
-    /// Why the dataset in `out` is empty, when it is.
+    /// Why the dataset this run wrote to `out` is empty, when it is (a build found complete
+    /// is not this run's).
     pub fn empty(&self, out: &Path) -> Option<String> {
         let m = &self.manifest;
+        if self.already_complete {
+            return None;
+        }
         match (m.total(), m.filtered) {
             (0, 0) => Some(format!(
                 "the dataset in {} is empty: all {} input lines were skipped (reasons above)",

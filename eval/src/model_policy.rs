@@ -52,22 +52,10 @@ impl TextModel for FinetuneModel {
 
     fn decoding(&self) -> Decoding {
         let d = &self.decode;
-        let how = if d.constrained {
-            "constrained"
-        } else {
-            "unconstrained"
-        };
-        let samples = d.samples();
-        let top_k = d.top_k.map(|k| format!(", top {k}")).unwrap_or_default();
         Decoding {
-            greedy: format!("{how} greedy"),
-            best_of: (samples > 0).then(|| {
-                format!(
-                    "{how}, best of {samples} samples at temperature {}{top_k}",
-                    d.temperature
-                )
-            }),
-            samples,
+            greedy: d.greedy_label(),
+            best_of: d.best_of_label(),
+            samples: d.samples(),
             constrained: Some(d.constrained),
         }
     }

@@ -66,22 +66,40 @@ impl DecodeOptions {
         }
     }
 
-    /// How the answers are decoded, in the words `eval` reports: `constrained greedy`, or
-    /// with best-of sampling `constrained greedy; best-of: constrained, best of 8 samples at
-    /// temperature 0.7, top 5`.
+    /// The greedy answer's decoding, in the words `eval` reports: `constrained greedy` or
+    /// `unconstrained greedy`.
+    pub fn greedy_label(&self) -> String {
+        format!("{} greedy", self.how())
+    }
+
+    /// The best-of answer's decoding, with best-of sampling: `constrained, best of 8 samples
+    /// at temperature 0.7, top 5`.
+    pub fn best_of_label(&self) -> Option<String> {
+        let n = self.samples();
+        let top = self.top_k.map(|k| format!(", top {k}")).unwrap_or_default();
+        let t = self.temperature;
+        (n > 0).then(|| {
+            format!(
+                "{}, best of {n} samples at temperature {t}{top}",
+                self.how()
+            )
+        })
+    }
+
+    /// Both in one line (`schedlm predict`'s `decoding`, eval's `answers.jsonl`):
+    /// `constrained greedy`, or `constrained greedy; best-of: constrained, best of 8 ...`.
     pub fn describe(&self) -> String {
-        let how = if self.constrained {
+        match self.best_of_label() {
+            Some(b) => format!("{}; best-of: {b}", self.greedy_label()),
+            None => self.greedy_label(),
+        }
+    }
+
+    fn how(&self) -> &'static str {
+        if self.constrained {
             "constrained"
         } else {
             "unconstrained"
-        };
-        match self.samples() {
-            0 => format!("{how} greedy"),
-            n => {
-                let top = self.top_k.map(|k| format!(", top {k}")).unwrap_or_default();
-                let t = self.temperature;
-                format!("{how} greedy; best-of: {how}, best of {n} samples at temperature {t}{top}")
-            }
         }
     }
 }

@@ -125,27 +125,25 @@ pub fn fill_cached(
     options: AgentOptions,
 ) -> bool {
     let key = cache_key(cache, model, options);
-    let (facts, report) = match cache.agent.as_ref().filter(|c| c.key == key) {
-        Some(cached) => {
-            let report = AgentReport {
-                calls: 0,
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                reused: true,
-                ..cached.report.clone()
-            };
-            (cached.facts.clone(), report)
-        }
-        None => fill(dir, &extraction.facts, chat, options),
-    };
-    extraction.facts.absorb(&facts);
-    let failed = !report.reused && report.calls > 0 && report.errors.len() >= options.samples;
-    if !report.reused && !failed {
-        let report = report.clone();
-        cache.agent = Some(crate::extract::CachedAgent { key, facts, report });
-    } else if failed {
-        cache.agent = None;
+    if let Some(cached) = cache.agent.as_ref().filter(|c| c.key == key) {
+        extraction.facts.absorb(&cached.facts);
+        extraction.agent = Some(AgentReport {
+            calls: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reused: true,
+            ..cached.report.clone()
+        });
+        return false;
     }
+    let (facts, report) = fill(dir, &extraction.facts, chat, options);
+    extraction.facts.absorb(&facts);
+    let failed = report.calls > 0 && report.errors.len() >= options.samples;
+    cache.agent = (!failed).then(|| crate::extract::CachedAgent {
+        key,
+        facts,
+        report: report.clone(),
+    });
     extraction.agent = Some(report);
     failed
 }

@@ -81,10 +81,10 @@ pub struct TrainBenchArgs {
 
 pub fn run(args: &TrainBenchArgs) -> Result<()> {
     let device = schedlm_finetune::device::parse(&args.device)?;
-    let threads = match (device.is_cuda(), args.threads.is_empty()) {
-        (true, _) => vec![1],
-        (false, true) => default_threads(&device),
-        (false, false) => args.threads.clone(),
+    let threads = if device.is_cuda() || args.threads.is_empty() {
+        default_threads(&device)
+    } else {
+        args.threads.clone()
     };
     if threads.contains(&0) || args.width.contains(&0) || args.seq.contains(&0) {
         bail!("--threads, --width and --seq take positive numbers");
@@ -104,46 +104,44 @@ pub fn run(args: &TrainBenchArgs) -> Result<()> {
         None => None,
     };
     outln!("{}", table_header())?;
-    for (&width, &seq, &n) in iproduct(&args.width, &args.seq, &threads) {
-        let config = GptConfig {
-            vocab_size: args.vocab,
-            context: seq.max(1024),
-            layers: args.layers,
-            width,
-            heads: args.heads,
-        };
-        let shape = TrainShape {
-            config,
-            batch: args.batch,
-            seq,
-        };
-        let (candle, torch) = measure(shape, args.steps, n, args.repeat, &device, torch)?;
-        let threads = if device.is_cuda() {
-            args.device.clone()
-        } else {
-            n.to_string()
-        };
-        outln!("{}", table_row(shape, &threads, &candle, torch.as_ref()))?;
+    for &width in &args.width {
+        for &seq in &args.seq {
+            for &n in &threads {
+                let config = GptConfig {
+                    vocab_size: args.vocab,
+                    context: seq.max(1024),
+                    layers: args.layers,
+                    width,
+                    heads: args.heads,
+                };
+                let shape = TrainShape {
+                    config,
+                    batch: args.batch,
+                    seq,
+                };
+                let (candle, torch) = measure(shape, args.steps, n, args.repeat, &device, torch)?;
+                let threads = if device.is_cuda() {
+                    args.device.clone()
+                } else {
+                    n.to_string()
+                };
+                outln!("{}", table_row(shape, &threads, &candle, torch.as_ref()))?;
+            }
+        }
     }
-    for &n in threads.iter().filter(|_| args.decode > 0) {
-        let rate = in_pool(n, || decode_rate(args.decode, &device))?;
-        outln!(
-            "decoding, {n} thread(s): {:.1} decisions/s one snapshot at a time, {:.1} with \
-             all at once (gpt-tiny, untrained, constrained greedy with the KV cache, {} \
-             8-job hpc snapshots of ~{} prompt tokens)",
-            rate.one,
-            rate.all,
-            args.decode,
-            rate.prompt
-        )?;
+    if args.decode > 0 {
+        for &n in &threads {
+            let rate = in_pool(n, || decode_rate(args.decode, &device))?;
+            outln!(
+                "decoding, {n} thread(s): {:.1} decisions/s one snapshot at a time, {:.1} with \
+                 all at once (gpt-tiny, untrained, constrained greedy with the KV cache, {} \
+                 8-job hpc snapshots of ~{} prompt tokens)",
+                rate.one,
+                rate.all,
+                args.decode,
+                rate.prompt
+            )?;
+        }
     }
     Ok(())
-}
-
-/// Every (a, b, c), in the order of nested loops over `a`, `b` and `c`.
-fn iproduct<'x, A, B, C>(a: &'x [A], b: &'x [B], c: &'x [C]) -> Vec<(&'x A, &'x B, &'x C)> {
-    let pairs = a.iter().flat_map(|x| b.iter().map(move |y| (x, y)));
-    pairs
-        .flat_map(|(x, y)| c.iter().map(move |z| (x, y, z)))
-        .collect()
 }

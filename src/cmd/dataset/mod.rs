@@ -112,8 +112,8 @@ fn run_build(a: &BuildCmd) -> Result<()> {
         eprintln!("{warning}");
     }
     match report.empty(&a.out) {
-        Some(why) if !report.already_complete => bail!("{why}"),
-        _ => Ok(()),
+        Some(why) => bail!("{why}"),
+        None => Ok(()),
     }
 }
 
