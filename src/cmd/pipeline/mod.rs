@@ -160,9 +160,12 @@ fn learn(args: &PipelineArgs) -> Result<()> {
 /// The shipped models that are there (none with --shipped-count 0), each with what it is.
 fn shipped_models(args: &PipelineArgs) -> Result<Vec<(&'static Path, &'static str)>> {
     let mut shipped = Vec::new();
-    for (dir, file, what) in SHIPPED_MODELS.iter().filter(|_| args.shipped_count > 0) {
+    if args.shipped_count == 0 {
+        return Ok(shipped);
+    }
+    for (dir, file, what) in SHIPPED_MODELS {
         if Path::new(dir).join(file).exists() {
-            shipped.push((Path::new(*dir), *what));
+            shipped.push((Path::new(dir), what));
         } else {
             outln!("\nnote: the shipped model {dir} is not there; it is left out")?;
         }
