@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::setting;
-use crate::vocabulary::{NOT_TRAINING, SUBMITIT_REQUESTS};
+use crate::scheduler::{read_options, submitit_option};
+use crate::vocabulary::NOT_TRAINING;
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -205,8 +206,8 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             continue;
         }
         if parent.as_deref() == Some("launcher") {
-            if let Some((field, n)) = launcher_request(&key, &value) {
-                facts.set(field, json!(n), source(), 1.0, Strength::Config);
+            if let Some(word) = submitit_option(&key, &value) {
+                read_options(&[word], &source(), Strength::Config, facts);
                 continue;
             }
         }
@@ -259,14 +260,6 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             None => {}
         }
     }
-}
-
-/// A resource request of Hydra's Slurm launcher (`hydra.launcher` of submitit: `nodes`,
-/// `gpus_per_node`, `cpus_per_task`, `mem_gb`, `timeout_min`) as (field, value).
-fn launcher_request(key: &str, value: &Value) -> Option<(Field, u64)> {
-    let n = value.as_u64().filter(|&n| n > 0)?;
-    let &(_, field, unit) = SUBMITIT_REQUESTS.iter().find(|(name, ..)| *name == key)?;
-    Some((field, n * unit))
 }
 
 /// A value `${a.b.c}` (OmegaConf / Hydra interpolation, as NeMo and llm-foundry configs write

@@ -281,7 +281,7 @@ pub struct CachedAgent {
 }
 
 /// Bumped whenever an extractor changes what it reads, so old caches are not trusted.
-pub const CACHE_VERSION: u32 = 14;
+pub const CACHE_VERSION: u32 = 15;
 
 /// One file's entry in the [`Cache`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -464,7 +464,7 @@ pub fn extract_with(
         out.read.push(name);
     }
     crate::precedence::resolve(&mut out.facts);
-    derive(&mut out.facts);
+    crate::derive::job(&mut out.facts);
     Ok(out)
 }
 
@@ -864,98 +864,6 @@ fn file_sha256(confined: &mut Confined, path: &Path) -> Option<String> {
         .map(|b| sha256_hex(&b))
 }
 
-/// Facts that follow from others: GPUs per node from a total and the node count; the global
-/// batch size from the per-device batch, the GPUs and the accumulation steps.
-fn derive(facts: &mut JobFacts) {
-    let number = |facts: &JobFacts, f: Field| facts.value(f).and_then(|v| v.as_u64());
-    let confidence = |facts: &JobFacts, fields: &[Field]| {
-        fields
-            .iter()
-            .filter_map(|f| facts.get(*f).map(|x| x.confidence))
-            .fold(1.0, f64::min)
-    };
-    if facts.get(Field::GpusPerNode).is_none() {
-        if let Some(total) = number(facts, Field::GpusTotal) {
-            let nodes = number(facts, Field::Nodes);
-            if let Some(per_node) = crate::precedence::gpus_per_node(total, nodes) {
-                let c = confidence(facts, &[Field::GpusTotal, Field::Nodes]);
-                facts.set(
-                    Field::GpusPerNode,
-                    json!(per_node),
-                    "derived: gpus_total / nodes".into(),
-                    c,
-                    Strength::Derived,
-                );
-            }
-        }
-    }
-    // Slurm tasks that run the training script itself, with no GPU count anywhere: one
-    // process per GPU (`srun python train.py` with `--ntasks-per-node=8`), as the launchers
-    // that spawn a process per GPU do.
-    let gpus_unknown = [Field::GpusPerNodeUnknown, Field::GpusTotalUnknown]
-        .iter()
-        .any(|&m| facts.get(m).is_some());
-    if facts.get(Field::GpusPerNode).is_none()
-        && facts.get(Field::Script).is_some()
-        && !gpus_unknown
-    {
-        if let Some(tasks) = number(facts, Field::TasksPerNode) {
-            let c = 0.6 * confidence(facts, &[Field::TasksPerNode]);
-            facts.set(
-                Field::GpusPerNode,
-                json!(tasks),
-                "derived: one GPU per Slurm task (tasks_per_node)".into(),
-                c,
-                Strength::Derived,
-            );
-        }
-    }
-    // Tensor or pipeline parallelism splits the GPUs among fewer data-parallel ranks: the
-    // product below would overcount the global batch.
-    let model_parallel = number(facts, Field::ModelParallel).is_some_and(|n| n > 1);
-    // A factor given as something the files do not resolve (`--gradient_accumulation_steps
-    // $GAS`, a name that says accumulation and is not understood) is unknown: the product is
-    // not derived from the known factors alone.
-    let factors = [
-        Field::BatchSizePerDevice,
-        Field::GpusPerNode,
-        Field::Nodes,
-        Field::GradientAccumulation,
-    ];
-    let factor_unknown = factors
-        .iter()
-        .any(|&f| facts.get(f).is_none() && f.unknown().is_some_and(|m| facts.get(m).is_some()));
-    if facts.get(Field::GlobalBatchSize).is_none() && !model_parallel && !factor_unknown {
-        // Only with every factor known: a job script without a node count may be submitted
-        // to several nodes (`sbatch --nodes=4 job.slurm`).
-        if let (Some(batch), Some(gpus), Some(nodes)) = (
-            number(facts, Field::BatchSizePerDevice),
-            number(facts, Field::GpusPerNode),
-            number(facts, Field::Nodes),
-        ) {
-            let accumulation = number(facts, Field::GradientAccumulation).unwrap_or(1);
-            let c = 0.9
-                * confidence(
-                    facts,
-                    &[
-                        Field::BatchSizePerDevice,
-                        Field::GpusPerNode,
-                        Field::Nodes,
-                        Field::GradientAccumulation,
-                    ],
-                );
-            facts.set(
-                Field::GlobalBatchSize,
-                json!(batch * gpus * nodes * accumulation),
-                "derived: batch_size_per_device x gpus_per_node x nodes x gradient_accumulation"
-                    .into(),
-                c,
-                Strength::Derived,
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1062,13 +970,13 @@ mod tests {
         let line = "torchrun --nnodes 1 --nproc_per_node 4 train.py --per_device_train_batch_size 2 --gradient_accumulation_steps $((X / 2))";
         launch::read_line(line, "job.sh:1", Strength::Script, &mut facts);
         crate::precedence::resolve(&mut facts);
-        derive(&mut facts);
+        crate::derive::job(&mut facts);
         assert_eq!(facts.value(Field::GlobalBatchSize), None);
         let known = line.replace("$((X / 2))", "3");
         let mut facts = JobFacts::default();
         launch::read_line(&known, "job.sh:1", Strength::Script, &mut facts);
         crate::precedence::resolve(&mut facts);
-        derive(&mut facts);
+        crate::derive::job(&mut facts);
         assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(24)));
     }
 
@@ -1100,7 +1008,7 @@ mod tests {
             Strength::Default,
         );
         crate::precedence::resolve(&mut facts);
-        derive(&mut facts);
+        crate::derive::job(&mut facts);
         assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
         assert!(facts.get(Field::GpusPerNode).unwrap().confidence < 1.0);
         assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(160)));
@@ -1423,7 +1331,7 @@ mod tests {
             );
         }
         crate::precedence::resolve(&mut facts);
-        derive(&mut facts);
+        crate::derive::job(&mut facts);
         facts
     }
 

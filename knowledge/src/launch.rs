@@ -152,12 +152,7 @@ pub fn read_command(
     // `srun --nodes=32 --gres=gpu:8 python train.py`: srun's options request what `#SBATCH`
     // lines do, for the step they run (`Strength::Step`: not above the headers).
     let step = strength.max(Strength::Step);
-    crate::scheduler::read_options(srun, &mut |field, value, confidence| {
-        found.set(field, value, source.to_string(), confidence, step)
-    });
-    let mut set = |field: Field, value: Value, confidence: f64| {
-        found.set(field, value, source.to_string(), confidence, strength)
-    };
+    crate::scheduler::read_options(srun, source, step, &mut found);
     // `sbatch -N 2 --gres=gpu:4 job.sh` in a submit script: its options request the job, as
     // the job script's `#SBATCH` lines would (and override them).
     if base == "sbatch" {
@@ -166,10 +161,13 @@ pub fn read_command(
             .take_while(|w| w.starts_with('-') || !w.ends_with(".sh"))
             .cloned()
             .collect();
-        crate::scheduler::read_options(&options, &mut set);
+        crate::scheduler::read_options(&options, source, strength, &mut found);
         facts.absorb(&found);
         return true;
     }
+    let mut set = |field: Field, value: Value, confidence: f64| {
+        found.set(field, value, source.to_string(), confidence, strength)
+    };
     let script_args = match launcher_of(words) {
         Some((launcher, at)) => launcher_flags(launcher.flags, &words[at..], &mut set),
         None if base.starts_with("python") => match skip_interpreter_options(rest) {

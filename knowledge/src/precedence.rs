@@ -67,14 +67,6 @@ pub fn is_evaluation_script(script: &str) -> bool {
         .any(|word| word.starts_with("eval") || EVALUATION_WORDS.contains(&word))
 }
 
-/// GPUs per node from a GPU total and a node count (none given: one node): the total divided
-/// by the nodes when it divides evenly, else nothing (an uneven split says the total is not
-/// per-node GPUs times nodes). The one rule every reader that meets a total applies.
-pub fn gpus_per_node(total: u64, nodes: Option<u64>) -> Option<u64> {
-    let nodes = nodes.unwrap_or(1).max(1);
-    total.is_multiple_of(nodes).then_some(total / nodes)
-}
-
 /// Applies rules 3 and 4 of the module docs to the facts of one job, once every source has
 /// been read.
 pub fn resolve(facts: &mut JobFacts) {

@@ -39,27 +39,9 @@ use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::{setting, settle};
+use crate::scheduler::{read_options, submitit_option};
 
 /// Calls whose keyword arguments are training settings.
-/// Keywords of submitit's `update_parameters` (without the `slurm_` prefix its
-/// `AutoExecutor` puts on Slurm's own) -> the Slurm option each stands for. `timeout_min` is
-/// minutes, as Slurm's `--time=600` is; `mem_gb` gigabytes.
-const SUBMITIT_OPTIONS: &[(&str, &str)] = &[
-    ("nodes", "nodes"),
-    ("gpus_per_node", "gpus-per-node"),
-    ("tasks_per_node", "ntasks-per-node"),
-    ("ntasks_per_node", "ntasks-per-node"),
-    ("gpus_per_task", "gpus-per-task"),
-    ("cpus_per_task", "cpus-per-task"),
-    ("timeout_min", "time"),
-    ("time", "time"),
-    ("mem_gb", "mem"),
-    ("mem", "mem"),
-    ("gres", "gres"),
-    ("job_name", "job-name"),
-    ("name", "job-name"),
-];
-
 const SETTINGS_CALLS: &[&str] = &[
     "TrainingArguments",
     "Seq2SeqTrainingArguments",
@@ -134,16 +116,14 @@ pub fn read_python_with(
         commands: Vec::new(),
         importer,
         flags: Vec::new(),
-        requests: Vec::new(),
+        requests: JobFacts::default(),
     };
     command_functions(&suite, &mut reader.commands);
     for stmt in &suite {
         reader.statement(stmt, config);
     }
     // submitit's `update_parameters(...)`: what the job asks of Slurm, as `#SBATCH` lines do.
-    for (field, value, confidence, source) in std::mem::take(&mut reader.requests) {
-        facts.set(field, value, source, confidence, Strength::Header);
-    }
+    facts.absorb(&reader.requests);
     let mut found = reader.found;
     settle(&mut found, &reader.flags);
     for (_, (field, value, confidence), source) in found {
@@ -276,7 +256,7 @@ struct Reader<'a> {
     flags: Vec<String>,
     /// Requests to Slurm of submitit's `update_parameters(...)`: (field, value, confidence,
     /// source).
-    requests: Vec<(Field, Value, f64, String)>,
+    requests: JobFacts,
 }
 
 /// Where a value was written: a byte offset in the file being read, or a line of another
@@ -699,28 +679,13 @@ impl Reader<'_> {
         let mut words = Vec::new();
         for keyword in &call.keywords {
             let Some(arg) = &keyword.arg else { continue };
-            let name = arg.as_str();
-            let name = name.strip_prefix("slurm_").unwrap_or(name);
-            let Some(&(_, option)) = SUBMITIT_OPTIONS.iter().find(|(k, _)| *k == name) else {
-                continue;
-            };
-            let value = match self.value(&keyword.value, at.clone()).map(|(v, _)| v) {
-                Some(Value::String(t)) => t,
-                Some(Value::Number(n)) if n.is_u64() => n.to_string(),
-                _ => continue,
-            };
-            let value = if name == "mem_gb" {
-                format!("{value}G")
-            } else {
-                value
-            };
-            words.push(format!("--{option}={value}"));
+            let value = self.value(&keyword.value, at.clone()).map(|(v, _)| v);
+            if let Some(word) = value.and_then(|v| submitit_option(arg.as_str(), &v)) {
+                words.push(word);
+            }
         }
         let source = at.cite(self.name, self.text);
-        let requests = &mut self.requests;
-        crate::scheduler::read_options(&words, &mut |field, value, confidence| {
-            requests.push((field, value, confidence, source.clone()));
-        });
+        read_options(&words, &source, Strength::Header, &mut self.requests);
     }
 
     /// A setting `name = value` written `at`.

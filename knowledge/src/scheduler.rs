@@ -7,133 +7,138 @@
 
 use serde_json::json;
 
+use crate::derive::{NodesUnsaid, RequestCounts};
 use crate::facts::{Field, JobFacts, Strength};
-use crate::precedence::gpus_per_node;
-use crate::vocabulary::{Request, PBS_RESOURCES, SLURM_OPTIONS};
+use crate::vocabulary::{Request, PBS_RESOURCES, SLURM_COUNTS, SLURM_OPTIONS, SUBMITIT_OPTIONS};
 
-/// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`.
+/// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`: one request at
+/// strength `header`, whose GPU total without a node count is one node's.
 pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
-    let mut total_gpus: Option<(u64, String)> = None;
-    let mut tasks = Tasks::default();
+    let mut request = SchedulerRequest::new(Strength::Header);
     for (index, line) in text.lines().enumerate() {
         let source = format!("{name}:{}", index + 1);
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix("#SBATCH") {
-            let mut set = |field: Field, v: serde_json::Value, confidence: f64| {
-                facts.set(field, v, source.clone(), confidence, Strength::Header)
-            };
             for (key, value) in options(rest) {
-                tasks.read(&key, value.as_deref(), &source);
-                if let Some(gpus) = slurm_option(&key, value.as_deref(), &mut set) {
-                    total_gpus = Some((gpus, source.clone()));
-                }
+                request.slurm_option(&key, value.as_deref(), &source);
             }
         } else if let Some(rest) = trimmed.strip_prefix("#PBS") {
             for (key, value) in options(rest) {
-                pbs_option(&key, value.as_deref(), &source, facts);
+                request.pbs_option(&key, value.as_deref(), &source);
             }
         }
     }
-    tasks.record(&mut |field, v, confidence, source| {
-        facts.set(field, v, source, confidence, Strength::Header)
-    });
-    // `--mem-per-cpu` without `--mem`: per node, times the CPUs of its tasks.
-    if let (Some((per_cpu, source)), None) = (&tasks.mem_per_cpu, facts.get(Field::MemoryMib)) {
-        let cpus = facts.value(Field::CpusPerTask).and_then(|v| v.as_u64());
-        if let Some(cpus) = cpus {
-            let per_node = per_cpu * cpus * tasks.tasks_per_node().unwrap_or(1);
-            facts.set(
-                Field::MemoryMib,
-                json!(per_node),
-                source.clone(),
-                0.9,
-                Strength::Header,
-            );
-        }
-    }
-    // A total GPU count gives GPUs per node only with the node count (default 1).
-    if let Some((gpus, source)) = total_gpus {
-        if facts.get(Field::GpusPerNode).is_none() {
-            let nodes = facts.value(Field::Nodes).and_then(|v| v.as_u64());
-            if let Some(per_node) = gpus_per_node(gpus, nodes) {
-                facts.set(
-                    Field::GpusPerNode,
-                    json!(per_node),
-                    source,
-                    0.9,
-                    Strength::Header,
-                );
-            }
-        }
-    }
+    request.finish(facts, NodesUnsaid::One);
 }
 
-/// Tasks per node (`--ntasks-per-node`) and GPUs per task (`--gpus-per-task`), each with its
-/// source: their product is the GPUs per node; tasks alone are recorded as `tasks_per_node`
-/// (one process per GPU when the tasks run the training script directly; see `extract`).
-#[derive(Default)]
-struct Tasks {
-    per_node: Option<(u64, String)>,
-    gpus_each: Option<(u64, String)>,
-    /// `--mem-per-cpu`, in MiB.
-    mem_per_cpu: Option<(u64, String)>,
+/// The Slurm options of a command line (the words between `srun` and the command, `sbatch`'s
+/// options, submitit's parameters written as options), which request what `#SBATCH` lines
+/// do: one request at `strength`, each fact citing `source`. A GPU total gives GPUs per node
+/// only with a node count among the options (a step's total alone may span nodes).
+pub fn read_options(words: &[String], source: &str, strength: Strength, facts: &mut JobFacts) {
+    let mut request = SchedulerRequest::new(strength);
+    for (key, value) in option_pairs(words) {
+        request.slurm_option(&key, value.as_deref(), source);
+    }
+    request.finish(facts, NodesUnsaid::Unknown);
 }
 
-impl Tasks {
-    fn tasks_per_node(&self) -> Option<u64> {
-        self.per_node.as_ref().map(|(n, _)| *n)
+/// A keyword of submitit's `update_parameters(gpus_per_node=8, ...)` or a key of Hydra's
+/// Slurm launcher (`hydra.launcher`) as the Slurm option it stands for (`--gpus-per-node=8`,
+/// [`SUBMITIT_OPTIONS`]), for [`read_options`]; `None` for another keyword, or a value that is
+/// neither text nor a whole number.
+pub fn submitit_option(keyword: &str, value: &serde_json::Value) -> Option<String> {
+    let name = keyword.strip_prefix("slurm_").unwrap_or(keyword);
+    let &(_, option) = SUBMITIT_OPTIONS.iter().find(|(k, _)| *k == name)?;
+    let value = match value {
+        serde_json::Value::String(t) => t.clone(),
+        serde_json::Value::Number(n) if n.is_u64() => n.to_string(),
+        _ => return None,
+    };
+    let unit = if name == "mem_gb" { "G" } else { "" };
+    Some(format!("--{option}={value}{unit}"))
+}
+
+/// One scheduler request as it is read: its own facts, and the counts that give facts only
+/// together ([`crate::derive::request`]).
+struct SchedulerRequest {
+    facts: JobFacts,
+    counts: RequestCounts,
+    strength: Strength,
+}
+
+impl SchedulerRequest {
+    fn new(strength: Strength) -> SchedulerRequest {
+        SchedulerRequest {
+            facts: JobFacts::default(),
+            counts: RequestCounts::default(),
+            strength,
+        }
     }
 
-    fn read(&mut self, key: &str, value: Option<&str>, source: &str) {
-        if key == "mem-per-cpu" {
-            let mib = value.and_then(memory_mib).filter(|&m| m > 0);
-            self.mem_per_cpu = mib.map(|m| (m, source.to_string()));
-            return;
-        }
-        let Some(n) = value.and_then(|v| v.parse::<u64>().ok()).filter(|&n| n > 0) else {
+    /// One Slurm option ([`SLURM_OPTIONS`], [`SLURM_COUNTS`]).
+    fn slurm_option(&mut self, key: &str, value: Option<&str>, source: &str) {
+        // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
+        let Some(value) = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$')) else {
             return;
         };
-        match key {
-            "ntasks-per-node" => self.per_node = Some((n, source.to_string())),
-            "gpus-per-task" => self.gpus_each = Some((n, source.to_string())),
-            _ => {}
-        }
-    }
-
-    fn record(&self, set: &mut impl FnMut(Field, serde_json::Value, f64, String)) {
-        match (self.per_node.clone(), self.gpus_each.clone()) {
-            (Some((tasks, source)), Some((gpus, _))) => {
-                set(Field::GpusPerNode, json!(tasks * gpus), 1.0, source)
+        if let Some(&(_, which, how)) = SLURM_COUNTS.iter().find(|(n, ..)| n.contains(&key)) {
+            if let Some(n) = request(how, value).and_then(|(v, _)| v.as_u64()) {
+                self.counts.set(which, n, source);
             }
-            (Some((tasks, source)), None) => set(Field::TasksPerNode, json!(tasks), 1.0, source),
+        } else if let Some(&(_, field, how)) = SLURM_OPTIONS.iter().find(|(n, ..)| n.contains(&key))
+        {
+            if let Some((v, confidence)) = request(how, value) {
+                let strength = self.strength;
+                self.facts
+                    .set(field, v, source.to_string(), confidence, strength);
+            }
+        }
+    }
+
+    /// One PBS option (`-N name`, `-l resource=value:...`, [`PBS_RESOURCES`]).
+    fn pbs_option(&mut self, key: &str, value: Option<&str>, source: &str) {
+        let Some(value) = value else { return };
+        let strength = self.strength;
+        let mut set = |field: Field, v: serde_json::Value| {
+            self.facts.set(field, v, source.to_string(), 1.0, strength)
+        };
+        match key {
+            "N" => set(Field::JobName, json!(value)),
+            "l" => {
+                // `walltime=hh:mm:ss` keeps its colons; chunk specs (`select=2:ngpus=4`) split.
+                let items = value.split(',').flat_map(|part| {
+                    if part.starts_with("walltime=") {
+                        vec![part]
+                    } else {
+                        part.split(':').collect()
+                    }
+                });
+                for item in items {
+                    // `select=2:ncpus=...` starts with the chunk count.
+                    let Some((k, v)) = item.split_once('=') else {
+                        continue;
+                    };
+                    let Some(&(_, field, how)) =
+                        PBS_RESOURCES.iter().find(|(n, ..)| n.contains(&k))
+                    else {
+                        continue;
+                    };
+                    if let Some((v, _)) = request(how, v) {
+                        set(field, v);
+                    }
+                }
+            }
             _ => {}
         }
     }
-}
 
-/// The options of an `srun` command line (the words between `srun` and the command), which
-/// request what `#SBATCH` lines do; `set` records a field. A total GPU count (`--gpus 16`)
-/// gives GPUs per node with a node count among them.
-pub fn read_options(words: &[String], set: &mut impl FnMut(Field, serde_json::Value, f64)) {
-    let mut total_gpus = None;
-    let mut nodes = None;
-    let mut tasks = Tasks::default();
-    for (key, value) in option_pairs(words) {
-        tasks.read(&key, value.as_deref(), "");
-        if matches!(key.as_str(), "N" | "nodes") {
-            nodes = value.as_deref().and_then(|v| v.parse::<u64>().ok());
-        }
-        if let Some(gpus) = slurm_option(&key, value.as_deref(), set) {
-            total_gpus = Some(gpus);
-        }
+    /// The request's derived facts ([`crate::derive::request`]), then all its facts into
+    /// `facts`.
+    fn finish(mut self, facts: &mut JobFacts, unsaid: NodesUnsaid) {
+        crate::derive::request(&mut self.facts, &self.counts, self.strength, unsaid);
+        facts.absorb(&self.facts);
     }
-    // Here only with a node count among the options: a step's total alone may span nodes.
-    if let (Some(gpus), Some(nodes)) = (total_gpus, nodes.filter(|&n| n > 0)) {
-        if let Some(per_node) = gpus_per_node(gpus, Some(nodes)) {
-            set(Field::GpusPerNode, json!(per_node), 0.9);
-        }
-    }
-    tasks.record(&mut |field, v, confidence, _| set(field, v, confidence));
 }
 
 /// `--key=value`, `--key value`, `-k value` and `-kvalue` pairs of a header line; a comment
@@ -172,26 +177,6 @@ fn option_pairs(words: &[String]) -> Vec<(String, Option<String>)> {
     out
 }
 
-/// One Slurm option ([`SLURM_OPTIONS`]); returns a total GPU count (`--gpus`, `-G`) for later
-/// division.
-fn slurm_option(
-    key: &str,
-    value: Option<&str>,
-    set: &mut impl FnMut(Field, serde_json::Value, f64),
-) -> Option<u64> {
-    // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
-    let value = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$'))?;
-    let &(_, field, how) = SLURM_OPTIONS
-        .iter()
-        .find(|(names, ..)| names.contains(&key))?;
-    let (v, confidence) = request(how, value)?;
-    if field == Field::GpusTotal {
-        return v.as_u64();
-    }
-    set(field, v, confidence);
-    None
-}
-
 /// A request's value read as `how` says, with its confidence.
 fn request(how: Request, value: &str) -> Option<(serde_json::Value, f64)> {
     let count = |v: &str| v.parse::<u64>().ok();
@@ -217,40 +202,6 @@ fn request(how: Request, value: &str) -> Option<(serde_json::Value, f64)> {
         Request::MemoryNotZero => (json!(memory_mib(value).filter(|&m| m > 0)?), 1.0),
         Request::Time => (json!(slurm_time(value)?), 1.0),
     })
-}
-
-/// One PBS option (`-N name`, `-l resource=value:...`, [`PBS_RESOURCES`]).
-fn pbs_option(key: &str, value: Option<&str>, source: &str, facts: &mut JobFacts) -> Option<()> {
-    let value = value?;
-    let mut set = |field: Field, v: serde_json::Value| {
-        facts.set(field, v, source.to_string(), 1.0, Strength::Header)
-    };
-    match key {
-        "N" => set(Field::JobName, json!(value)),
-        "l" => {
-            // `walltime=hh:mm:ss` keeps its colons; chunk specs (`select=2:ngpus=4`) split.
-            let items = value.split(',').flat_map(|part| {
-                if part.starts_with("walltime=") {
-                    vec![part]
-                } else {
-                    part.split(':').collect()
-                }
-            });
-            for item in items {
-                let Some((k, v)) = item.split_once('=') else {
-                    // `select=2:ncpus=...` starts with the chunk count.
-                    continue;
-                };
-                let Some(&(_, field, how)) = PBS_RESOURCES.iter().find(|(n, ..)| n.contains(&k))
-                else {
-                    continue;
-                };
-                set(field, request(how, v)?.0);
-            }
-        }
-        _ => {}
-    }
-    Some(())
 }
 
 /// Memory like `64G`, `500M`, `64gb`, `1T`, or plain megabytes, in MiB.
@@ -365,10 +316,33 @@ mod tests {
                 json!(7200),
             ),
         ];
+        // The counts, which give a fact with another.
+        let counts = [
+            (
+                "ntasks-per-node",
+                "#SBATCH --ntasks-per-node=8",
+                Field::TasksPerNode,
+                json!(8),
+            ),
+            (
+                "gpus-per-task",
+                "#SBATCH --ntasks-per-node=4 --gpus-per-task=a100:2",
+                Field::GpusPerNode,
+                json!(8),
+            ),
+            (
+                "mem-per-cpu",
+                "#SBATCH -c 4\n#SBATCH --mem-per-cpu=1G",
+                Field::MemoryMib,
+                json!(4096),
+            ),
+        ];
+        let examples: Vec<_> = examples.iter().chain(&counts).collect();
         for (_, text, field, value) in &examples {
             assert_eq!(read(text).value(*field), Some(value), "{text}");
         }
-        for (names, ..) in SLURM_OPTIONS.iter().chain(PBS_RESOURCES) {
+        let names = SLURM_OPTIONS.iter().chain(PBS_RESOURCES).map(|r| r.0);
+        for names in names.chain(SLURM_COUNTS.iter().map(|r| r.0)) {
             assert!(
                 examples.iter().any(|(n, ..)| names.contains(n)),
                 "no example for {names:?}"

@@ -1,10 +1,11 @@
 //! The reader's vocabularies as data: the training-setting names of the frameworks
 //! ([`NAMES`]), the launchers ([`LAUNCHERS`]) and their flags ([`LAUNCHER_FLAGS`]), the
-//! resource requests of schedulers ([`SLURM_OPTIONS`], [`PBS_RESOURCES`],
-//! [`SUBMITIT_REQUESTS`]), and the word lists the readers consult. Each row of the name and launcher tables names the setup
-//! of `tests/data/knowledge` that shows it (a test checks that it does); a rule for a new
-//! framework is a new row.
+//! resource requests of schedulers ([`SLURM_OPTIONS`], [`SLURM_COUNTS`], [`PBS_RESOURCES`],
+//! [`SUBMITIT_OPTIONS`]), and the word lists the readers consult. Each row of the name and
+//! launcher tables names the setup of `tests/data/knowledge` that shows it (a test checks
+//! that it does); a rule for a new framework is a new row.
 
+use crate::derive::Counted;
 use crate::facts::Field;
 
 /// How the value of a scheduler's resource request is read (`crate::scheduler::request`).
@@ -29,17 +30,33 @@ pub enum Request {
 }
 
 /// Slurm options (`#SBATCH` lines, `srun` and `sbatch` words; short and long names) -> the
-/// field each requests and how its value reads. `GpusTotal` (`--gpus 16`) is the job's total,
-/// which gives GPUs per node with the node count (`precedence::gpus_per_node`).
+/// field each requests and how its value reads.
 pub const SLURM_OPTIONS: &[(&[&str], Field, Request)] = &[
     (&["J", "job-name"], Field::JobName, Request::Text),
     (&["N", "nodes"], Field::Nodes, Request::CountOrRange),
     (&["gres"], Field::GpusPerNode, Request::Gres),
     (&["gpus-per-node"], Field::GpusPerNode, Request::TypedCount),
-    (&["G", "gpus"], Field::GpusTotal, Request::TypedCount),
     (&["c", "cpus-per-task"], Field::CpusPerTask, Request::Count),
     (&["mem"], Field::MemoryMib, Request::MemoryNotZero),
     (&["t", "time"], Field::RequestedTimeS, Request::Time),
+];
+
+/// Slurm options that give a fact only with another ([`crate::derive::request`]): a GPU
+/// total (`--gpus 16`) with the node count, tasks per node with GPUs per task, memory per CPU
+/// with the CPUs of a node.
+pub const SLURM_COUNTS: &[(&[&str], Counted, Request)] = &[
+    (&["G", "gpus"], Counted::GpusTotal, Request::TypedCount),
+    (&["ntasks-per-node"], Counted::TasksPerNode, Request::Count),
+    (
+        &["gpus-per-task"],
+        Counted::GpusPerTask,
+        Request::TypedCount,
+    ),
+    (
+        &["mem-per-cpu"],
+        Counted::MemPerCpuMib,
+        Request::MemoryNotZero,
+    ),
 ];
 
 /// PBS `-l` resources (`select=2:ngpus=4`, `walltime=...`) -> field and reading; PBS counts
@@ -52,14 +69,24 @@ pub const PBS_RESOURCES: &[(&[&str], Field, Request)] = &[
     (&["walltime"], Field::RequestedTimeS, Request::Time),
 ];
 
-/// Requests of Hydra's Slurm launcher (submitit's `hydra.launcher`) -> field and the factor to
-/// the field's unit (`mem_gb` in MiB, `timeout_min` in seconds).
-pub const SUBMITIT_REQUESTS: &[(&str, Field, u64)] = &[
-    ("nodes", Field::Nodes, 1),
-    ("gpus_per_node", Field::GpusPerNode, 1),
-    ("cpus_per_task", Field::CpusPerTask, 1),
-    ("mem_gb", Field::MemoryMib, 1024),
-    ("timeout_min", Field::RequestedTimeS, 60),
+/// Keywords of submitit's `update_parameters` and keys of Hydra's Slurm launcher
+/// (`hydra.launcher`), without the `slurm_` prefix of `AutoExecutor` -> the Slurm option each
+/// stands for ([`SLURM_OPTIONS`], [`SLURM_COUNTS`]). `timeout_min` is minutes, as Slurm's
+/// `--time=600` is; `mem_gb` gigabytes.
+pub const SUBMITIT_OPTIONS: &[(&str, &str)] = &[
+    ("nodes", "nodes"),
+    ("gpus_per_node", "gpus-per-node"),
+    ("tasks_per_node", "ntasks-per-node"),
+    ("ntasks_per_node", "ntasks-per-node"),
+    ("gpus_per_task", "gpus-per-task"),
+    ("cpus_per_task", "cpus-per-task"),
+    ("timeout_min", "time"),
+    ("time", "time"),
+    ("mem_gb", "mem"),
+    ("mem", "mem"),
+    ("gres", "gres"),
+    ("job_name", "job-name"),
+    ("name", "job-name"),
 ];
 
 /// Training-setting names of the frameworks (without dashes, `-` read as `_`) -> (field,
