@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::facts::{Field, JobFacts, Strength};
 use crate::launch::setting;
 use crate::scheduler::{read_options, submitit_option};
-use crate::vocabulary::NOT_TRAINING;
+use crate::vocabulary::{Flags, LAUNCHER_FLAGS, NOT_TRAINING};
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -156,7 +156,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
         );
     }
     // An accelerate config (`distributed_type: ...`) counts its machines and processes (all
-    // machines together, divided by the machines in `extract`); its processes are GPUs only
+    // machines together, divided by the machines in `derive`); its processes are GPUs only
     // when it runs on GPUs (not `MULTI_CPU`, `XLA` or `use_cpu: true`). `Some(on GPUs)` for
     // such a config.
     let accelerate = tree.get("distributed_type").map(|kind| {
@@ -212,11 +212,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             }
         }
         if let (None, Some(on_gpus)) = (parent.as_deref(), accelerate) {
-            let field = match key.as_str() {
-                "num_machines" => Some(Field::Nodes),
-                "num_processes" if on_gpus => Some(Field::GpusTotal),
-                _ => None,
-            };
+            let field = accelerate_count(&key).filter(|&f| on_gpus || f != Field::GpusTotal);
             if let (Some(field), Some(n)) = (field, value.as_u64().filter(|&n| n > 0)) {
                 facts.set(field, json!(n), source(), 1.0, Strength::Config);
                 continue;
@@ -260,6 +256,16 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             None => {}
         }
     }
+}
+
+/// The field of a count in an accelerate config (`num_machines`, `num_processes`): the
+/// launcher's flag of the same name ([`LAUNCHER_FLAGS`]), when it counts nodes or GPUs.
+fn accelerate_count(key: &str) -> Option<Field> {
+    LAUNCHER_FLAGS
+        .iter()
+        .find(|&&(flags, flag, _)| flags == Flags::Accelerate && flag == key)
+        .map(|&(.., field)| field)
+        .filter(|f| matches!(f, Field::Nodes | Field::GpusTotal))
 }
 
 /// A value `${a.b.c}` (OmegaConf / Hydra interpolation, as NeMo and llm-foundry configs write

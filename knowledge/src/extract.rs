@@ -982,33 +982,14 @@ mod tests {
 
     #[test]
     fn derived_gpus_from_tasks_and_step_counts_over_default_epochs() {
-        let mut facts = JobFacts::default();
         let script = "#!/bin/bash\n#SBATCH --nodes 2\n#SBATCH --ntasks-per-node=8\nsrun python train.py --batch-size 10 --max_train_steps 500\n";
-        scheduler::read_headers("job.sh", script, &mut facts);
-        for c in commands(script, &mut |_| None) {
-            launch::read_command(
-                &c.words,
-                &format!("job.sh:{}", c.line),
-                Strength::Script,
-                &mut facts,
-            );
-        }
-        facts.set(
-            Field::Epochs,
-            json!(100),
-            "train.py:9".into(),
-            1.0,
-            Strength::Default,
-        );
-        facts.set(
-            Field::LearningRate,
-            json!(1e-4),
-            "train.py:8".into(),
-            1.0,
-            Strength::Default,
-        );
-        crate::precedence::resolve(&mut facts);
-        crate::derive::job(&mut facts);
+        let facts = script_facts_with(script, |facts| {
+            let default = |facts: &mut JobFacts, field, value, line: &str| {
+                facts.set(field, value, line.into(), 1.0, Strength::Default)
+            };
+            default(facts, Field::Epochs, json!(100), "train.py:9");
+            default(facts, Field::LearningRate, json!(1e-4), "train.py:8");
+        });
         assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
         assert!(facts.get(Field::GpusPerNode).unwrap().confidence < 1.0);
         assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(160)));
@@ -1320,6 +1301,12 @@ mod tests {
 
     /// Facts of one script, resolved and derived as `extract` does.
     fn script_facts(script: &str) -> JobFacts {
+        script_facts_with(script, |_| {})
+    }
+
+    /// The facts of a job script read alone, with `more` (the training code's) added before
+    /// the precedence rules and the derivations run.
+    fn script_facts_with(script: &str, more: impl FnOnce(&mut JobFacts)) -> JobFacts {
         let mut facts = JobFacts::default();
         scheduler::read_headers("job.sh", script, &mut facts);
         for c in commands(script, &mut |_| None) {
@@ -1330,6 +1317,7 @@ mod tests {
                 &mut facts,
             );
         }
+        more(&mut facts);
         crate::precedence::resolve(&mut facts);
         crate::derive::job(&mut facts);
         facts

@@ -409,7 +409,8 @@ pub const LAUNCHERS: &[Launcher] = &[
 
 /// Launchers' flags that give a field: (whose, flag with `_`, field). `accelerate`'s
 /// `num_processes` counts the processes of all machines, so it is recorded as the total and
-/// divided by the machines in `extract`. A count written as an elastic range (`--nnodes
+/// divided by the machines in `derive` (its config file's keys of the same names read the
+/// same). A count written as an elastic range (`--nnodes
 /// 1:4`) gives its minimum.
 pub const LAUNCHER_FLAGS: &[(Flags, &str, Field)] = &[
     (Flags::Torchrun, "nproc_per_node", Field::GpusPerNode),
