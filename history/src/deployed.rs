@@ -436,7 +436,7 @@ mod tests {
         facts.set(
             Field::Model,
             json!(model),
-            "t".into(),
+            schedlm_knowledge::facts::Source::line("t", 1),
             1.0,
             Strength::Config,
         );

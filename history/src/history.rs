@@ -14,13 +14,13 @@
 //!
 //! ```
 //! use schedlm_history::history::{History, MatchBy, NewJob, Outcome, Query, predict};
-//! use schedlm_knowledge::{facts::Field, JobFacts};
+//! use schedlm_knowledge::{facts::{Field, Source}, JobFacts, Strength};
 //! use serde_json::json;
 //!
 //! let facts = |model: &str, gpus: u64| {
 //!     let mut f = JobFacts::default();
-//!     f.set(Field::Model, json!(model), "run.sh:3".into(), 1.0, schedlm_knowledge::Strength::Script);
-//!     f.set(Field::GpusPerNode, json!(gpus), "run.sh:1".into(), 1.0, schedlm_knowledge::Strength::Header);
+//!     f.set(Field::Model, json!(model), Source::line("run.sh", 3), 1.0, Strength::Script);
+//!     f.set(Field::GpusPerNode, json!(gpus), Source::line("run.sh", 1), 1.0, Strength::Header);
 //!     f
 //! };
 //! let history = History::open_in_memory().unwrap();
@@ -1025,7 +1025,7 @@ pub(crate) mod tests {
             f.set(
                 name.parse().unwrap(),
                 value.clone(),
-                "t:1".into(),
+                schedlm_knowledge::facts::Source::line("t", 1),
                 1.0,
                 Strength::Script,
             );

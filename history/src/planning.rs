@@ -31,7 +31,7 @@ use serde_json::json;
 use crate::advice::Knowledge;
 use crate::history::{predict, MatchBy, NewJob, Outcome, PastJob, Query};
 use crate::replay::{jobs_of, knowledge_of, predicted_runtime, ReplayError, ReplayJob};
-use schedlm_knowledge::facts::{Field, JobFacts, Strength};
+use schedlm_knowledge::facts::{Field, JobFacts, Source, Strength};
 
 /// What the scheduler plans a job's length with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -182,7 +182,7 @@ impl Planner {
 pub fn facts_of(job: &ReplayJob) -> JobFacts {
     let mut facts = JobFacts::default();
     let mut set = |field: Field, value: serde_json::Value| {
-        facts.set(field, value, "meta".into(), 1.0, Strength::Config);
+        facts.set(field, value, Source::Meta, 1.0, Strength::Config);
     };
     let j = &job.job;
     set(Field::Model, json!(j.model.name));

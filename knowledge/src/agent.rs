@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::confine::Confined;
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 
 /// The longest file excerpt one `read_file` returns.
 const READ_LIMIT: usize = 8_000;
@@ -212,7 +212,7 @@ pub fn fill(
         return (filled, report);
     }
     // field -> (value text -> (votes, value, source))
-    let mut votes: BTreeMap<String, BTreeMap<String, (usize, Value, String)>> = BTreeMap::new();
+    let mut votes: BTreeMap<String, BTreeMap<String, (usize, Value, Source)>> = BTreeMap::new();
     for sample in 0..options.samples.max(1) {
         let Some(answer) = run(
             dir,
@@ -389,7 +389,7 @@ fn read_file(dir: &Path, rel: &str) -> Result<String, String> {
 }
 
 /// Checks one answered field against the line it cites; the value and the `file:line`.
-fn check(dir: &Path, given: &Value) -> Result<(Value, String), String> {
+fn check(dir: &Path, given: &Value) -> Result<(Value, Source), String> {
     let value = given
         .get("value")
         .cloned()
@@ -412,7 +412,7 @@ fn check(dir: &Path, given: &Value) -> Result<(Value, String), String> {
         .nth(number.wrapping_sub(1))
         .ok_or_else(|| format!("{source}: no such line"))?;
     if written_on(&value, cited) {
-        Ok((value, format!("{file}:{number}")))
+        Ok((value, Source::line(file, number)))
     } else {
         Err(format!("{value} is not written on {source}"))
     }
@@ -548,14 +548,14 @@ mod tests {
         known.set(
             Field::LearningRate,
             serde_json::json!(1),
-            "x:1".into(),
+            Source::line("x", 1),
             1.0,
             Strength::Script,
         );
         known.set(
             Field::NodesUnknown,
             serde_json::json!("--num_machines $NUM_NODES"),
-            "x:2".into(),
+            Source::line("x", 2),
             1.0,
             Strength::Script,
         );

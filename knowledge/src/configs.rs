@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::launch::setting;
 use crate::scheduler::{read_options, submitit_option};
 use crate::vocabulary::{Flags, LAUNCHER_FLAGS, NOT_TRAINING};
@@ -94,10 +94,11 @@ fn note_duplicates(name: &str, duplicates: &[Duplicate], facts: &mut JobFacts) {
         let Some(fact) = facts.get(field) else {
             continue;
         };
-        if !fact.source.starts_with(&format!("{name}:")) || fact.value != last {
+        let this_file = matches!(&fact.source, Source::Line { file, .. } if file == name);
+        if !this_file || fact.value != last {
             continue;
         }
-        let taken = format!("{name}:{}", d.line);
+        let taken = Source::line(name, d.line);
         if fact.source != taken {
             if let Some(old) = facts.remove(field) {
                 facts.set(field, old.value, taken, old.confidence, old.strength);
@@ -150,7 +151,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
         facts.set(
             Field::Dataset,
             value,
-            format!("{name}:{}", line_of(text, &key)),
+            Source::line(name, line_of(text, &key)),
             0.9,
             Strength::Config,
         );
@@ -165,7 +166,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             && tree.get("use_cpu").and_then(Value::as_bool) != Some(true)
     });
     for (parent, key, value) in leaves {
-        let source = || format!("{name}:{}", line_of(text, &key));
+        let source = || Source::line(name, line_of(text, &key));
         // yacs configs (detectron2) write keys in capitals: `SOLVER.BASE_LR`.
         let key = key.replace('-', "_").to_ascii_lowercase();
         let parent = parent.map(|p| p.to_ascii_lowercase());
@@ -795,7 +796,7 @@ mod tests {
         );
         let epochs = facts.get(Field::Epochs).unwrap();
         assert_eq!(
-            (epochs.value.clone(), epochs.source.as_str()),
+            (epochs.value.clone(), epochs.source.to_string().as_str()),
             (json!(5), "cfg.yaml:5")
         );
         assert_eq!(facts.get(Field::Model).unwrap().value, json!("org/a"));

@@ -24,7 +24,7 @@
 
 use serde_json::json;
 
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 
 /// A count a scheduler request gives that makes a fact only together with another: the
 /// name of its [`crate::vocabulary::SLURM_COUNTS`] row.
@@ -45,8 +45,8 @@ pub enum Counted {
 pub struct Count {
     /// The number.
     pub n: u64,
-    /// `file:line` (or `command`).
-    pub source: String,
+    /// Where it was read.
+    pub source: Source,
 }
 
 /// The counts of one scheduler request, each the last one given.
@@ -60,10 +60,10 @@ pub struct RequestCounts {
 
 impl RequestCounts {
     /// Records count `which` (a later one replaces an earlier one, as a later option does).
-    pub fn set(&mut self, which: Counted, n: u64, source: &str) {
+    pub fn set(&mut self, which: Counted, n: u64, source: &Source) {
         let count = Some(Count {
             n,
-            source: source.to_string(),
+            source: source.clone(),
         });
         match which {
             Counted::GpusTotal => self.gpus_total = count,
@@ -86,7 +86,7 @@ pub enum NodesUnsaid {
 
 /// How a derived value is recorded: its source, confidence and strength.
 struct Derivation {
-    source: String,
+    source: Source,
     confidence: f64,
     strength: Strength,
 }
@@ -156,7 +156,7 @@ pub fn job(facts: &mut JobFacts) {
     ) {
         let nodes = count(facts, Field::Nodes).unwrap_or(1);
         let how = Derivation {
-            source: "derived: gpus_total / nodes".into(),
+            source: Source::derived("gpus_total / nodes"),
             confidence: weakest(facts, &[Field::GpusTotal, Field::Nodes]),
             strength: Strength::Derived,
         };
@@ -212,7 +212,7 @@ fn one_gpu_per_task(facts: &mut JobFacts) {
     }
     if let Some(tasks) = count(facts, Field::TasksPerNode) {
         let how = Derivation {
-            source: "derived: one GPU per Slurm task (tasks_per_node)".into(),
+            source: Source::derived("one GPU per Slurm task (tasks_per_node)"),
             confidence: 0.6 * weakest(facts, &[Field::TasksPerNode]),
             strength: Strength::Derived,
         };
@@ -248,8 +248,9 @@ fn global_batch_size(facts: &mut JobFacts) {
     };
     let accumulation = count(facts, Field::GradientAccumulation).unwrap_or(1);
     let how = Derivation {
-        source: "derived: batch_size_per_device x gpus_per_node x nodes x gradient_accumulation"
-            .into(),
+        source: Source::derived(
+            "batch_size_per_device x gpus_per_node x nodes x gradient_accumulation",
+        ),
         confidence: 0.9 * weakest(facts, &FACTORS),
         strength: Strength::Derived,
     };
@@ -280,11 +281,17 @@ mod tests {
     fn request_facts(counts: &[(Counted, u64)], read: &[(Field, u64)]) -> JobFacts {
         let mut facts = JobFacts::default();
         for &(field, n) in read {
-            facts.set(field, json!(n), "job.sh:1".into(), 1.0, Strength::Header);
+            facts.set(
+                field,
+                json!(n),
+                Source::line("job.sh", 1),
+                1.0,
+                Strength::Header,
+            );
         }
         let mut c = RequestCounts::default();
         for &(which, n) in counts {
-            c.set(which, n, "job.sh:2");
+            c.set(which, n, &Source::line("job.sh", 2));
         }
         request(&mut facts, &c, Strength::Header, NodesUnsaid::One);
         facts
@@ -296,7 +303,7 @@ mod tests {
         let fact = f.get(Field::GpusPerNode).unwrap();
         assert_eq!((fact.value.clone(), fact.confidence), (json!(8), 0.9));
         assert_eq!(
-            (fact.source.as_str(), fact.strength),
+            (fact.source.to_string().as_str(), fact.strength),
             ("job.sh:2", Strength::Header)
         );
         // One node when the header says none; nothing from an uneven split.
@@ -330,7 +337,7 @@ mod tests {
     fn a_step_without_nodes_derives_nothing_from_its_total() {
         let mut facts = JobFacts::default();
         let mut counts = RequestCounts::default();
-        counts.set(Counted::GpusTotal, 16, "command");
+        counts.set(Counted::GpusTotal, 16, &Source::Command);
         request(&mut facts, &counts, Strength::Step, NodesUnsaid::Unknown);
         assert!(facts.is_empty());
     }
@@ -339,7 +346,7 @@ mod tests {
     fn the_job_derives_at_strength_derived_from_its_resolved_facts() {
         let mut facts = JobFacts::default();
         let mut set = |f: Field, n: u64, c: f64| {
-            facts.set(f, json!(n), "x:1".into(), c, Strength::Script);
+            facts.set(f, json!(n), Source::line("x", 1), c, Strength::Script);
         };
         set(Field::GpusTotal, 16, 1.0);
         set(Field::Nodes, 2, 0.8);
@@ -358,7 +365,7 @@ mod tests {
         facts.set(
             Field::ModelParallel,
             json!(2),
-            "x:2".into(),
+            Source::line("x", 2),
             1.0,
             Strength::Script,
         );

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::configs::Syntax;
 use crate::confine::{escape, excerpt, Confined, Kind};
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::shell::commands;
 use crate::{configs, launch, logs, python, scheduler};
 
@@ -454,7 +454,7 @@ pub fn extract_with(
     }
     cache.files = seen;
     if let Some(command) = command {
-        launch::read_line(command, "command", Strength::Command, &mut out.facts);
+        launch::read_line(command, &Source::Command, Strength::Command, &mut out.facts);
     }
     read_hostfile(&mut confined, dir, &mut out.facts);
     for log in log_files {
@@ -532,7 +532,7 @@ fn read_hostfile(confined: &mut Confined, dir: &Path, facts: &mut JobFacts) {
     let Some((nodes, gpus)) = launch::per_host(&slots) else {
         return;
     };
-    let source = format!("{rel}:1");
+    let source = Source::line(rel, 1);
     facts.set(
         Field::Nodes,
         json!(nodes),
@@ -783,7 +783,7 @@ fn read_file(
     for command in commands(&text, &mut source) {
         launch::read_command(
             &command.words,
-            &format!("{rel}:{}", command.line),
+            &Source::line(rel, command.line),
             Strength::Script,
             &mut facts,
         );
@@ -878,7 +878,7 @@ mod tests {
         for c in &commands {
             launch::read_command(
                 &c.words,
-                &format!("job.sh:{}", c.line),
+                &Source::line("job.sh", c.line),
                 Strength::Script,
                 &mut facts,
             );
@@ -908,7 +908,7 @@ mod tests {
         for c in &commands {
             launch::read_command(
                 &c.words,
-                &format!("submit.sh:{}", c.line),
+                &Source::line("submit.sh", c.line),
                 Strength::Script,
                 &mut facts,
             );
@@ -968,13 +968,23 @@ mod tests {
         // An accumulation still unknown after substitution derives no global batch.
         let mut facts = JobFacts::default();
         let line = "torchrun --nnodes 1 --nproc_per_node 4 train.py --per_device_train_batch_size 2 --gradient_accumulation_steps $((X / 2))";
-        launch::read_line(line, "job.sh:1", Strength::Script, &mut facts);
+        launch::read_line(
+            line,
+            &Source::line("job.sh", 1),
+            Strength::Script,
+            &mut facts,
+        );
         crate::precedence::resolve(&mut facts);
         crate::derive::job(&mut facts);
         assert_eq!(facts.value(Field::GlobalBatchSize), None);
         let known = line.replace("$((X / 2))", "3");
         let mut facts = JobFacts::default();
-        launch::read_line(&known, "job.sh:1", Strength::Script, &mut facts);
+        launch::read_line(
+            &known,
+            &Source::line("job.sh", 1),
+            Strength::Script,
+            &mut facts,
+        );
         crate::precedence::resolve(&mut facts);
         crate::derive::job(&mut facts);
         assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(24)));
@@ -984,11 +994,12 @@ mod tests {
     fn derived_gpus_from_tasks_and_step_counts_over_default_epochs() {
         let script = "#!/bin/bash\n#SBATCH --nodes 2\n#SBATCH --ntasks-per-node=8\nsrun python train.py --batch-size 10 --max_train_steps 500\n";
         let facts = script_facts_with(script, |facts| {
-            let default = |facts: &mut JobFacts, field, value, line: &str| {
-                facts.set(field, value, line.into(), 1.0, Strength::Default)
+            let default = |facts: &mut JobFacts, field, value, line| {
+                let source = Source::line("train.py", line);
+                facts.set(field, value, source, 1.0, Strength::Default)
             };
-            default(facts, Field::Epochs, json!(100), "train.py:9");
-            default(facts, Field::LearningRate, json!(1e-4), "train.py:8");
+            default(facts, Field::Epochs, json!(100), 9);
+            default(facts, Field::LearningRate, json!(1e-4), 8);
         });
         assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
         assert!(facts.get(Field::GpusPerNode).unwrap().confidence < 1.0);
@@ -1172,19 +1183,19 @@ mod tests {
         use serde_json::json;
         assert_eq!(
             fact(&first, "learning_rate"),
-            Some((json!(3e-4), "src/hparams.py:1".into()))
+            Some((json!(3e-4), Source::line("src/hparams.py", 1)))
         );
         assert_eq!(
             fact(&first, "model"),
-            Some((json!("org/model-7b"), "src/hparams.py:2".into()))
+            Some((json!("org/model-7b"), Source::line("src/hparams.py", 2)))
         );
         assert_eq!(
             fact(&first, "dataset"),
-            Some((json!("org/data"), "src/pkg/data.py:1".into()))
+            Some((json!("org/data"), Source::line("src/pkg/data.py", 1)))
         );
         assert_eq!(
             fact(&first, "epochs"),
-            Some((json!(3), "src/consts.py:1".into()))
+            Some((json!(3), Source::line("src/consts.py", 1)))
         );
         assert_eq!(fact(&first, "max_steps"), None, "bound twice in its module");
         // An unchanged job parses nothing; a change to an imported module re-derives the
@@ -1312,7 +1323,7 @@ mod tests {
         for c in commands(script, &mut |_| None) {
             launch::read_command(
                 &c.words,
-                &format!("job.sh:{}", c.line),
+                &Source::line("job.sh", c.line),
                 Strength::Script,
                 &mut facts,
             );

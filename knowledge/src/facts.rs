@@ -1,6 +1,8 @@
 //! Facts about one job, each with where it was read and how sure we are.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,13 +36,102 @@ pub enum Strength {
     Agent,
 }
 
+/// Where a fact was read: written and read back as text (`train.sh:3`, `command`,
+/// `derived: gpus_total / nodes`, `meta`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// Line `line` (from 1) of `file`: a file of the job directory, relative to it, or a log
+    /// as its path was given.
+    Line {
+        /// The file.
+        file: String,
+        /// The line, from 1.
+        line: usize,
+    },
+    /// The launch command given with `--cmd`.
+    Command,
+    /// Computed from other facts by a rule of [`crate::derive`], named by its formula.
+    Derived(String),
+    /// A job's metadata (the `dl` family's `meta`), for a job known by its description alone.
+    Meta,
+}
+
+impl Source {
+    /// Line `line` (from 1) of `file`.
+    pub fn line(file: impl Into<String>, line: usize) -> Source {
+        Source::Line {
+            file: file.into(),
+            line,
+        }
+    }
+
+    /// The rule of [`crate::derive`] that computed a fact, by its formula.
+    pub fn derived(formula: &str) -> Source {
+        Source::Derived(formula.to_string())
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Line { file, line } => write!(f, "{file}:{line}"),
+            Source::Command => f.write_str("command"),
+            Source::Derived(formula) => write!(f, "derived: {formula}"),
+            Source::Meta => f.write_str("meta"),
+        }
+    }
+}
+
+impl FromStr for Source {
+    type Err = String;
+
+    /// The text [`Source`]'s `Display` writes; anything else is an error that quotes it.
+    fn from_str(text: &str) -> Result<Source, String> {
+        let line = || {
+            let (file, line) = text.rsplit_once(':')?;
+            let line = line.parse::<usize>().ok().filter(|&n| n > 0)?;
+            (!file.is_empty()).then(|| Source::line(file, line))
+        };
+        match text {
+            "command" => Ok(Source::Command),
+            "meta" => Ok(Source::Meta),
+            _ => match text.strip_prefix("derived: ") {
+                Some(formula) => Ok(Source::derived(formula)),
+                None => line().ok_or_else(|| {
+                    format!("{text:?} is no source: expected FILE:LINE, command, derived: FORMULA or meta")
+                }),
+            },
+        }
+    }
+}
+
+/// A source equals the text that reads as it (`fact.source == "train.sh:3"`).
+impl PartialEq<&str> for Source {
+    fn eq(&self, other: &&str) -> bool {
+        other.parse::<Source>().is_ok_and(|source| source == *self)
+    }
+}
+
+impl Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Source, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// One value, where it came from and how sure the extractor is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
     /// The value (a number, a string or a boolean).
     pub value: Value,
-    /// `file:line`, or `command` for the launch command.
-    pub source: String,
+    /// Where it was read.
+    pub source: Source,
     /// 1.0 for a literal value read by a parser; less for values derived from others or read
     /// from an ambiguous name (`batch_size` may be per device or global).
     pub confidence: f64,
@@ -66,7 +157,7 @@ impl JobFacts {
         &mut self,
         field: Field,
         value: Value,
-        source: String,
+        source: Source,
         confidence: f64,
         strength: Strength,
     ) {
@@ -175,26 +266,48 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn sources_are_written_and_read_back_as_text() {
+        for (source, text) in [
+            (Source::line("a:b/train.sh", 3), "a:b/train.sh:3"),
+            (Source::Command, "command"),
+            (
+                Source::derived("gpus_total / nodes"),
+                "derived: gpus_total / nodes",
+            ),
+            (Source::Meta, "meta"),
+        ] {
+            assert_eq!(source.to_string(), text);
+            assert_eq!(text.parse::<Source>(), Ok(source.clone()));
+            let json = serde_json::to_string(&source).unwrap();
+            assert_eq!(serde_json::from_str::<Source>(&json).unwrap(), source);
+        }
+        for bad in ["train.sh", "train.sh:0", "train.sh:x", ":3", ""] {
+            let error = bad.parse::<Source>().unwrap_err();
+            assert!(error.contains("is no source"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
     fn stronger_sources_win_and_losers_are_kept() {
         let mut facts = JobFacts::default();
         facts.set(
             Field::Nodes,
             json!(2),
-            "a.sbatch:2".into(),
+            Source::line("a.sbatch", 2),
             1.0,
             Strength::Header,
         );
         facts.set(
             Field::Nodes,
             json!(4),
-            "a.sbatch:9".into(),
+            Source::line("a.sbatch", 9),
             1.0,
             Strength::Script,
         );
         facts.set(
             Field::Nodes,
             json!(8),
-            "b.sbatch:2".into(),
+            Source::line("b.sbatch", 2),
             1.0,
             Strength::Header,
         );

@@ -10,7 +10,7 @@
 
 use serde_json::{json, Value};
 
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::shell::program;
 use crate::vocabulary::{
     Flags, Launcher, CONTAINER_RUNNERS, LAUNCHERS, LAUNCHER_FLAGS, NAMES, NOT_TRAINING,
@@ -122,7 +122,7 @@ fn duration(text: &str) -> Option<(Field, u64)> {
 /// Reads the commands of `text` (one launch command or several lines of shell, as given
 /// with `--cmd`) at `source` into `facts`, through the shell interpreter ([`crate::shell`]);
 /// returns whether any was a launch command.
-pub fn read_line(text: &str, source: &str, strength: Strength, facts: &mut JobFacts) -> bool {
+pub fn read_line(text: &str, source: &Source, strength: Strength, facts: &mut JobFacts) -> bool {
     let mut any = false;
     for command in crate::shell::commands(text, &mut |_| None) {
         any |= read_command(&command.words, source, strength, facts);
@@ -134,7 +134,7 @@ pub fn read_line(text: &str, source: &str, strength: Strength, facts: &mut JobFa
 /// `train.sh:12` or `command`) into `facts`; returns false when it is not a launch command.
 pub fn read_command(
     words: &[String],
-    source: &str,
+    source: &Source,
     strength: Strength,
     facts: &mut JobFacts,
 ) -> bool {
@@ -166,7 +166,7 @@ pub fn read_command(
         return true;
     }
     let mut set = |field: Field, value: Value, confidence: f64| {
-        found.set(field, value, source.to_string(), confidence, strength)
+        found.set(field, value, source.clone(), confidence, strength)
     };
     let script_args = match launcher_of(words) {
         Some((launcher, at)) => launcher_flags(launcher.flags, &words[at..], &mut set),
@@ -204,7 +204,7 @@ pub fn read_command(
         found.set(
             Field::GpusPerNode,
             json!(devices),
-            source.to_string(),
+            source.clone(),
             0.8,
             step,
         );
@@ -729,7 +729,7 @@ mod tests {
 
     fn read(line: &str) -> Option<JobFacts> {
         let mut facts = JobFacts::default();
-        read_line(line, "command", Strength::Command, &mut facts).then_some(facts)
+        read_line(line, &Source::Command, Strength::Command, &mut facts).then_some(facts)
     }
 
     #[test]
@@ -957,13 +957,13 @@ mod tests {
         let strength = Strength::Script;
         assert!(read_line(
             "python train.py --batch_size 16",
-            "run.sh:3",
+            &Source::line("run.sh", 3),
             strength,
             &mut facts
         ));
         assert!(read_line(
             "torchrun --nproc_per_node 8 eval.py --batch_size 8",
-            "run.sh:9",
+            &Source::line("run.sh", 9),
             strength,
             &mut facts
         ));
@@ -995,13 +995,13 @@ mod tests {
         let mut facts = JobFacts::default();
         read_line(
             "python train.py --batch_size 16",
-            "run.sh:3",
+            &Source::line("run.sh", 3),
             Strength::Script,
             &mut facts,
         );
         read_line(
             "python eval.py --batch_size 64",
-            "command",
+            &Source::Command,
             Strength::Command,
             &mut facts,
         );

@@ -47,4 +47,4 @@ pub mod vocabulary;
 pub use extract::{
     extract, extract_cached, extract_with, Cache, ExtractError, ExtractOptions, Extraction,
 };
-pub use facts::{Fact, JobFacts, Strength};
+pub use facts::{Fact, JobFacts, Source, Strength};

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 
 /// Failure classes and the patterns of their messages.
 pub const FAILURES: &[(&str, &str)] = &[
@@ -114,7 +114,7 @@ pub fn read_log(name: &str, text: &str, facts: &mut JobFacts) {
         facts.set(
             field,
             value,
-            format!("{name}:{line}"),
+            Source::line(name, line),
             confidence,
             Strength::Log,
         )

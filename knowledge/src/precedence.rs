@@ -125,12 +125,13 @@ fn steps_over_default_epochs(facts: &mut JobFacts) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::Source;
 
     #[test]
     fn unknowns_override_weaker_values_and_steps_override_default_epochs() {
         let mut facts = JobFacts::default();
         let set = |facts: &mut JobFacts, f: Field, v: Value, s: Strength| {
-            facts.set(f, v, "x:1".into(), 1.0, s)
+            facts.set(f, v, Source::line("x", 1), 1.0, s)
         };
         set(&mut facts, Field::Nodes, json!(1), Strength::Config);
         set(

@@ -37,7 +37,7 @@ use rustpython_parser::ast::{self, Constant, Expr, Stmt};
 use rustpython_parser::Parse;
 use serde_json::{json, Value};
 
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::launch::{setting, settle};
 use crate::scheduler::{read_options, submitit_option};
 
@@ -246,7 +246,7 @@ struct Reader<'a> {
     name: &'a str,
     text: &'a str,
     /// The settings read: (name, fact, source), in the order found.
-    found: Vec<(String, (Field, Value, f64), String)>,
+    found: Vec<(String, (Field, Value, f64), Source)>,
     /// The module's scope, then the function being read (if any).
     scopes: Vec<Scope>,
     /// Functions whose parameters are the command line ([`COMMAND_LINE_CALLS`]).
@@ -264,14 +264,14 @@ struct Reader<'a> {
 #[derive(Clone, Debug)]
 enum At {
     Offset(usize),
-    Cited(String),
+    Cited(Source),
 }
 
 impl At {
     /// The citation `file:line`, for a value of file `name` (its `text`).
-    fn cite(&self, name: &str, text: &str) -> String {
+    fn cite(&self, name: &str, text: &str) -> Source {
         match self {
-            At::Offset(offset) => format!("{name}:{}", line_at(text, *offset)),
+            At::Offset(offset) => Source::line(name, line_at(text, *offset)),
             At::Cited(source) => source.clone(),
         }
     }

@@ -8,7 +8,7 @@
 use serde_json::json;
 
 use crate::derive::{NodesUnsaid, RequestCounts};
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::vocabulary::{Request, PBS_RESOURCES, SLURM_COUNTS, SLURM_OPTIONS, SUBMITIT_OPTIONS};
 
 /// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`: one request at
@@ -16,7 +16,7 @@ use crate::vocabulary::{Request, PBS_RESOURCES, SLURM_COUNTS, SLURM_OPTIONS, SUB
 pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
     let mut request = SchedulerRequest::new(Strength::Header);
     for (index, line) in text.lines().enumerate() {
-        let source = format!("{name}:{}", index + 1);
+        let source = Source::line(name, index + 1);
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix("#SBATCH") {
             for (key, value) in options(rest) {
@@ -35,7 +35,7 @@ pub fn read_headers(name: &str, text: &str, facts: &mut JobFacts) {
 /// options, submitit's parameters written as options), which request what `#SBATCH` lines
 /// do: one request at `strength`, each fact citing `source`. A GPU total gives GPUs per node
 /// only with a node count among the options (a step's total alone may span nodes).
-pub fn read_options(words: &[String], source: &str, strength: Strength, facts: &mut JobFacts) {
+pub fn read_options(words: &[String], source: &Source, strength: Strength, facts: &mut JobFacts) {
     let mut request = SchedulerRequest::new(strength);
     for (key, value) in option_pairs(words) {
         request.slurm_option(&key, value.as_deref(), source);
@@ -77,7 +77,7 @@ impl SchedulerRequest {
     }
 
     /// One Slurm option ([`SLURM_OPTIONS`], [`SLURM_COUNTS`]).
-    fn slurm_option(&mut self, key: &str, value: Option<&str>, source: &str) {
+    fn slurm_option(&mut self, key: &str, value: Option<&str>, source: &Source) {
         // Template placeholders (`{ jobname }`, `<account>`) and shell variables say nothing.
         let Some(value) = value.filter(|v| !v.starts_with(['{', '<']) && !v.contains('$')) else {
             return;
@@ -91,17 +91,17 @@ impl SchedulerRequest {
             if let Some((v, confidence)) = request(how, value) {
                 let strength = self.strength;
                 self.facts
-                    .set(field, v, source.to_string(), confidence, strength);
+                    .set(field, v, source.clone(), confidence, strength);
             }
         }
     }
 
     /// One PBS option (`-N name`, `-l resource=value:...`, [`PBS_RESOURCES`]).
-    fn pbs_option(&mut self, key: &str, value: Option<&str>, source: &str) {
+    fn pbs_option(&mut self, key: &str, value: Option<&str>, source: &Source) {
         let Some(value) = value else { return };
         let strength = self.strength;
         let mut set = |field: Field, v: serde_json::Value| {
-            self.facts.set(field, v, source.to_string(), 1.0, strength)
+            self.facts.set(field, v, source.clone(), 1.0, strength)
         };
         match key {
             "N" => set(Field::JobName, json!(value)),

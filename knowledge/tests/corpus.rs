@@ -112,9 +112,10 @@ fn score_logs() -> (usize, usize, Vec<String>) {
         schedlm_knowledge::logs::read_log(&name, &text, &mut facts);
         let found = |field: &str| -> Option<Value> {
             if field == "failure_line" {
-                let source = &facts.get(Field::Failure)?.source;
-                let line = source.rsplit_once(':')?.1.parse::<u64>().ok()?;
-                return Some(Value::from(line));
+                return match facts.get(Field::Failure)?.source {
+                    schedlm_knowledge::facts::Source::Line { line, .. } => Some(Value::from(line)),
+                    _ => None,
+                };
             }
             facts.value(field_of(field)).cloned()
         };
