@@ -16,11 +16,10 @@
 //! come, first served with EASY under its requests), for trying the path without a cluster's
 //! records.
 
-use schedlm_knowledge::facts::{Field, JobFacts};
+use schedlm_knowledge::facts::{FactValue, Field, JobFacts};
 use schedlm_model::instance::Server;
 use schedlm_model::sim::{Fcfs, SimError, SimJob, Simulation, StartRule};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::history::History;
 use crate::history::{
@@ -232,7 +231,7 @@ pub struct Workload {
 /// The GPUs a job held: its accounting's, else its facts' (GPUs per node x nodes).
 fn gpus_of(job: &NewJob) -> Option<u32> {
     job.accounting.gpus.or_else(|| {
-        let count = |f: Field| job.facts.value(f).and_then(Value::as_u64);
+        let count = |f: Field| job.facts.value(f).and_then(FactValue::as_u64);
         let per_node = count(Field::GpusPerNode)?;
         let nodes = count(Field::Nodes).unwrap_or(1);
         u32::try_from(per_node.checked_mul(nodes)?).ok()

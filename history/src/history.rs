@@ -45,10 +45,9 @@ use std::str::FromStr;
 use rusqlite::{params, Connection, OptionalExtension};
 use schedlm_generator::similar::{self, kind_of, Descriptor};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use schedlm_knowledge::embed::{comparable, cosine, Embedding};
-use schedlm_knowledge::facts::{Field, JobFacts};
+use schedlm_knowledge::facts::{FactValue, Field, JobFacts};
 
 /// The store's schema version (SQLite `PRAGMA user_version`); a file of another version is
 /// refused rather than misread.
@@ -697,7 +696,7 @@ pub fn descriptor(facts: &JobFacts) -> Descriptor {
             d.kinds[slot] = kind_of(&text(v));
         }
     }
-    let number = |field: Field| facts.value(field).and_then(Value::as_f64);
+    let number = |field: Field| facts.value(field).and_then(FactValue::as_f64);
     let gpus = number(Field::GpusPerNode).map(|g| g * number(Field::Nodes).unwrap_or(1.0));
     let global = number(Field::GlobalBatchSize).or_else(|| {
         let per_device = number(Field::BatchSizePerDevice)?;
@@ -743,10 +742,10 @@ pub(crate) fn unshared(query: &Descriptor, past: &Descriptor) -> f64 {
 pub(crate) const UNSHARED: f64 = 2.0;
 
 /// A value as text (lists joined with `+`, in order).
-fn text(value: &Value) -> String {
+fn text(value: &FactValue) -> String {
     match value {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(text).collect::<Vec<_>>().join("+"),
+        FactValue::Text(s) => s.clone(),
+        FactValue::Texts(items) => items.join("+"),
         other => other.to_string(),
     }
 }
@@ -866,7 +865,7 @@ const WORK_FIELDS: [Field; 2] = [Field::MaxSteps, Field::Epochs];
 fn work_scale(query: &JobFacts, neighbour: &JobFacts) -> (f64, String) {
     let number = |f: &JobFacts, field: Field| {
         f.value(field)
-            .and_then(Value::as_f64)
+            .and_then(FactValue::as_f64)
             .filter(|v| v.is_finite() && *v > 0.0)
     };
     for field in WORK_FIELDS {
@@ -1019,7 +1018,7 @@ pub(crate) mod tests {
     use serde_json::json;
 
     /// Facts from (field name, value) pairs, each read once from a script line.
-    pub(crate) fn facts(fields: &[(&str, Value)]) -> JobFacts {
+    pub(crate) fn facts(fields: &[(&str, serde_json::Value)]) -> JobFacts {
         let mut f = JobFacts::default();
         for (name, value) in fields {
             f.set(

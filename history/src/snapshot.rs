@@ -210,7 +210,7 @@ fn queued(job: &Job, history: Option<&[PastJob]>) -> Result<QueuedJob, SnapshotE
     let mut meta = Map::new();
     for field in Field::SCHEDULING {
         if let Some(v) = job.facts.value(field) {
-            meta.insert(field.to_string(), v.clone());
+            meta.insert(field.to_string(), v.to_json());
         }
     }
     meta.insert("requested_walltime".into(), json!(requested));

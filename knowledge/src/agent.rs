@@ -491,14 +491,14 @@ mod tests {
         };
         let (facts, report) = fill(dir.path(), &JobFacts::default(), &chat, options);
         assert_eq!(
-            facts.value(Field::Model),
-            Some(&serde_json::json!("gpt2-medium"))
+            facts.json(Field::Model),
+            Some(serde_json::json!("gpt2-medium"))
         );
         assert_eq!(facts.get(Field::Model).unwrap().source, "train.sh:2");
         assert_eq!(facts.get(Field::Model).unwrap().strength, Strength::Agent);
         assert_eq!(
-            facts.value(Field::LearningRate),
-            Some(&serde_json::json!(0.0003))
+            facts.json(Field::LearningRate),
+            Some(serde_json::json!(0.0003))
         );
         assert_eq!(facts.value(Field::Epochs), None, "10 is not on line 3");
         assert!(report.rejected.iter().any(|r| r.starts_with("epochs:")));

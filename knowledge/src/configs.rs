@@ -101,7 +101,13 @@ fn note_duplicates(name: &str, duplicates: &[Duplicate], facts: &mut JobFacts) {
         let taken = Source::line(name, d.line);
         if fact.source != taken {
             if let Some(old) = facts.remove(field) {
-                facts.set(field, old.value, taken, old.confidence, old.strength);
+                facts.set(
+                    field,
+                    old.value.to_json(),
+                    taken,
+                    old.confidence,
+                    old.strength,
+                );
                 for note in old.also {
                     facts.note(field, note);
                 }
@@ -796,7 +802,7 @@ mod tests {
         );
         let epochs = facts.get(Field::Epochs).unwrap();
         assert_eq!(
-            (epochs.value.clone(), epochs.source.to_string().as_str()),
+            (epochs.value.to_json(), epochs.source.to_string().as_str()),
             (json!(5), "cfg.yaml:5")
         );
         assert_eq!(facts.get(Field::Model).unwrap().value, json!("org/a"));
@@ -804,7 +810,7 @@ mod tests {
         let mut facts = JobFacts::default();
         let text = "grad_accum_dtype: fp32\naccum_iter: 4\n";
         read_config("a.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        assert_eq!(facts.value(Field::GradientAccumulation), Some(&json!(4)));
+        assert_eq!(facts.json(Field::GradientAccumulation), Some(json!(4)));
         assert!(facts.get(Field::GradientAccumulationUnknown).is_none());
         let mut facts = JobFacts::default();
         let text = "grad_accumulation_interval: 8\n";
@@ -872,7 +878,7 @@ mod tests {
         let text = "MODEL:\n  WEIGHTS: \"detectron2://R-50.pkl\"\nDATASETS:\n  TRAIN: ('voc_2007_trainval', 'voc_2012_trainval')\n  TEST: ('voc_2007_test',)\nSOLVER:\n  IMS_PER_BATCH: 16\n  MAX_ITER: 18000\n";
         let mut facts = JobFacts::default();
         read_config("voc.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("model"), Some(json!("detectron2://R-50.pkl")));
         assert_eq!(
             v("dataset"),
@@ -891,7 +897,7 @@ mod tests {
         let fairseq = "hydra:\n  launcher:\n    timeout_min: 4320\n    cpus_per_task: 80\n    gpus_per_node: 8\n    mem_gb: 450\n    nodes: 2\n    name: ${env:PREFIX}\nmodel:\n  _name: data2vec_text\noptimization:\n  lr: [0.0002]\n  update_freq: [1]\ntask:\n  tokens_per_sample: 512\n";
         let mut facts = JobFacts::default();
         read_config("base.yaml", fairseq, Syntax::Yaml, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("nodes"), Some(json!(2)));
         assert_eq!(v("gpus_per_node"), Some(json!(8)));
         assert_eq!(v("cpus_per_task"), Some(json!(80)));
@@ -910,7 +916,7 @@ mod tests {
         let lavis = "model:\n  arch: blip2_opt\ndatasets:\n  coco_caption:\n    vis_processor:\n      train: {name: x}\nrun:\n  init_lr: 1e-5\n  max_epoch: 5\n  batch_size_train: 16\n  batch_size_eval: 8\n  accum_grad_iters: 1\n  max_len: 30\n  min_len: 8\n  num_beams: 5\n  amp: True\n";
         let mut facts = JobFacts::default();
         read_config("caption.yaml", lavis, Syntax::Yaml, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("model"), Some(json!("blip2_opt")));
         assert_eq!(v("dataset"), Some(json!("coco_caption")));
         assert_eq!(v("learning_rate"), Some(json!(1e-5)));
@@ -928,7 +934,7 @@ mod tests {
         let mut facts = JobFacts::default();
         let text = "train_dataloader:\n  batch_size: 64\nval_dataloader:\n  batch_size: 8\n  dataset: {data_root: val/}\n";
         read_config("c.yaml", text, Syntax::Yaml, &mut facts).unwrap();
-        assert_eq!(facts.value(Field::BatchSizePerDevice), Some(&json!(64)));
+        assert_eq!(facts.json(Field::BatchSizePerDevice), Some(json!(64)));
         assert_eq!(facts.value(Field::Dataset), None);
     }
 }

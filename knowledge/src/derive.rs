@@ -301,34 +301,34 @@ mod tests {
     fn a_request_derives_from_its_own_counts_and_never_over_a_read_value() {
         let f = request_facts(&[(Counted::GpusTotal, 16)], &[(Field::Nodes, 2)]);
         let fact = f.get(Field::GpusPerNode).unwrap();
-        assert_eq!((fact.value.clone(), fact.confidence), (json!(8), 0.9));
+        assert_eq!((fact.value.to_json(), fact.confidence), (json!(8), 0.9));
         assert_eq!(
             (fact.source.to_string().as_str(), fact.strength),
             ("job.sh:2", Strength::Header)
         );
         // One node when the header says none; nothing from an uneven split.
         let f = request_facts(&[(Counted::GpusTotal, 4)], &[]);
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(4)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(4)));
         let f = request_facts(&[(Counted::GpusTotal, 12)], &[(Field::Nodes, 5)]);
         assert_eq!(f.value(Field::GpusPerNode), None);
         // Tasks times GPUs per task before the total; a read value before both.
         let both = [(Counted::TasksPerNode, 4), (Counted::GpusPerTask, 2)];
         let f = request_facts(&[both[0], both[1], (Counted::GpusTotal, 2)], &[]);
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(8)));
         assert_eq!(f.value(Field::TasksPerNode), None);
         let f = request_facts(&both, &[(Field::GpusPerNode, 3)]);
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(3)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(3)));
         assert!(f.get(Field::GpusPerNode).unwrap().also.is_empty());
         // Tasks alone are a fact as read.
         let f = request_facts(&[(Counted::TasksPerNode, 8)], &[]);
-        assert_eq!(f.value(Field::TasksPerNode), Some(&json!(8)));
+        assert_eq!(f.json(Field::TasksPerNode), Some(json!(8)));
         assert_eq!(f.value(Field::GpusPerNode), None);
         // Memory per CPU with the CPUs and tasks of a node; `--mem` wins.
         let per_cpu = [(Counted::MemPerCpuMib, 1000), (Counted::TasksPerNode, 2)];
         let f = request_facts(&per_cpu, &[(Field::CpusPerTask, 4)]);
-        assert_eq!(f.value(Field::MemoryMib), Some(&json!(8000)));
+        assert_eq!(f.json(Field::MemoryMib), Some(json!(8000)));
         let f = request_facts(&per_cpu, &[(Field::CpusPerTask, 4), (Field::MemoryMib, 64)]);
-        assert_eq!(f.value(Field::MemoryMib), Some(&json!(64)));
+        assert_eq!(f.json(Field::MemoryMib), Some(json!(64)));
         let f = request_facts(&per_cpu, &[]);
         assert_eq!(f.value(Field::MemoryMib), None);
     }

@@ -884,14 +884,14 @@ mod tests {
             );
         }
         assert_eq!(
-            facts.value(Field::Model),
-            Some(&json!("org/m")),
+            facts.json(Field::Model),
+            Some(json!("org/m")),
             "{commands:?}"
         );
-        assert_eq!(facts.value(Field::LearningRate), Some(&json!(2e-5)));
+        assert_eq!(facts.json(Field::LearningRate), Some(json!(2e-5)));
         assert_eq!(
-            facts.value(Field::Nodes),
-            Some(&json!(2)),
+            facts.json(Field::Nodes),
+            Some(json!(2)),
             "srun's options kept"
         );
         assert_eq!(facts.get(Field::Model).unwrap().source, "job.sh:2");
@@ -913,14 +913,14 @@ mod tests {
                 &mut facts,
             );
         }
-        assert_eq!(facts.value(Field::Nodes), Some(&json!(2)), "{commands:?}");
+        assert_eq!(facts.json(Field::Nodes), Some(json!(2)), "{commands:?}");
         assert_eq!(
-            facts.value(Field::Model),
-            Some(&json!("org/m")),
+            facts.json(Field::Model),
+            Some(json!("org/m")),
             "{commands:?}"
         );
-        assert_eq!(facts.value(Field::Epochs), Some(&json!(3)));
-        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(4)));
+        assert_eq!(facts.json(Field::Epochs), Some(json!(3)));
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(4)));
         assert_eq!(
             script_call(&shlex::split("bash run.sh").unwrap()),
             None,
@@ -987,7 +987,7 @@ mod tests {
         );
         crate::precedence::resolve(&mut facts);
         crate::derive::job(&mut facts);
-        assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(24)));
+        assert_eq!(facts.json(Field::GlobalBatchSize), Some(json!(24)));
     }
 
     #[test]
@@ -1001,9 +1001,9 @@ mod tests {
             default(facts, Field::Epochs, json!(100), 9);
             default(facts, Field::LearningRate, json!(1e-4), 8);
         });
-        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(8)));
         assert!(facts.get(Field::GpusPerNode).unwrap().confidence < 1.0);
-        assert_eq!(facts.value(Field::GlobalBatchSize), Some(&json!(160)));
+        assert_eq!(facts.json(Field::GlobalBatchSize), Some(json!(160)));
         assert_eq!(
             facts.value(Field::Epochs),
             None,
@@ -1017,7 +1017,7 @@ mod tests {
         let mut facts = JobFacts::default();
         let header = "#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=2\n";
         scheduler::read_headers("job.sh", header, &mut facts);
-        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(8)));
     }
 
     #[test]
@@ -1139,7 +1139,7 @@ mod tests {
         );
         let mut cache = Cache::default();
         let first = extract_cached(dir.path(), None, &[], &mut cache).unwrap();
-        let value = |e: &Extraction, f: &str| e.facts.value(f.parse().unwrap()).cloned();
+        let value = |e: &Extraction, f: &str| e.facts.json(f.parse().unwrap());
         assert_eq!(value(&first, "gpus_per_node"), Some(serde_json::json!(4)));
         assert_eq!(value(&first, "model"), Some(serde_json::json!("gpt2")));
         // The sourced file's own commands are not the job's.
@@ -1178,7 +1178,7 @@ mod tests {
         let fact = |e: &Extraction, f: &str| {
             e.facts
                 .get(f.parse().unwrap())
-                .map(|x| (x.value.clone(), x.source.clone()))
+                .map(|x| (x.value.to_json(), x.source.clone()))
         };
         use serde_json::json;
         assert_eq!(
@@ -1225,13 +1225,13 @@ mod tests {
             "deepspeed --hostfile configs/hostfile train.py --per_device_train_batch_size 1\n",
         );
         let out = extract(dir.path(), None, &[]).unwrap();
-        assert_eq!(out.facts.value(Field::Nodes), Some(&json!(2)));
-        assert_eq!(out.facts.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(out.facts.json(Field::Nodes), Some(json!(2)));
+        assert_eq!(out.facts.json(Field::GpusPerNode), Some(json!(8)));
         assert_eq!(
             out.facts.get(Field::Nodes).unwrap().source,
             "configs/hostfile:1"
         );
-        assert_eq!(out.facts.value(Field::GlobalBatchSize), Some(&json!(16)));
+        assert_eq!(out.facts.json(Field::GlobalBatchSize), Some(json!(16)));
     }
 
     #[test]
@@ -1261,9 +1261,9 @@ mod tests {
         );
         let out = extract(dir.path(), None, &[]).unwrap();
         let f = &out.facts;
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)), "{f:?}");
-        assert_eq!(f.value(Field::Nodes), Some(&json!(2)));
-        assert_eq!(f.value(Field::BatchSizePerDevice), Some(&json!(4)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(8)), "{f:?}");
+        assert_eq!(f.json(Field::Nodes), Some(json!(2)));
+        assert_eq!(f.json(Field::BatchSizePerDevice), Some(json!(4)));
         assert_eq!(f.get(Field::Nodes).unwrap().source, "pretrain_gpt.sh:7");
         // The quote opened on a line of its own, `NNODES` never set: the line breaks inside
         // the value are word breaks, not the end of the `torchrun` command.
@@ -1277,8 +1277,8 @@ mod tests {
         );
         let out = extract(dir.path(), None, &[]).unwrap();
         let f = &out.facts;
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)), "{f:?}");
-        assert_eq!(f.value(Field::BatchSizePerDevice), Some(&json!(4)), "{f:?}");
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(8)), "{f:?}");
+        assert_eq!(f.json(Field::BatchSizePerDevice), Some(json!(4)), "{f:?}");
         assert!(f.get(Field::NodesUnknown).is_some(), "{f:?}");
         assert_eq!(f.value(Field::GlobalBatchSize), None);
     }
@@ -1338,14 +1338,14 @@ mod tests {
     fn visible_devices_count_the_gpus_when_nothing_stronger_does() {
         for launch in ["deepspeed train.py", "torchrun train.py", "python train.py"] {
             let f = script_facts(&format!("CUDA_VISIBLE_DEVICES=0,1,2,3 {launch} --lr 1\n"));
-            assert_eq!(f.value(Field::GpusPerNode), Some(&json!(4)), "{launch}");
+            assert_eq!(f.json(Field::GpusPerNode), Some(json!(4)), "{launch}");
         }
         // The launcher's own count, then the allocation, say more.
         let f = script_facts("CUDA_VISIBLE_DEVICES=0,1,2,3 deepspeed --num_gpus 2 train.py\n");
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(2)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(2)));
         let f =
             script_facts("#SBATCH --gres=gpu:8\nCUDA_VISIBLE_DEVICES=0,1,2,3 deepspeed train.py\n");
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(8)));
         // Set for the whole script, exported or not (Slurm exports it): the same; a
         // command's own assignment wins.
         for set in [
@@ -1353,16 +1353,16 @@ mod tests {
             "CUDA_VISIBLE_DEVICES=\"0,1,2,3\"",
         ] {
             let f = script_facts(&format!("{set}\ncd /work\ntorchrun train.py --lr 1\n"));
-            assert_eq!(f.value(Field::GpusPerNode), Some(&json!(4)), "{set}");
+            assert_eq!(f.json(Field::GpusPerNode), Some(json!(4)), "{set}");
             let f = script_facts(&format!(
                 "{set}\nCUDA_VISIBLE_DEVICES=0,1 deepspeed train.py\n"
             ));
-            assert_eq!(f.value(Field::GpusPerNode), Some(&json!(2)), "{set}");
+            assert_eq!(f.json(Field::GpusPerNode), Some(json!(2)), "{set}");
         }
         let f = script_facts(
             "#SBATCH --gres=gpu:8\nexport CUDA_VISIBLE_DEVICES=0,1,2,3\ntorchrun train.py\n",
         );
-        assert_eq!(f.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(f.json(Field::GpusPerNode), Some(json!(8)));
         for unknown in ["$DEVICES", "", "-1"] {
             let f = script_facts(&format!(
                 "CUDA_VISIBLE_DEVICES={unknown} deepspeed train.py\n"
@@ -1377,8 +1377,8 @@ mod tests {
         let f = script_facts(
             "torchrun --nnodes 1 --nproc_per_node 8 main_pretrain.py --batch_size 64 --accum_iter 10\n",
         );
-        assert_eq!(f.value(Field::GradientAccumulation), Some(&json!(10)));
-        assert_eq!(f.value(Field::GlobalBatchSize), Some(&json!(5_120)));
+        assert_eq!(f.json(Field::GradientAccumulation), Some(json!(10)));
+        assert_eq!(f.json(Field::GlobalBatchSize), Some(json!(5_120)));
         // A name that says accumulation and is not understood: no product from the others.
         let f = script_facts(
             "torchrun --nnodes 1 --nproc_per_node 8 main.py --batch_size 64 --grad_accumulation_interval 10\n",
@@ -1391,7 +1391,7 @@ mod tests {
         );
         assert_eq!(f.value(Field::BatchSizePerDevice), None, "{f:?}");
         let f = script_facts("torchrun train_ds.py ++dataset_conf.batch_size=6000\n");
-        assert_eq!(f.value(Field::BatchSizePerDevice), Some(&json!(6000)));
+        assert_eq!(f.json(Field::BatchSizePerDevice), Some(json!(6000)));
         // Not accumulation counts.
         assert!(!launch::is_accumulation("grad_accum_dtype"));
         assert!(!launch::is_accumulation("batch_size"));
@@ -1417,7 +1417,7 @@ mod tests {
         }
         std::os::unix::fs::symlink("train.sh", dir.path().join("link.sh")).unwrap();
         let e = extract(dir.path(), None, &[]).unwrap();
-        assert_eq!(e.facts.value(Field::GpusPerNode), Some(&json!(4)));
+        assert_eq!(e.facts.json(Field::GpusPerNode), Some(json!(4)));
         let mut skipped: Vec<(&str, &str)> = e
             .skipped
             .iter()

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::field::{Field, Kind};
+pub use crate::field::{FactValue, Field, Kind};
 
 /// How strong a source is: a stronger source's value wins over a weaker one's (docs/knowledge.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -128,8 +128,8 @@ impl<'de> Deserialize<'de> for Source {
 /// One value, where it came from and how sure the extractor is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
-    /// The value (a number, a string or a boolean).
-    pub value: Value,
+    /// The value, as its field's kind holds it.
+    pub value: FactValue,
     /// Where it was read.
     pub source: Source,
     /// 1.0 for a literal value read by a parser; less for values derived from others or read
@@ -164,13 +164,22 @@ impl JobFacts {
         let Some(value) = field.parse(value) else {
             return;
         };
-        let new = Fact {
-            value,
-            source,
-            confidence,
-            strength,
-            also: Vec::new(),
-        };
+        self.put(
+            field,
+            Fact {
+                value,
+                source,
+                confidence,
+                strength,
+                also: Vec::new(),
+            },
+        );
+    }
+
+    /// Records fact `new` of `field` by the rule of [`crate::precedence::wins`], the loser
+    /// kept in `also`.
+    fn put(&mut self, field: Field, new: Fact) {
+        let strength = new.strength;
         match self.fields.get_mut(&field) {
             None => {
                 self.fields.insert(field, new);
@@ -205,12 +214,12 @@ impl JobFacts {
     /// kept in `also`.
     pub fn absorb(&mut self, other: &JobFacts) {
         for (field, fact) in &other.fields {
-            self.set(
+            self.put(
                 *field,
-                fact.value.clone(),
-                fact.source.clone(),
-                fact.confidence,
-                fact.strength,
+                Fact {
+                    also: Vec::new(),
+                    ..fact.clone()
+                },
             );
             if let Some(mine) = self.fields.get_mut(field) {
                 mine.also.extend(fact.also.iter().cloned());
@@ -236,8 +245,13 @@ impl JobFacts {
     }
 
     /// The value recorded for `field`.
-    pub fn value(&self, field: Field) -> Option<&Value> {
+    pub fn value(&self, field: Field) -> Option<&FactValue> {
         self.fields.get(&field).map(|f| &f.value)
+    }
+
+    /// The value recorded for `field`, as JSON.
+    pub fn json(&self, field: Field) -> Option<Value> {
+        self.value(field).map(FactValue::to_json)
     }
 
     /// The value of `field` as a positive whole number (`None` when unknown); the fact itself

@@ -34,8 +34,8 @@ impl Kind {
     /// from numbers or numeric text, counts >= 1, seconds >= 0, rates > 0 and finite; a
     /// precision with its long spellings shortened (`bfloat16` -> `bf16`, `float16`/`half`
     /// -> `fp16`); data sets split at `,` or `+` (`identity,alpaca_en_demo`), each once;
-    /// text not empty.
-    pub fn parse(self, value: Value) -> Option<Value> {
+    /// text not empty (a number or a switch where text is expected is its written text).
+    pub fn parse(self, value: Value) -> Option<FactValue> {
         let number = || match &value {
             Value::Number(n) => n.as_f64(),
             Value::String(t) => t.trim().parse::<f64>().ok(),
@@ -44,59 +44,191 @@ impl Kind {
         match self {
             Kind::Count | Kind::Mib => {
                 let n = number().filter(|x| x.fract() == 0.0 && *x >= 1.0 && *x < 9.0e15)?;
-                Some(json!(n as u64))
+                Some(FactValue::Whole(n as u64))
             }
             Kind::Seconds => {
                 let n = number().filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 9.0e15)?;
-                Some(json!(n as u64))
+                Some(FactValue::Whole(n as u64))
             }
-            Kind::Number => number().filter(|x| x.is_finite() && *x > 0.0).map(|_| {
-                value
-                    .as_f64()
-                    .map_or_else(|| json!(number()), |_| value.clone())
-            }),
+            Kind::Number => {
+                let x = number().filter(|x| x.is_finite() && *x > 0.0)?;
+                match value {
+                    Value::Number(n) => Some(FactValue::Number(n)),
+                    _ => serde_json::Number::from_f64(x).map(FactValue::Number),
+                }
+            }
             // A switch (`mixed_precision: true`) does not say which precision.
             Kind::Precision if value.is_boolean() => None,
-            Kind::Precision => Some(precision(value)),
-            Kind::Text => match value {
-                Value::String(t) if t.trim().is_empty() => None,
-                Value::Null => None,
-                other => Some(other),
-            },
-            Kind::Texts => Some(datasets(value)),
-            Kind::Note => Some(value),
+            Kind::Precision => text(value).map(|t| FactValue::Text(precision(t))),
+            Kind::Text | Kind::Note => text(value).map(FactValue::Text),
+            Kind::Texts => datasets(value),
         }
     }
 }
 
-/// A precision as text, with the long spellings shortened: `bfloat16` -> `bf16`, `float16`
-/// and `half` -> `fp16`, `32` -> `"32"`.
-fn precision(value: Value) -> Value {
-    match &value {
-        Value::Number(n) => json!(n.to_string()),
-        Value::String(t) => match t.to_ascii_lowercase().as_str() {
-            "bfloat16" | "torch.bfloat16" => json!("bf16"),
-            "float16" | "half" | "torch.float16" => json!("fp16"),
-            _ => value,
-        },
-        _ => value,
+/// A value as text: text itself unless empty, a number or a switch as written, a list or a
+/// map as its JSON; null is none.
+fn text(value: Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(t) if t.trim().is_empty() => None,
+        Value::String(t) => Some(t),
+        other => Some(other.to_string()),
+    }
+}
+
+/// A precision with the long spellings shortened: `bfloat16` -> `bf16`, `float16` and `half`
+/// -> `fp16`.
+fn precision(text: String) -> String {
+    match text.to_ascii_lowercase().as_str() {
+        "bfloat16" | "torch.bfloat16" => "bf16".into(),
+        "float16" | "half" | "torch.float16" => "fp16".into(),
+        _ => text,
     }
 }
 
 /// LLaMA-Factory's `dataset: identity,alpaca_en_demo`; distil-whisper's and parler-tts's
-/// `a+b+c`: each data set once.
-fn datasets(value: Value) -> Value {
-    match value.as_str() {
-        Some(t) if t.contains([',', '+']) && !t.contains(char::is_whitespace) => {
-            let mut sets: Vec<Value> = Vec::new();
-            for part in t.split([',', '+']).filter(|p| !p.is_empty()) {
-                if !sets.contains(&json!(part)) {
-                    sets.push(json!(part));
-                }
-            }
-            Value::Array(sets)
+/// `a+b+c`; a list: each data set once. One name as it is.
+fn datasets(value: Value) -> Option<FactValue> {
+    let mut sets: Vec<String> = Vec::new();
+    let mut add = |set: String| {
+        if !sets.contains(&set) {
+            sets.push(set);
         }
-        _ => value,
+    };
+    match value {
+        Value::String(t) if t.contains([',', '+']) && !t.contains(char::is_whitespace) => {
+            t.split([',', '+'])
+                .filter(|p| !p.is_empty())
+                .for_each(|p| add(p.to_string()));
+        }
+        Value::Array(items) => items.into_iter().filter_map(text).for_each(&mut add),
+        other => return text(other).map(FactValue::Text),
+    }
+    (!sets.is_empty()).then_some(FactValue::Texts(sets))
+}
+
+/// A fact's value, as its field's [`Kind`] holds it; written as JSON (a number, a text, a
+/// list of texts) and read back from any JSON but null (a switch or a map as its text, a
+/// list's items as texts), so that facts written by an earlier version still read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum FactValue {
+    /// A whole number: a count, seconds, MiB.
+    Whole(u64),
+    /// A number as written (a learning rate, `0.5` epochs, iterations per second).
+    Number(serde_json::Number),
+    /// A text: a name, a path, a precision, a note.
+    Text(String),
+    /// Several names, each once (data sets).
+    Texts(Vec<String>),
+}
+
+impl FactValue {
+    /// The value as a whole number, when it is one.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            FactValue::Whole(n) => Some(*n),
+            FactValue::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    /// The value as a signed whole number, when it is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        self.as_u64().and_then(|n| i64::try_from(n).ok())
+    }
+
+    /// The value as a number, when it is one.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            FactValue::Whole(n) => Some(*n as f64),
+            FactValue::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+
+    /// The text, when the value is one text.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            FactValue::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The value as JSON.
+    pub fn to_json(&self) -> Value {
+        match self {
+            FactValue::Whole(n) => json!(n),
+            FactValue::Number(n) => Value::Number(n.clone()),
+            FactValue::Text(t) => json!(t),
+            FactValue::Texts(ts) => json!(ts),
+        }
+    }
+}
+
+impl TryFrom<Value> for FactValue {
+    type Error = &'static str;
+
+    fn try_from(value: Value) -> Result<FactValue, &'static str> {
+        Ok(match value {
+            Value::Null => return Err("a fact's value is not null"),
+            Value::Number(n) => match n.as_u64() {
+                Some(whole) => FactValue::Whole(whole),
+                None => FactValue::Number(n),
+            },
+            Value::String(t) => FactValue::Text(t),
+            Value::Array(items) => FactValue::Texts(items.into_iter().filter_map(text).collect()),
+            other => FactValue::Text(other.to_string()),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for FactValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FactValue, D::Error> {
+        FactValue::try_from(Value::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Numbers equal by value (`3` and `3.0`), texts and lists by their text.
+impl PartialEq for FactValue {
+    fn eq(&self, other: &FactValue) -> bool {
+        match (self, other) {
+            (FactValue::Text(a), FactValue::Text(b)) => a == b,
+            (FactValue::Texts(a), FactValue::Texts(b)) => a == b,
+            (a, b) => a.as_f64().is_some() && a.as_f64() == b.as_f64(),
+        }
+    }
+}
+
+/// A value equals the JSON it is written as.
+impl PartialEq<Value> for FactValue {
+    fn eq(&self, other: &Value) -> bool {
+        FactValue::try_from(other.clone()).is_ok_and(|v| *self == v)
+    }
+}
+
+macro_rules! equal_to {
+    ($($t:ty),*) => {$(
+        impl PartialEq<$t> for FactValue {
+            fn eq(&self, other: &$t) -> bool {
+                *self == json!(other)
+            }
+        }
+        impl PartialEq<$t> for &FactValue {
+            fn eq(&self, other: &$t) -> bool {
+                **self == json!(other)
+            }
+        }
+    )*};
+}
+
+equal_to!(i32, u64, f64, &str);
+
+/// The value as JSON text (`8`, `"gpt2"`, `["a","b"]`).
+impl fmt::Display for FactValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
     }
 }
 
@@ -259,7 +391,7 @@ impl Field {
     ];
 
     /// Parses `value` as this field's [`Kind`] ([`Kind::parse`]).
-    pub fn parse(self, value: Value) -> Option<Value> {
+    pub fn parse(self, value: Value) -> Option<FactValue> {
         self.kind().parse(value)
     }
 }
@@ -305,22 +437,78 @@ mod tests {
     }
 
     #[test]
-    fn one_parser_per_kind() {
-        assert_eq!(Kind::Count.parse(json!("8")), Some(json!(8)));
-        assert_eq!(Kind::Count.parse(json!(0)), None);
-        assert_eq!(Kind::Count.parse(json!(2.5)), None);
-        assert_eq!(Kind::Count.parse(json!("0,1")), None);
-        assert_eq!(Kind::Seconds.parse(json!(0)), Some(json!(0)));
-        assert_eq!(Kind::Number.parse(json!(2e-5)), Some(json!(2e-5)));
-        assert_eq!(Kind::Number.parse(json!("3e-4")), Some(json!(3e-4)));
-        assert_eq!(Kind::Number.parse(json!(0.0)), None);
+    fn values_read_back_from_any_json_but_null() {
+        for (json, value) in [
+            (json!(8), FactValue::Whole(8)),
+            (
+                json!(3e-4),
+                FactValue::Number(serde_json::Number::from_f64(3e-4).unwrap()),
+            ),
+            (json!("gpt2"), FactValue::Text("gpt2".into())),
+            (
+                json!([1, "a"]),
+                FactValue::Texts(vec!["1".into(), "a".into()]),
+            ),
+            (json!(true), FactValue::Text("true".into())),
+        ] {
+            assert_eq!(
+                serde_json::from_value::<FactValue>(json.clone()).unwrap(),
+                value
+            );
+            assert_eq!(value, json, "equal to its JSON");
+        }
+        assert!(serde_json::from_value::<FactValue>(json!(null)).is_err());
         assert_eq!(
-            Kind::Precision.parse(json!("bfloat16")),
+            FactValue::Whole(3),
+            FactValue::Number(serde_json::Number::from_f64(3.0).unwrap())
+        );
+        assert_ne!(FactValue::Whole(3), FactValue::Text("3".into()));
+        assert_eq!(
+            serde_json::to_string(&FactValue::Texts(vec!["a".into()])).unwrap(),
+            r#"["a"]"#
+        );
+    }
+
+    #[test]
+    fn one_parser_per_kind() {
+        assert_eq!(
+            Kind::Count.parse(json!("8")).map(|v| v.to_json()),
+            Some(json!(8))
+        );
+        assert_eq!(Kind::Count.parse(json!(0)).map(|v| v.to_json()), None);
+        assert_eq!(Kind::Count.parse(json!(2.5)).map(|v| v.to_json()), None);
+        assert_eq!(Kind::Count.parse(json!("0,1")).map(|v| v.to_json()), None);
+        assert_eq!(
+            Kind::Seconds.parse(json!(0)).map(|v| v.to_json()),
+            Some(json!(0))
+        );
+        assert_eq!(
+            Kind::Number.parse(json!(2e-5)).map(|v| v.to_json()),
+            Some(json!(2e-5))
+        );
+        assert_eq!(
+            Kind::Number.parse(json!("3e-4")).map(|v| v.to_json()),
+            Some(json!(3e-4))
+        );
+        assert_eq!(Kind::Number.parse(json!(0.0)).map(|v| v.to_json()), None);
+        assert_eq!(
+            Kind::Precision
+                .parse(json!("bfloat16"))
+                .map(|v| v.to_json()),
             Some(json!("bf16"))
         );
-        assert_eq!(Kind::Precision.parse(json!(32)), Some(json!("32")));
-        assert_eq!(Kind::Precision.parse(json!(true)), None);
-        assert_eq!(Kind::Texts.parse(json!("a,b+a")), Some(json!(["a", "b"])));
-        assert_eq!(Kind::Text.parse(json!(" ")), None);
+        assert_eq!(
+            Kind::Precision.parse(json!(32)).map(|v| v.to_json()),
+            Some(json!("32"))
+        );
+        assert_eq!(
+            Kind::Precision.parse(json!(true)).map(|v| v.to_json()),
+            None
+        );
+        assert_eq!(
+            Kind::Texts.parse(json!("a,b+a")).map(|v| v.to_json()),
+            Some(json!(["a", "b"]))
+        );
+        assert_eq!(Kind::Text.parse(json!(" ")).map(|v| v.to_json()), None);
     }
 }

@@ -105,7 +105,7 @@ pub fn setting(name: &str, value: Value) -> Option<(Field, Value, f64)> {
     // beside `base_lr`); no accumulation is written 0 as often as 1 (Swin's
     // `ACCUMULATION_STEPS = 0`); a device list (`--gpus 0,1`) or `auto` is not a count: each
     // is no value of its field's kind.
-    Some((field, field.parse(value)?, confidence))
+    Some((field, field.parse(value)?.to_json(), confidence))
 }
 
 /// `2ep` -> (`epochs`, 2), `500ba` -> (`max_steps`, 500).
@@ -784,11 +784,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(facts.value(Field::MaxSteps), None, "-1 means not set");
-        assert_eq!(facts.value(Field::Epochs), Some(&json!(3)));
-        assert_eq!(facts.value(Field::Precision), Some(&json!("fp16")));
+        assert_eq!(facts.json(Field::Epochs), Some(json!(3)));
+        assert_eq!(facts.json(Field::Precision), Some(json!("fp16")));
         assert_eq!(facts.value(Field::LearningRate), None, "auto means not set");
         let bare = read("python train.py --bf16").unwrap();
-        assert_eq!(bare.value(Field::Precision), Some(&json!("bf16")));
+        assert_eq!(bare.json(Field::Precision), Some(json!("bf16")));
         // The same rule for every reader.
         assert_eq!(
             setting("bf16", json!(true)).map(|s| s.1),
@@ -810,57 +810,57 @@ mod tests {
     #[test]
     fn a_plain_batch_is_global_only_beside_a_micro_batch() {
         let alone = read("accelerate launch train.py --train_batch_size=4").unwrap();
-        assert_eq!(alone.value(Field::BatchSizePerDevice), Some(&json!(4)));
+        assert_eq!(alone.json(Field::BatchSizePerDevice), Some(json!(4)));
         assert_eq!(alone.value(Field::GlobalBatchSize), None);
         let openrlhf = read(
             "deepspeed --module openrlhf.cli.train_sft --train_batch_size 128 --micro_train_batch_size 2",
         )
         .unwrap();
-        assert_eq!(openrlhf.value(Field::GlobalBatchSize), Some(&json!(128)));
-        assert_eq!(openrlhf.value(Field::BatchSizePerDevice), Some(&json!(2)));
+        assert_eq!(openrlhf.json(Field::GlobalBatchSize), Some(json!(128)));
+        assert_eq!(openrlhf.json(Field::BatchSizePerDevice), Some(json!(2)));
         let plain = read("python finetune.py --batch_size 128 --micro_batch_size 4").unwrap();
-        assert_eq!(plain.value(Field::GlobalBatchSize), Some(&json!(128)));
-        assert_eq!(plain.value(Field::BatchSizePerDevice), Some(&json!(4)));
+        assert_eq!(plain.json(Field::GlobalBatchSize), Some(json!(128)));
+        assert_eq!(plain.json(Field::BatchSizePerDevice), Some(json!(4)));
         let alone = read("python train.py --batch_size 32").unwrap();
-        assert_eq!(alone.value(Field::BatchSizePerDevice), Some(&json!(32)));
+        assert_eq!(alone.json(Field::BatchSizePerDevice), Some(json!(32)));
     }
 
     #[test]
     fn a_text_encoders_length_is_not_the_sequence_length() {
         let t2v = read("accelerate launch train_t2v.py --text_encoder_name_1 google/mt5-xxl --model_max_length 512 --lr 1e-5").unwrap();
         assert_eq!(t2v.value(Field::SequenceLength), None);
-        assert_eq!(t2v.value(Field::LearningRate), Some(&json!(1e-5)));
+        assert_eq!(t2v.json(Field::LearningRate), Some(json!(1e-5)));
         let lm = read("torchrun train.py --model_max_length 512").unwrap();
-        assert_eq!(lm.value(Field::SequenceLength), Some(&json!(512)));
+        assert_eq!(lm.json(Field::SequenceLength), Some(json!(512)));
     }
 
     #[test]
     fn deepspeed_include_and_oumi_distributed() {
         let ds = read("deepspeed --include localhost:0,1 finetune.py --lr 5e-5").unwrap();
-        assert_eq!(ds.value(Field::Nodes), Some(&json!(1)));
-        assert_eq!(ds.value(Field::GpusPerNode), Some(&json!(2)));
+        assert_eq!(ds.json(Field::Nodes), Some(json!(1)));
+        assert_eq!(ds.json(Field::GpusPerNode), Some(json!(2)));
         let two = read("deepspeed --include=a:0,1,2,3@b:0,1,2,3 train.py").unwrap();
-        assert_eq!(two.value(Field::Nodes), Some(&json!(2)));
-        assert_eq!(two.value(Field::GpusPerNode), Some(&json!(4)));
+        assert_eq!(two.json(Field::Nodes), Some(json!(2)));
+        assert_eq!(two.json(Field::GpusPerNode), Some(json!(4)));
         let uneven = read("deepspeed --include a:0,1@b:0 train.py").unwrap();
         assert_eq!(uneven.value(Field::GpusPerNode), None);
         let empty = read("deepspeed --include localhost: train.py").unwrap();
-        assert_eq!(empty.value(Field::Nodes), Some(&json!(1)));
+        assert_eq!(empty.json(Field::Nodes), Some(json!(1)));
         assert_eq!(empty.value(Field::GpusPerNode), None, "no devices named");
         let oumi = read("oumi distributed torchrun -m oumi train -c cfg.yaml --training.max_steps 100 --training.per_device_train_batch_size 32").unwrap();
-        assert_eq!(oumi.value(Field::Script), Some(&json!("oumi")));
-        assert_eq!(oumi.value(Field::MaxSteps), Some(&json!(100)));
-        assert_eq!(oumi.value(Field::BatchSizePerDevice), Some(&json!(32)));
+        assert_eq!(oumi.json(Field::Script), Some(json!("oumi")));
+        assert_eq!(oumi.json(Field::MaxSteps), Some(json!(100)));
+        assert_eq!(oumi.json(Field::BatchSizePerDevice), Some(json!(32)));
     }
 
     #[test]
     fn composer_launcher_and_durations() {
         let facts = read("composer -n 8 train.py cfg.yaml max_duration=48000ba data_local=/data model.path=/ckpt.pt global_train_batch_size=256").unwrap();
-        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
-        assert_eq!(facts.value(Field::Script), Some(&json!("train.py")));
-        assert_eq!(facts.value(Field::MaxSteps), Some(&json!(48000)));
-        assert_eq!(facts.value(Field::Dataset), Some(&json!("/data")));
-        assert_eq!(facts.value(Field::Model), Some(&json!("/ckpt.pt")));
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(8)));
+        assert_eq!(facts.json(Field::Script), Some(json!("train.py")));
+        assert_eq!(facts.json(Field::MaxSteps), Some(json!(48000)));
+        assert_eq!(facts.json(Field::Dataset), Some(json!("/data")));
+        assert_eq!(facts.json(Field::Model), Some(json!("/ckpt.pt")));
         assert_eq!(
             setting("max_duration", json!("2ep")).map(|s| s.0),
             Some(Field::Epochs)
@@ -871,12 +871,12 @@ mod tests {
     #[test]
     fn sbatch_options_request_the_job() {
         let facts = read("sbatch -N 2 --ntasks-per-node 4 --mem=128G --cpus-per-task 10 --gres=gpu:a100:4 --time 0:59:59 --job-name sft job.sh --lr 1").unwrap();
-        assert_eq!(facts.value(Field::Nodes), Some(&json!(2)));
-        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(4)));
-        assert_eq!(facts.value(Field::MemoryMib), Some(&json!(128 * 1024)));
-        assert_eq!(facts.value(Field::CpusPerTask), Some(&json!(10)));
-        assert_eq!(facts.value(Field::RequestedTimeS), Some(&json!(3599)));
-        assert_eq!(facts.value(Field::JobName), Some(&json!("sft")));
+        assert_eq!(facts.json(Field::Nodes), Some(json!(2)));
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(4)));
+        assert_eq!(facts.json(Field::MemoryMib), Some(json!(128 * 1024)));
+        assert_eq!(facts.json(Field::CpusPerTask), Some(json!(10)));
+        assert_eq!(facts.json(Field::RequestedTimeS), Some(json!(3599)));
+        assert_eq!(facts.json(Field::JobName), Some(json!("sft")));
         assert_eq!(
             facts.value(Field::LearningRate),
             None,
@@ -888,17 +888,17 @@ mod tests {
     fn hydra_prefixes_lists_and_unknowns() {
         let facts = read("python launch.py loss=dpo train_datasets=[ultrafeedback,shp] ++model.name_or_path=org/m ++lr=${LR} ~model.x").unwrap();
         assert_eq!(
-            facts.value(Field::Dataset),
-            Some(&json!(["ultrafeedback", "shp"]))
+            facts.json(Field::Dataset),
+            Some(json!(["ultrafeedback", "shp"]))
         );
-        assert_eq!(facts.value(Field::Model), Some(&json!("org/m")));
+        assert_eq!(facts.json(Field::Model), Some(json!("org/m")));
         assert_eq!(facts.value(Field::LearningRate), None);
         assert_eq!(
-            facts.value(Field::LearningRateUnknown),
-            Some(&json!("++lr=${LR}"))
+            facts.json(Field::LearningRateUnknown),
+            Some(json!("++lr=${LR}"))
         );
         let plus = read("python run.py --train_dataset_name a+b+a").unwrap();
-        assert_eq!(plus.value(Field::Dataset), Some(&json!(["a", "b"])));
+        assert_eq!(plus.json(Field::Dataset), Some(json!(["a", "b"])));
     }
 
     #[test]
@@ -906,35 +906,35 @@ mod tests {
         let facts = read("python train.py --gradient_accumulation_steps $GAS").unwrap();
         assert_eq!(facts.value(Field::GradientAccumulation), None);
         assert_eq!(
-            facts.value(Field::GradientAccumulationUnknown),
-            Some(&json!("--gradient_accumulation_steps $GAS"))
+            facts.json(Field::GradientAccumulationUnknown),
+            Some(json!("--gradient_accumulation_steps $GAS"))
         );
         let acc =
             read("accelerate launch --num_machines $NUM_NODES --config_file z3.yaml t.py").unwrap();
         assert_eq!(
-            acc.value(Field::NodesUnknown),
-            Some(&json!("--num_machines $NUM_NODES"))
+            acc.json(Field::NodesUnknown),
+            Some(json!("--num_machines $NUM_NODES"))
         );
         let eval =
             read("eval \"torchrun --nproc_per_node 2 -m pkg.train\" \"--lr 2e-5 --bf16 True\"")
                 .unwrap();
-        assert_eq!(eval.value(Field::GpusPerNode), Some(&json!(2)));
-        assert_eq!(eval.value(Field::Script), Some(&json!("pkg.train")));
-        assert_eq!(eval.value(Field::LearningRate), Some(&json!(2e-5)));
+        assert_eq!(eval.json(Field::GpusPerNode), Some(json!(2)));
+        assert_eq!(eval.json(Field::Script), Some(json!("pkg.train")));
+        assert_eq!(eval.json(Field::LearningRate), Some(json!(2e-5)));
     }
 
     #[test]
     fn srun_options_and_lightning_gpus() {
         let facts = read("srun -p part --gres=gpu:8 --nodes=32 --ntasks-per-node=8 --cpus-per-task=10 --kill-on-bad-exit=1 python -u train.py --lr 2e-5").unwrap();
-        assert_eq!(facts.value(Field::Nodes), Some(&json!(32)));
-        assert_eq!(facts.value(Field::GpusPerNode), Some(&json!(8)));
-        assert_eq!(facts.value(Field::CpusPerTask), Some(&json!(10)));
-        assert_eq!(facts.value(Field::Script), Some(&json!("train.py")));
+        assert_eq!(facts.json(Field::Nodes), Some(json!(32)));
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(8)));
+        assert_eq!(facts.json(Field::CpusPerTask), Some(json!(10)));
+        assert_eq!(facts.json(Field::Script), Some(json!("train.py")));
         let total = read("srun -N 2 --gpus 16 torchrun train.py").unwrap();
-        assert_eq!(total.value(Field::GpusPerNode), Some(&json!(8)));
+        assert_eq!(total.json(Field::GpusPerNode), Some(json!(8)));
         let lightning = read("python finetune.py --gpus 1 --data_dir cnn_dm").unwrap();
-        assert_eq!(lightning.value(Field::GpusPerNode), Some(&json!(1)));
-        assert_eq!(lightning.value(Field::Dataset), Some(&json!("cnn_dm")));
+        assert_eq!(lightning.json(Field::GpusPerNode), Some(json!(1)));
+        assert_eq!(lightning.json(Field::Dataset), Some(json!("cnn_dm")));
         let list = read("python train.py --gpus 0,1").unwrap();
         assert_eq!(
             list.value(Field::GpusPerNode),

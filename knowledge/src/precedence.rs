@@ -24,7 +24,7 @@
 
 use serde_json::{json, Value};
 
-use crate::facts::{Field, JobFacts, Strength};
+use crate::facts::{FactValue, Field, JobFacts, Strength};
 use crate::vocabulary::EVALUATION_WORDS;
 
 /// Whether a value from a source of strength `new` replaces one from `old`: stronger, or as
@@ -49,7 +49,7 @@ pub fn unset(value: &Value) -> bool {
 /// user's own `--cmd` (what runs, whatever its script is called); any other command's values
 /// take part in rule 1.
 pub fn add_command(facts: &mut JobFacts, found: &JobFacts, strength: Strength) {
-    let script = found.value(Field::Script).and_then(Value::as_str);
+    let script = found.value(Field::Script).and_then(FactValue::as_str);
     if strength != Strength::Command && script.is_some_and(is_evaluation_script) {
         facts.fill(found);
     } else {

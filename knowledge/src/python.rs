@@ -806,7 +806,7 @@ executor.update_parameters(
 "#;
         let mut facts = JobFacts::default();
         read_python("submitit_pretrain.py", text, &mut facts).unwrap();
-        let v = |f: Field| facts.value(f).cloned();
+        let v = |f: Field| facts.json(f);
         assert_eq!(v(Field::GpusPerNode), Some(json!(8)));
         assert_eq!(v(Field::Nodes), Some(json!(2)));
         assert_eq!(v(Field::TasksPerNode), Some(json!(8)));
@@ -843,7 +843,7 @@ def main():
         assert!(script.get(Field::LearningRate).is_none(), "{script:?}");
         let mut facts = JobFacts::default();
         read_python("config/train.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("learning_rate"), Some(json!(6e-4)));
         assert_eq!(
             facts.get(Field::LearningRate).unwrap().source,
@@ -893,7 +893,7 @@ class NotData:
 "#;
         let mut facts = JobFacts::default();
         read_python("sft.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("model"), Some(json!("facebook/opt-350m")));
         assert_eq!(facts.get(Field::Model).unwrap().source, "sft.py:5");
         assert_eq!(facts.get(Field::Model).unwrap().strength, Strength::Default);
@@ -929,7 +929,7 @@ def main(epochs=3):
 "#;
         let mut facts = JobFacts::default();
         read_python("sft.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("model"), Some(json!("org/model-7b")));
         assert_eq!(
             facts.get(Field::Model).unwrap().source,
@@ -958,8 +958,8 @@ class DataArguments:
         let mut facts = JobFacts::default();
         read_python("supervised.py", text, &mut facts).unwrap();
         assert_eq!(
-            facts.value(Field::Dataset),
-            Some(&json!("tatsu-lab/alpaca_farm"))
+            facts.json(Field::Dataset),
+            Some(json!("tatsu-lab/alpaca_farm"))
         );
         assert_eq!(facts.value(Field::LearningRate), None);
     }
@@ -987,7 +987,7 @@ if __name__ == "__main__":
 "#;
         let mut facts = JobFacts::default();
         read_python("finetune.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("model"), None, "an empty default is a required argument");
         assert_eq!(v("dataset"), Some(json!("yahma/alpaca-cleaned")));
         assert_eq!(facts.get(Field::Dataset).unwrap().source, "finetune.py:8");
@@ -1016,12 +1016,12 @@ if __name__ == "__main__":
         let text = "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATA = CN()\n_C.DATA.BATCH_SIZE = 128\n_C.DATA.DATA_PATH = ''\n_C.TRAIN = CN()\n_C.TRAIN.EPOCHS = 300\n_C.TRAIN.ACCUMULATION_STEPS = 0\n";
         let mut facts = JobFacts::default();
         read_python("config.py", text, &mut facts).unwrap();
-        assert_eq!(facts.value(Field::BatchSizePerDevice), Some(&json!(128)));
+        assert_eq!(facts.json(Field::BatchSizePerDevice), Some(json!(128)));
         assert_eq!(
             facts.get(Field::BatchSizePerDevice).unwrap().source,
             "config.py:4"
         );
-        assert_eq!(facts.value(Field::Epochs), Some(&json!(300)));
+        assert_eq!(facts.json(Field::Epochs), Some(json!(300)));
         assert_eq!(facts.value(Field::Dataset), None, "an empty path");
         assert_eq!(facts.value(Field::GradientAccumulation), None, "0 is off");
     }
@@ -1039,7 +1039,7 @@ train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=300)
 "#;
         let mut facts = JobFacts::default();
         read_python("configs/mae/mae.py", text, &mut facts).unwrap();
-        let v = |f: &str| facts.value(f.parse().unwrap()).cloned();
+        let v = |f: &str| facts.json(f.parse().unwrap());
         assert_eq!(v("batch_size_per_device"), Some(json!(512)));
         assert_eq!(v("dataset"), Some(json!("data/imagenet/")));
         let lr = v("learning_rate").and_then(|l| l.as_f64()).unwrap();

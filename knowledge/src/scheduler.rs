@@ -339,7 +339,7 @@ mod tests {
         ];
         let examples: Vec<_> = examples.iter().chain(&counts).collect();
         for (_, text, field, value) in &examples {
-            assert_eq!(read(text).value(*field), Some(value), "{text}");
+            assert_eq!(read(text).json(*field).as_ref(), Some(value), "{text}");
         }
         let names = SLURM_OPTIONS.iter().chain(PBS_RESOURCES).map(|r| r.0);
         for names in names.chain(SLURM_COUNTS.iter().map(|r| r.0)) {

@@ -61,7 +61,7 @@ fn score(set: &str) -> (usize, usize, Vec<String>) {
         let facts = extraction.facts;
         for (field, expected) in truth["fields"].as_object().unwrap() {
             total += 1;
-            match facts.value(field_of(field)) {
+            match facts.json(field_of(field)).as_ref() {
                 Some(found) if same(found, expected) => right += 1,
                 Some(found) => {
                     problems.push(format!("{name}: {field} = {found}, truth {expected}"))
@@ -117,7 +117,7 @@ fn score_logs() -> (usize, usize, Vec<String>) {
                     _ => None,
                 };
             }
-            facts.value(field_of(field)).cloned()
+            facts.json(field_of(field))
         };
         for (field, expected) in truth["fields"].as_object().unwrap() {
             total += 1;
