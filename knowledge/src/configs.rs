@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::launch::setting;
 use crate::scheduler::{read_options, submitit_option};
-use crate::vocabulary::{Flags, LAUNCHER_FLAGS, NOT_TRAINING};
+use crate::vocabulary::{Flags, LAUNCHER_FLAGS, NOT_TRAINING, SECTION_KEYS};
 
 /// Why a configuration file was not read.
 pub type Unreadable = String;
@@ -225,20 +225,15 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
                 continue;
             }
         }
-        // DeepSpeed's `"bf16": {"enabled": true}` is the switch `bf16: true`; a `[model]`
-        // section's `name` (torchtitan) or `arch` (LAVIS) is the model; FSDP's `mixed_precision` (`PURE`,
-        // `DEFAULT`) is how it shards, not the training's precision.
-        let name = match (parent.as_deref(), key.as_str()) {
-            (Some(p @ ("bf16" | "fp16")), "enabled") => p.to_string(),
-            (Some("model"), "name" | "arch") => "model".to_string(),
-            // detectron2's `MODEL.WEIGHTS`: the checkpoint training starts from.
-            (Some("model"), "weights") => "model".to_string(),
-            // `DATASETS.TRAIN` (detectron2), `data: {train: ...}`: the training data; their
-            // `test` / `valid` siblings are evaluation.
-            (Some("datasets" | "data" | "dataset"), "train") => "dataset".to_string(),
-            (Some("fsdp_config"), "mixed_precision") => continue,
-            _ => key,
-        };
+        // FSDP's `mixed_precision` (`PURE`, `DEFAULT`) is how it shards, not the training's
+        // precision.
+        if parent.as_deref() == Some("fsdp_config") && key == "mixed_precision" {
+            continue;
+        }
+        let name = parent
+            .as_deref()
+            .and_then(|p| section_name(p, &key))
+            .map_or(key, str::to_string);
         let accumulation = name.contains("accum") && value.as_u64().is_some_and(|n| n > 1);
         let name = if chunked && name == "batch_size" {
             "global_batch_size".to_string()
@@ -263,6 +258,14 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             None => {}
         }
     }
+}
+
+/// The setting a key of section `parent` names by where it stands ([`SECTION_KEYS`]).
+fn section_name(parent: &str, key: &str) -> Option<&'static str> {
+    SECTION_KEYS
+        .iter()
+        .find(|(sections, keys, _)| sections.contains(&parent) && keys.contains(&key))
+        .map(|&(.., name)| name)
 }
 
 /// The field of a count in an accelerate config (`num_machines`, `num_processes`): the

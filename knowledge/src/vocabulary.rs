@@ -89,6 +89,19 @@ pub const SUBMITIT_OPTIONS: &[(&str, &str)] = &[
     ("name", "job-name"),
 ];
 
+/// Keys of a configuration section that name a setting by where they stand: (sections, keys,
+/// the setting's name in [`NAMES`]). DeepSpeed's `"bf16": {"enabled": true}` is the switch
+/// `bf16: true`; a `[model]` section's `name` (torchtitan) or `arch` (LAVIS) is the model, and
+/// so is detectron2's `MODEL.WEIGHTS` (the checkpoint training starts from); `DATASETS.TRAIN`
+/// (detectron2) and `data: {train: ...}` are the training data (their `test` and `valid`
+/// siblings are evaluation).
+pub const SECTION_KEYS: &[(&[&str], &[&str], &str)] = &[
+    (&["bf16"], &["enabled"], "bf16"),
+    (&["fp16"], &["enabled"], "fp16"),
+    (&["model"], &["name", "arch", "weights"], "model"),
+    (&["datasets", "data", "dataset"], &["train"], "dataset"),
+];
+
 /// Training-setting names of the frameworks (without dashes, `-` read as `_`) -> (field,
 /// confidence, the setup of `tests/data/knowledge` that shows the name, or where it is
 /// documented). Names that do not say whether a batch is per device or global read as per
