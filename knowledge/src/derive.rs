@@ -4,11 +4,11 @@
 //!
 //! | derived fact | from | function |
 //! |---|---|---|
-//! | `gpus_per_node` | a GPU total and the node count | [`gpus_per_node_from_total`] |
-//! | `gpus_per_node` | tasks per node and GPUs per task | [`gpus_per_node_from_tasks`] |
-//! | `gpus_per_node` | one GPU per Slurm task that runs the training script | [`one_gpu_per_task`] |
-//! | `memory_mib` | memory per CPU, CPUs per task and tasks per node | [`memory_from_per_cpu`] |
-//! | `global_batch_size` | per-device batch, GPUs per node, nodes, accumulation | [`global_batch_size`] |
+//! | `gpus_per_node` | a GPU total and the node count | `gpus_per_node_from_total` |
+//! | `gpus_per_node` | tasks per node and GPUs per task | `gpus_per_node_from_tasks` |
+//! | `gpus_per_node` | one GPU per Slurm task that runs the training script | `one_gpu_per_task` |
+//! | `memory_mib` | memory per CPU, CPUs per task and tasks per node | `memory_from_per_cpu` |
+//! | `global_batch_size` | per-device batch, GPUs per node, nodes, accumulation | `global_batch_size` |
 //!
 //! A derivation runs in one of two scopes:
 //!

@@ -14,8 +14,8 @@
 //! - [`scheduler`] (`#SBATCH`, `#PBS`, `srun` options), [`launch`] (launchers and training
 //!   arguments, from the tables of [`vocabulary`]), [`configs`] (JSON, YAML, TOML),
 //!   [`python`] (defaults in the training code) and [`logs`] (progress and failures);
-//! - [`precedence`]: the one rule that decides between values of one field; [`derive`]: every
-//!   fact computed from others, each in one function;
+//! - [`precedence`]: the one rule that decides between values of one field;
+//! - [`derive`](mod@derive): every fact computed from others, each in one function;
 //! - [`extract()`]: all of them over one job directory, cached by content;
 //! - [`user_dir`]: a job directory read for another user (a child process with that user's
 //!   rights, bounded entries, bytes and time), for code that runs as root;
