@@ -88,24 +88,45 @@ fn precision(text: String) -> String {
 }
 
 /// LLaMA-Factory's `dataset: identity,alpaca_en_demo`; distil-whisper's and parler-tts's
-/// `a+b+c`; a list: each data set once. One name as it is.
+/// `a+b+c`; a list: each data set once, one alone as itself. A list that alternates weights
+/// and names (Megatron's `--data-path 0.3 a 0.7 b`, NeMo's `data_prefix: [0.3, a, 0.7, b]`)
+/// is a blend: its names are the data sets.
 fn datasets(value: Value) -> Option<FactValue> {
-    let mut sets: Vec<String> = Vec::new();
-    let mut add = |set: String| {
-        if !sets.contains(&set) {
-            sets.push(set);
-        }
-    };
-    match value {
-        Value::String(t) if t.contains([',', '+']) && !t.contains(char::is_whitespace) => {
-            t.split([',', '+'])
-                .filter(|p| !p.is_empty())
-                .for_each(|p| add(p.to_string()));
-        }
-        Value::Array(items) => items.into_iter().filter_map(text).for_each(&mut add),
+    let items: Vec<String> = match value {
+        Value::String(t) if t.contains([',', '+']) && !t.contains(char::is_whitespace) => t
+            .split([',', '+'])
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Value::Array(items) => unblended(items.into_iter().filter_map(text).collect()),
         other => return text(other).map(FactValue::Text),
+    };
+    let mut sets: Vec<String> = Vec::new();
+    for item in items {
+        if !sets.contains(&item) {
+            sets.push(item);
+        }
     }
-    (!sets.is_empty()).then_some(FactValue::Texts(sets))
+    match sets.len() {
+        0 => None,
+        1 => sets.pop().map(FactValue::Text),
+        _ => Some(FactValue::Texts(sets)),
+    }
+}
+
+/// The names of a blend (`[weight, name, weight, name, ...]`, every weight a number and no
+/// name one); other lists as they are.
+fn unblended(items: Vec<String>) -> Vec<String> {
+    let is_number = |t: &String| t.parse::<f64>().is_ok();
+    let blend = items.len() >= 2
+        && items.len() % 2 == 0
+        && items.iter().step_by(2).all(is_number)
+        && !items.iter().skip(1).step_by(2).any(is_number);
+    if blend {
+        items.into_iter().skip(1).step_by(2).collect()
+    } else {
+        items
+    }
 }
 
 /// A fact's value, as its field's [`Kind`] holds it; written as JSON (a number, a text, a
@@ -510,5 +531,22 @@ mod tests {
             Some(json!(["a", "b"]))
         );
         assert_eq!(Kind::Text.parse(json!(" ")).map(|v| v.to_json()), None);
+        // A blend's weights are no data sets; one set alone is itself.
+        let texts = |v: Value| Kind::Texts.parse(v).map(|v| v.to_json());
+        assert_eq!(
+            texts(json!([0.3, "a", "0.7", "b"])),
+            Some(json!(["a", "b"]))
+        );
+        assert_eq!(
+            texts(json!(["1", "./data/books"])),
+            Some(json!("./data/books"))
+        );
+        assert_eq!(texts(json!(["a", "b", "a"])), Some(json!(["a", "b"])));
+        assert_eq!(texts(json!(["a"])), Some(json!("a")));
+        assert_eq!(
+            texts(json!([1, 2])),
+            Some(json!(["1", "2"])),
+            "no names: no blend"
+        );
     }
 }
