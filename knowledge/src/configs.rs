@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::facts::{Field, JobFacts, Source, Strength};
 use crate::launch::setting;
-use crate::scheduler::{read_options, submitit_option};
+use crate::scheduler::{read_cited_options, submitit_option};
 use crate::vocabulary::{Flags, LAUNCHER_FLAGS, NOT_TRAINING, SECTION_KEYS};
 
 /// Why a configuration file was not read.
@@ -171,6 +171,8 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             .is_some_and(|t| matches!(t, "MULTI_GPU" | "DEEPSPEED" | "FSDP" | "MEGATRON_LM" | "NO"))
             && tree.get("use_cpu").and_then(Value::as_bool) != Some(true)
     });
+    // Hydra's Slurm launcher (`hydra.launcher`) is one request, read after the other keys.
+    let mut launcher = Vec::new();
     for (parent, key, value) in leaves {
         let source = || Source::line(name, line_of(text, &key));
         // yacs configs (detectron2) write keys in capitals: `SOLVER.BASE_LR`.
@@ -214,7 +216,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
         }
         if parent.as_deref() == Some("launcher") {
             if let Some(word) = submitit_option(&key, &value) {
-                read_options(&[word], &source(), Strength::Config, facts);
+                launcher.push((word, source()));
                 continue;
             }
         }
@@ -258,6 +260,7 @@ pub fn read_tree(name: &str, text: &str, tree: &Value, facts: &mut JobFacts) {
             None => {}
         }
     }
+    read_cited_options(&launcher, Strength::Config, facts);
 }
 
 /// The setting a key of section `parent` names by where it stands ([`SECTION_KEYS`]).
@@ -915,6 +918,20 @@ mod tests {
         assert_eq!(v("gradient_accumulation"), Some(json!(1)));
         assert_eq!(v("sequence_length"), Some(json!(512)));
         assert_eq!(v("job_name"), None);
+        assert_eq!(
+            facts.get(Field::MemoryMib).unwrap().source,
+            "base.yaml:6",
+            "each key cites its line"
+        );
+        // The launcher is one request: tasks times GPUs per task are the GPUs of a node.
+        let tasks = "hydra:\n  launcher:\n    tasks_per_node: 4\n    gpus_per_task: 2\n";
+        let mut facts = JobFacts::default();
+        read_config("slurm.yaml", tasks, Syntax::Yaml, &mut facts).unwrap();
+        assert_eq!(facts.json(Field::GpusPerNode), Some(json!(8)));
+        assert_eq!(
+            facts.get(Field::GpusPerNode).unwrap().source,
+            "slurm.yaml:3"
+        );
 
         let lavis = "model:\n  arch: blip2_opt\ndatasets:\n  coco_caption:\n    vis_processor:\n      train: {name: x}\nrun:\n  init_lr: 1e-5\n  max_epoch: 5\n  batch_size_train: 16\n  batch_size_eval: 8\n  accum_grad_iters: 1\n  max_len: 30\n  min_len: 8\n  num_beams: 5\n  amp: True\n";
         let mut facts = JobFacts::default();

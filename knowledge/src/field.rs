@@ -119,7 +119,7 @@ fn datasets(value: Value) -> Option<FactValue> {
 fn unblended(items: Vec<String>) -> Vec<String> {
     let is_number = |t: &String| t.parse::<f64>().is_ok();
     let blend = items.len() >= 2
-        && items.len() % 2 == 0
+        && items.len().is_multiple_of(2)
         && items.iter().step_by(2).all(is_number)
         && !items.iter().skip(1).step_by(2).any(is_number);
     if blend {

@@ -1,9 +1,11 @@
-//! Scheduler headers of job scripts: Slurm `#SBATCH` and PBS `#PBS` lines.
+//! Scheduler requests: the Slurm `#SBATCH` and PBS `#PBS` lines of job scripts, the options
+//! of `srun` and `sbatch` commands, submitit's parameters and Hydra's Slurm launcher, each read
+//! as one request whose counts give the facts [`crate::derive::request`] computes.
 //!
 //! Fields: `job_name`, `nodes`, `gpus_per_node` (from `--gres=gpu[:type]:N`,
-//! `--gpus-per-node`, or `--gpus` / PBS `ngpus` divided by the nodes), `cpus_per_task`,
-//! `memory_mib` (`--mem`; PBS `mem`), `requested_time_s` (`--time` / `walltime`, every Slurm
-//! time format).
+//! `--gpus-per-node`, PBS `ngpus`, or derived), `tasks_per_node`, `cpus_per_task`,
+//! `memory_mib` (`--mem`; PBS `mem`; or derived), `requested_time_s` (`--time` / `walltime`,
+//! every Slurm time format).
 
 use serde_json::json;
 
@@ -39,6 +41,19 @@ pub fn read_options(words: &[String], source: &Source, strength: Strength, facts
     let mut request = SchedulerRequest::new(strength);
     for (key, value) in option_pairs(words) {
         request.slurm_option(&key, value.as_deref(), source);
+    }
+    request.finish(facts, NodesUnsaid::Unknown);
+}
+
+/// Slurm options written one to a line (`--gpus-per-node=8`), each citing its own line: one
+/// request at `strength`, as [`read_options`] reads one (Hydra's Slurm launcher, whose keys
+/// [`submitit_option`] writes as options).
+pub fn read_cited_options(options: &[(String, Source)], strength: Strength, facts: &mut JobFacts) {
+    let mut request = SchedulerRequest::new(strength);
+    for (word, source) in options {
+        for (key, value) in option_pairs(std::slice::from_ref(word)) {
+            request.slurm_option(&key, value.as_deref(), source);
+        }
     }
     request.finish(facts, NodesUnsaid::Unknown);
 }
