@@ -11,7 +11,9 @@ use serde_json::json;
 
 use crate::derive::{NodesUnsaid, RequestCounts};
 use crate::facts::{Field, JobFacts, Source, Strength};
-use crate::vocabulary::{Request, PBS_RESOURCES, SLURM_COUNTS, SLURM_OPTIONS, SUBMITIT_OPTIONS};
+use crate::vocabulary::{
+    Request, PBS_OPTIONS, PBS_RESOURCES, SLURM_COUNTS, SLURM_OPTIONS, SUBMITIT_OPTIONS,
+};
 
 /// Reads the `#SBATCH` and `#PBS` lines of `text` (file `name`) into `facts`: one request at
 /// strength `header`, whose GPU total without a node count is one node's.
@@ -111,7 +113,8 @@ impl SchedulerRequest {
         }
     }
 
-    /// One PBS option (`-N name`, `-l resource=value:...`, [`PBS_RESOURCES`]).
+    /// One PBS option (`-N name`, [`PBS_OPTIONS`]; `-l resource=value:...`,
+    /// [`PBS_RESOURCES`]).
     fn pbs_option(&mut self, key: &str, value: Option<&str>, source: &Source) {
         let Some(value) = value else { return };
         let strength = self.strength;
@@ -119,7 +122,6 @@ impl SchedulerRequest {
             self.facts.set(field, v, source.clone(), 1.0, strength)
         };
         match key {
-            "N" => set(Field::JobName, json!(value)),
             "l" => {
                 // `walltime=hh:mm:ss` keeps its colons; chunk specs (`select=2:ngpus=4`) split.
                 let items = value.split(',').flat_map(|part| {
@@ -144,7 +146,15 @@ impl SchedulerRequest {
                     }
                 }
             }
-            _ => {}
+            _ => {
+                let Some(&(_, field, how)) = PBS_OPTIONS.iter().find(|(n, ..)| n.contains(&key))
+                else {
+                    return;
+                };
+                if let Some((v, _)) = request(how, value) {
+                    set(field, v);
+                }
+            }
         }
     }
 
@@ -305,6 +315,7 @@ mod tests {
                 Field::RequestedTimeS,
                 json!(86400),
             ),
+            ("N", "#PBS -N bert", Field::JobName, json!("bert")),
             ("select", "#PBS -l select=2:ngpus=4", Field::Nodes, json!(2)),
             (
                 "ngpus",
@@ -356,7 +367,11 @@ mod tests {
         for (_, text, field, value) in &examples {
             assert_eq!(read(text).json(*field).as_ref(), Some(value), "{text}");
         }
-        let names = SLURM_OPTIONS.iter().chain(PBS_RESOURCES).map(|r| r.0);
+        let names = SLURM_OPTIONS
+            .iter()
+            .chain(PBS_OPTIONS)
+            .chain(PBS_RESOURCES)
+            .map(|r| r.0);
         for names in names.chain(SLURM_COUNTS.iter().map(|r| r.0)) {
             assert!(
                 examples.iter().any(|(n, ..)| names.contains(n)),

@@ -1,7 +1,8 @@
 //! The reader's vocabularies as data: the training-setting names of the frameworks
 //! ([`NAMES`]), the launchers ([`LAUNCHERS`]) and their flags ([`LAUNCHER_FLAGS`]), the
-//! resource requests of schedulers ([`SLURM_OPTIONS`], [`SLURM_COUNTS`], [`PBS_RESOURCES`],
-//! [`SUBMITIT_OPTIONS`]), and the word lists the readers consult. Each row of the name and
+//! resource requests of schedulers ([`SLURM_OPTIONS`], [`SLURM_COUNTS`], [`PBS_OPTIONS`],
+//! [`PBS_RESOURCES`], [`SUBMITIT_OPTIONS`]), the keys a config section names by where they
+//! stand ([`SECTION_KEYS`]), and the word lists the readers consult. Each row of the name and
 //! launcher tables names the setup of `tests/data/knowledge` that shows it (a test checks
 //! that it does); a rule for a new framework is a new row.
 
@@ -58,6 +59,9 @@ pub const SLURM_COUNTS: &[(&[&str], Counted, Request)] = &[
         Request::MemoryNotZero,
     ),
 ];
+
+/// PBS options other than `-l` (`#PBS -N name`) -> field and reading.
+pub const PBS_OPTIONS: &[(&[&str], Field, Request)] = &[(&["N"], Field::JobName, Request::Text)];
 
 /// PBS `-l` resources (`select=2:ngpus=4`, `walltime=...`) -> field and reading; PBS counts
 /// GPUs per chunk, that is per node.
