@@ -98,21 +98,7 @@ fn note_duplicates(name: &str, duplicates: &[Duplicate], facts: &mut JobFacts) {
         if !this_file || fact.value != last {
             continue;
         }
-        let taken = Source::line(name, d.line);
-        if fact.source != taken {
-            if let Some(old) = facts.remove(field) {
-                facts.set(
-                    field,
-                    old.value.to_json(),
-                    taken,
-                    old.confidence,
-                    old.strength,
-                );
-                for note in old.also {
-                    facts.note(field, note);
-                }
-            }
-        }
+        facts.cite(field, Source::line(name, d.line));
         facts.note(
             field,
             format!(

@@ -150,10 +150,7 @@ pub fn request(
 /// (a launcher's process count, a config's `num_processes`), one GPU per Slurm task, the
 /// global batch size.
 pub fn job(facts: &mut JobFacts) {
-    if let (Some(total), None) = (
-        count(facts, Field::GpusTotal),
-        facts.get(Field::GpusPerNode),
-    ) {
+    if let Some(total) = count(facts, Field::GpusTotal) {
         let nodes = count(facts, Field::Nodes).unwrap_or(1);
         let how = Derivation {
             source: Source::derived("gpus_total / nodes"),

@@ -237,6 +237,14 @@ impl JobFacts {
         self.fields.remove(&field)
     }
 
+    /// Cites `source` for `field`'s fact, its value and notes kept (the line a key given twice
+    /// was taken from).
+    pub fn cite(&mut self, field: Field, source: Source) {
+        if let Some(fact) = self.fields.get_mut(&field) {
+            fact.source = source;
+        }
+    }
+
     /// Notes on `field`'s fact a value that lost to it (its `also`).
     pub fn note(&mut self, field: Field, note: String) {
         if let Some(fact) = self.fields.get_mut(&field) {

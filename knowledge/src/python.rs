@@ -254,8 +254,7 @@ struct Reader<'a> {
     importer: Importer<'a>,
     /// Every `add_argument` flag, with or without a default (`-` read as `_`).
     flags: Vec<String>,
-    /// Requests to Slurm of submitit's `update_parameters(...)`: (field, value, confidence,
-    /// source).
+    /// Requests to Slurm of submitit's `update_parameters(...)`, read as `#SBATCH` lines are.
     requests: JobFacts,
 }
 
